@@ -1,0 +1,74 @@
+// mqx configuration: one struct, loaded from TOML and overridden by the
+// environment. configs/default.toml documents every key; an unknown key, a
+// wrong type or an out-of-range value is a ConfigError naming the key.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+#include "common/log.hpp"
+
+namespace mqx {
+
+enum class ReplacementKind { Cdr, Lru, Mru, Lfu, Random };
+enum class EvictionGranularity { Region, Page };
+enum class ReferenceDetection { Auto, Advice, Scan, All };
+enum class BackendKind { Auto, Cuda, Sim };
+
+struct Config {
+  // [memory]
+  std::size_t pageSize = 8 * 1024 * 1024;
+  std::size_t deviceMemoryLimit = 0; // 0: what the device has
+  std::size_t swapBufferLimit = std::size_t{16} << 30;
+  bool pinnedSwap = true;
+  // [policy]
+  ReplacementKind replacement = ReplacementKind::Cdr;
+  double latencyFactor = 0.01;
+  EvictionGranularity evictionGranularity = EvictionGranularity::Region;
+  std::uint64_t randomSeed = 0;
+  // [optimizations]
+  bool lazyTransfer = true;
+  bool copyOnWrite = true;
+  std::size_t cowMinBytes = 256 * 1024;
+  ReferenceDetection referenceDetection = ReferenceDetection::Auto;
+  bool accessAdvice = true;
+  bool pageCoherence = true;
+  // [backend]
+  BackendKind backend = BackendKind::Auto;
+  // [sim]
+  std::size_t simCapacity = std::size_t{1} << 30;
+  std::size_t simGranularity = 2 * 1024 * 1024;
+  double simCopyBandwidthGBps = 25.0;
+  double simDeviceBandwidthGBps = 1000.0;
+  bool simRealtime = false;
+  // [log]
+  LogLevel logLevel = LogLevel::Warn;
+};
+
+class ConfigError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+// Parses TOML text. `origin` names the source in error messages.
+Config parseConfig(const std::string& tomlText, const std::string& origin = "config");
+
+// Applies MQX_<SECTION>_<KEY> overrides from `environment` to `config`.
+void applyEnvironment(Config& config, const std::map<std::string, std::string>& environment);
+
+// The process environment as a map (for applyEnvironment).
+std::map<std::string, std::string> processEnvironment();
+
+// Loads the configuration the way a process does at start: the file named by
+// MQX_CONFIG (if set), then environment overrides. Throws ConfigError.
+Config loadConfig();
+
+// Parses "8MiB", "512KiB", "2GiB", "4096" into bytes. Throws ConfigError naming `key`.
+std::size_t parseSize(const std::string& text, const std::string& key);
+
+std::string toString(ReplacementKind kind);
+
+} // namespace mqx

@@ -1,0 +1,101 @@
+// MemoryManager: the per-process facade of the core. It gives the application
+// virtual, paged device memory (ARCHITECTURE.md decisions 2-8) on top of a
+// DeviceBackend, with the semantics of the CUDA driver's memory API:
+// allocations at stable addresses, copies and memsets in stream order as the
+// application observes them, kernel launches that find their data resident.
+//
+// Thread-safe: every entry point takes the manager's lock.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <span>
+
+#include "common/status.hpp"
+#include "common/types.hpp"
+#include "config/config.hpp"
+#include "core/statistics.hpp"
+#include "device/device_backend.hpp"
+
+namespace mqx {
+
+class DeviceBudget;
+class ManagerState;
+
+// The region that contains an address.
+struct RegionInfo {
+  DevicePtr base = 0;
+  std::size_t size = 0;
+};
+
+class MemoryManager {
+public:
+  // `budget` may be shared with other processes (multi-process mode); when
+  // null the manager keeps a private budget of config.deviceMemoryLimit (or
+  // the backend's total memory when that is 0).
+  MemoryManager(const Config& config, device::DeviceBackend& backend, std::shared_ptr<DeviceBudget> budget = nullptr);
+  ~MemoryManager();
+  MemoryManager(const MemoryManager&) = delete;
+  MemoryManager& operator=(const MemoryManager&) = delete;
+
+  // cuMemAlloc / cuMemFree. Zero size is InvalidValue (as the driver);
+  // a size that cannot fit in device budget + swap buffer is OutOfMemory.
+  Status allocate(std::size_t bytes, DevicePtr* address);
+  Status free(DevicePtr address);
+
+  bool isManaged(DevicePtr address) const;
+  Status regionOf(DevicePtr address, RegionInfo* info) const;
+
+  // Copies. `synchronous` gives the blocking API's semantics (cuMemcpyHtoD):
+  // on return the copy is complete as far as the application can observe.
+  Status copyHostToDevice(DevicePtr destination, const void* source, std::size_t bytes, StreamHandle stream,
+                          bool synchronous);
+  Status copyDeviceToHost(void* destination, DevicePtr source, std::size_t bytes, StreamHandle stream,
+                          bool synchronous);
+  // Either side may be unmanaged device memory (but not both).
+  Status copyDeviceToDevice(DevicePtr destination, DevicePtr source, std::size_t bytes, StreamHandle stream,
+                            bool synchronous);
+  // cuMemsetD8/D16/D32: `count` elements of `elementSize` bytes.
+  Status memset(DevicePtr destination, std::uint32_t pattern, unsigned elementSize, std::size_t count,
+                StreamHandle stream, bool synchronous);
+
+  // cudaAdvice: the calling thread's next launch touches the region at
+  // `address` with `access`. InvalidValue for unmanaged memory.
+  Status advise(DevicePtr address, Access access);
+
+  // A kernel launch: finds the referenced regions (advice, parameter scan or
+  // all regions), makes them resident, launches through the backend and pins
+  // them until the launch completes.
+  Status launch(const device::KernelLaunch& launch);
+
+  // Before the application's host memory [address, address + bytes) is
+  // written by anyone but the application itself (a device-to-host copy the
+  // interposer passes through, say): breaks copy-on-write protection there.
+  void prepareHostWrite(void* address, std::size_t bytes);
+  // The host memory observer entry points (hook/host_memory_hooks): a write
+  // fault on a protected page (true if it was ours and is now writable) and
+  // the release of host memory (free, realloc, munmap).
+  bool onHostWriteFault(void* address);
+  void onHostRelease(void* address, std::size_t bytes);
+
+  // Observes completed work and unpins its pages; called after the
+  // application synchronises.
+  void poll();
+  // Waits for every launch and transfer mqx issued.
+  Status synchronizeAll();
+
+  // cuMemGetInfo as the application sees it: the managed budget.
+  void memoryInfo(std::size_t* freeBytes, std::size_t* totalBytes) const;
+  Statistics statistics() const;
+  const Config& config() const;
+
+  // Total bytes of regions allocated and of device memory currently backed.
+  std::size_t allocatedBytes() const;
+  std::size_t residentBytes() const;
+
+private:
+  std::unique_ptr<ManagerState> state_;
+};
+
+} // namespace mqx

@@ -1,0 +1,108 @@
+// The device backend interface: what the core needs from a device, shaped by
+// the CUDA driver's real behaviour. Every operation that touches device
+// memory is asynchronous on a stream, virtual ranges are reserved without
+// physical memory and backed at the device's granularity, and every failure
+// is a Status code (the CUresult value on the GPU).
+//
+// Two implementations: device/cuda (the product) and device/sim (host memory
+// standing in for the device, for machines without a GPU).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "common/status.hpp"
+#include "common/types.hpp"
+
+namespace mqx::device {
+
+// One kernel parameter as the launch passes it: byte offset and size in the
+// parameter buffer (cuFuncGetParamInfo on the GPU).
+struct ParamInfo {
+  std::size_t offset = 0;
+  std::size_t size = 0;
+};
+
+// A kernel launch as the application asked for it. On the GPU, `native`
+// points at the interposer's record of the original call (cuLaunchKernel or
+// cuLaunchKernelEx arguments) and the backend replays it unchanged.
+struct KernelLaunch {
+  FunctionHandle function = 0;
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block[3] = {1, 1, 1};
+  unsigned sharedBytes = 0;
+  StreamHandle stream = 0;
+  void** params = nullptr; // kernelParams: one pointer per parameter
+  const void* native = nullptr;
+};
+
+// A point in a stream's work: reached once everything enqueued on the stream
+// before it has completed. On the GPU a stream memory operation writes the
+// value into pinned host memory (no host callback in the GPU's queue).
+struct Fence {
+  std::uint32_t slot = 0;
+  std::uint64_t value = 0;
+};
+
+enum class TransferDirection { ToDevice, ToHost };
+
+class DeviceBackend {
+public:
+  virtual ~DeviceBackend() = default;
+
+  virtual std::string_view name() const = 0;
+  // Physical allocation granularity (2 MiB on an H100).
+  virtual std::size_t granularity() const = 0;
+  // Physical device memory this process may map (capacity, not free memory).
+  virtual std::size_t totalMemory() const = 0;
+  // Physical device memory free right now (cuMemGetInfo's free).
+  virtual std::size_t freeMemory() const = 0;
+
+  // Stable virtual ranges. `bytes` is a multiple of granularity().
+  virtual Status reserve(std::size_t bytes, DevicePtr* base) = 0;
+  virtual Status release(DevicePtr base, std::size_t bytes) = 0;
+  // Back [address, address + bytes) with physical memory, readable and
+  // writable by the device. Fails with OutOfMemory when the device is full.
+  virtual Status map(DevicePtr address, std::size_t bytes) = 0;
+  // Drop the physical memory under a mapped range. The caller guarantees that
+  // no enqueued work still touches it.
+  virtual Status unmap(DevicePtr address, std::size_t bytes) = 0;
+
+  // Host memory for the swap buffer: pinned where the device can, so that DMA
+  // runs at full speed.
+  virtual Status allocateHost(std::size_t bytes, void** out) = 0;
+  virtual void freeHost(void* pointer, std::size_t bytes) = 0;
+
+  // The backend's own stream for transfers in one direction (paper §6: a
+  // dedicated DMA stream per direction avoids false synchronisation).
+  virtual StreamHandle transferStream(TransferDirection direction) = 0;
+
+  // Asynchronous copies and fills, in order on `stream`. The host side of a
+  // copy must stay valid until the stream passes the copy; `hostIsPinned`
+  // says whether it is device-accessible pinned memory.
+  virtual Status copyToDevice(DevicePtr destination, const void* source, std::size_t bytes, StreamHandle stream,
+                              bool hostIsPinned) = 0;
+  virtual Status copyToHost(void* destination, DevicePtr source, std::size_t bytes, StreamHandle stream,
+                            bool hostIsPinned) = 0;
+  virtual Status copyOnDevice(DevicePtr destination, DevicePtr source, std::size_t bytes, StreamHandle stream) = 0;
+  // Writes `count` elements of `elementSize` (1, 2 or 4) bytes of `pattern`.
+  virtual Status fill(DevicePtr destination, std::uint32_t pattern, unsigned elementSize, std::size_t count,
+                      StreamHandle stream) = 0;
+
+  virtual Status launch(const KernelLaunch& launch) = 0;
+  // The parameter layout of a kernel, for reference discovery by scanning
+  // parameter bytes. NotSupported when the backend cannot tell.
+  virtual Status paramLayout(FunctionHandle function, std::vector<ParamInfo>* layout) = 0;
+
+  // Work enqueued on `waiter` after this call starts only after the work
+  // enqueued on `signaller` before this call has completed.
+  virtual Status order(StreamHandle signaller, StreamHandle waiter) = 0;
+  virtual Status enqueueFence(StreamHandle stream, Fence* fence) = 0;
+  virtual bool fenceReached(const Fence& fence) = 0;
+  virtual Status waitFence(const Fence& fence) = 0;
+  virtual Status synchronize(StreamHandle stream) = 0;
+};
+
+} // namespace mqx::device
