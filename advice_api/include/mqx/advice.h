@@ -1,0 +1,39 @@
+/*
+ * mqx access advice (ARCHITECTURE.md decision 6).
+ *
+ * cudaAdvice names a region the calling thread's NEXT kernel launch touches
+ * and how, so that mqx loads only what the kernel reads and does not write
+ * back what it will overwrite:
+ *
+ *   cudaAdvice(input, MQX_ADVICE_INPUT);     // read: loaded before the launch
+ *   cudaAdvice(output, MQX_ADVICE_OUTPUT);   // written only: backed, not loaded
+ *   myKernel<<<grid, block>>>(input, output);
+ *
+ * Advice applies to the whole region (allocation) holding devicePtr and is
+ * consumed by the next launch of the same thread. Without libmqx loaded (the
+ * program runs natively) every call is a no-op that returns 0, so programs
+ * can call it unconditionally. Usable from C and C++.
+ */
+#ifndef MQX_ADVICE_H
+#define MQX_ADVICE_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MQX_ADVICE_INPUT 1
+#define MQX_ADVICE_OUTPUT 2
+#define MQX_ADVICE_BOTH 3
+
+/*
+ * Returns 0 on success; 1 (CUDA_ERROR_INVALID_VALUE) when flags is not one
+ * of the three values above, or when libmqx manages this process and
+ * devicePtr lies in no region it manages.
+ */
+int cudaAdvice(const void* devicePtr, int flags);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MQX_ADVICE_H */

@@ -1,0 +1,160 @@
+#include "device/cuda/device_mappings.hpp"
+
+#include <vector>
+
+#include "common/log.hpp"
+#include "device/cuda/cu_status.hpp"
+
+namespace mqx::device::cuda {
+
+DeviceMappings::DeviceMappings(const DriverApi& api, CUdevice device) : api_(api), device_(device) {}
+
+DeviceMappings::~DeviceMappings() {
+  // Give the address space back; the process may still run after mqx goes.
+  std::vector<std::pair<DevicePtr, std::size_t>> ranges(reservations_.begin(), reservations_.end());
+  for (const auto& [base, bytes] : ranges) release(base, bytes);
+}
+
+CUmemAllocationProp DeviceMappings::allocationProperties() const {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = device_;
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  return prop;
+}
+
+Status DeviceMappings::queryGranularity(std::size_t* granularity) const {
+  CUmemAllocationProp prop = allocationProperties();
+  return toStatus(api_.cuMemGetAllocationGranularity(granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+}
+
+Status DeviceMappings::reserve(std::size_t bytes, std::size_t alignment, DevicePtr* base) {
+  CUdeviceptr address = 0;
+  CUresult result = api_.cuMemAddressReserve(&address, bytes, alignment, 0, 0);
+  if (result != CUDA_SUCCESS) {
+    log(LogLevel::Warn, "{}", api_.describe("cuMemAddressReserve", result));
+    return toStatus(result);
+  }
+  std::lock_guard lock(mutex_);
+  reservations_[address] = bytes;
+  *base = address;
+  return Status::Success;
+}
+
+Status DeviceMappings::release(DevicePtr base, std::size_t bytes) {
+  std::lock_guard lock(mutex_);
+  auto it = reservations_.find(base);
+  if (it == reservations_.end() || it->second != bytes) return Status::InvalidValue;
+  // Anything still mapped inside goes first: cuMemAddressFree refuses otherwise.
+  auto first = mappings_.lower_bound(base);
+  if (first != mappings_.end() && first->first < base + bytes) unmapLocked(base, bytes);
+  CUresult result = api_.cuMemAddressFree(base, bytes);
+  if (result != CUDA_SUCCESS) {
+    log(LogLevel::Warn, "{}", api_.describe("cuMemAddressFree", result));
+    return toStatus(result);
+  }
+  reservations_.erase(it);
+  return Status::Success;
+}
+
+Status DeviceMappings::mapOnto(DevicePtr address, std::size_t bytes, std::size_t offset,
+                               const std::shared_ptr<Physical>& physical) {
+  CUresult result = api_.cuMemMap(address, bytes, offset, physical->memory.get(), 0);
+  if (result != CUDA_SUCCESS) return toStatus(result);
+  CUmemAccessDesc access{};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = device_;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  result = api_.cuMemSetAccess(address, bytes, &access, 1);
+  if (result != CUDA_SUCCESS) {
+    api_.cuMemUnmap(address, bytes);
+    return toStatus(result);
+  }
+  mappings_[address] = Mapping{bytes, offset, physical};
+  mappedBytes_ += bytes;
+  return Status::Success;
+}
+
+Status DeviceMappings::map(DevicePtr address, std::size_t bytes) {
+  auto physical = std::make_shared<Physical>();
+  CUmemAllocationProp prop = allocationProperties();
+  CUresult result = createPhysical(api_, bytes, prop, &physical->memory);
+  if (result != CUDA_SUCCESS) {
+    // Out of memory is the core's business (it evicts and retries): no log.
+    if (result != CUDA_ERROR_OUT_OF_MEMORY) log(LogLevel::Warn, "{}", api_.describe("cuMemCreate", result));
+    return toStatus(result);
+  }
+  physical->bytes = bytes;
+  std::lock_guard lock(mutex_);
+  Status status = mapOnto(address, bytes, 0, physical);
+  if (!ok(status)) {
+    log(LogLevel::Warn, "{}", api_.describe("cuMemMap/cuMemSetAccess", toCuResult(status)));
+    return status;
+  }
+  physicalBytes_ += bytes;
+  return Status::Success;
+}
+
+Status DeviceMappings::cut(DevicePtr start, DevicePtr cutBegin, DevicePtr cutEnd) {
+  Mapping mapping = mappings_.at(start);
+  DevicePtr end = start + mapping.bytes;
+  CUresult result = api_.cuMemUnmap(start, mapping.bytes);
+  if (result != CUDA_SUCCESS) {
+    log(LogLevel::Warn, "{}", api_.describe("cuMemUnmap", result));
+    return toStatus(result);
+  }
+  mappings_.erase(start);
+  mappedBytes_ -= mapping.bytes;
+  Status status = Status::Success;
+  if (start < cutBegin) {
+    status = mapOnto(start, cutBegin - start, mapping.offset, mapping.physical);
+  }
+  if (ok(status) && cutEnd < end) {
+    status = mapOnto(cutEnd, end - cutEnd, mapping.offset + (cutEnd - start), mapping.physical);
+  }
+  if (mapping.physical.use_count() == 1) physicalBytes_ -= mapping.physical->bytes;
+  if (!ok(status)) log(LogLevel::Error, "re-mapping the rest of a split chunk failed: {}", toString(status));
+  return status;
+}
+
+Status DeviceMappings::unmapLocked(DevicePtr address, std::size_t bytes) {
+  DevicePtr end = address + bytes;
+  // The mapping that starts at or before `address` may reach into the range.
+  auto it = mappings_.upper_bound(address);
+  if (it != mappings_.begin()) --it;
+  std::vector<DevicePtr> overlapping;
+  for (; it != mappings_.end() && it->first < end; ++it) {
+    if (it->first + it->second.bytes > address) overlapping.push_back(it->first);
+  }
+  if (overlapping.empty()) return Status::InvalidValue;
+  Status result = Status::Success;
+  for (DevicePtr start : overlapping) {
+    const Mapping& mapping = mappings_.at(start);
+    bool whole = start >= address && start + mapping.bytes <= end;
+    if (!whole && !warnedSplit_) {
+      warnedSplit_ = true;
+      log(LogLevel::Warn, "unmap of part of a mapped chunk: its physical memory is freed only when the rest goes");
+    }
+    Status status = cut(start, std::max(start, address), std::min(start + mapping.bytes, end));
+    if (!ok(status)) result = status;
+  }
+  return result;
+}
+
+Status DeviceMappings::unmap(DevicePtr address, std::size_t bytes) {
+  std::lock_guard lock(mutex_);
+  return unmapLocked(address, bytes);
+}
+
+std::size_t DeviceMappings::mappedBytes() const {
+  std::lock_guard lock(mutex_);
+  return mappedBytes_;
+}
+
+std::size_t DeviceMappings::physicalBytes() const {
+  std::lock_guard lock(mutex_);
+  return physicalBytes_;
+}
+
+} // namespace mqx::device::cuda

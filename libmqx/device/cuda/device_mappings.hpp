@@ -1,0 +1,73 @@
+// DeviceMappings: the CUDA virtual memory management side of the backend.
+// Ranges are reserved without memory (cuMemAddressReserve); map() backs a
+// piece of a range with a fresh physical allocation (cuMemCreate, cuMemMap,
+// cuMemSetAccess) and keeps its handle; unmap() unmaps and releases it.
+//
+// The driver can only unmap a whole mapping. When the core unmaps part of
+// what it mapped in one call, the mapping is split: unmapped whole, and the
+// parts that stay are mapped again onto the same physical allocation (no data
+// moves). That physical memory is freed only once all of its parts are gone,
+// so the core should unmap what it mapped (pages), and a warning says so.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "common/status.hpp"
+#include "common/types.hpp"
+#include "device/cuda/driver_api.hpp"
+#include "device/cuda/driver_handles.hpp"
+
+namespace mqx::device::cuda {
+
+class DeviceMappings {
+public:
+  DeviceMappings(const DriverApi& api, CUdevice device);
+  ~DeviceMappings();
+  DeviceMappings(const DeviceMappings&) = delete;
+  DeviceMappings& operator=(const DeviceMappings&) = delete;
+
+  // The physical allocation granularity (cuMemGetAllocationGranularity).
+  Status queryGranularity(std::size_t* granularity) const;
+
+  Status reserve(std::size_t bytes, std::size_t alignment, DevicePtr* base);
+  // Unmaps what is still mapped inside, then frees the range.
+  Status release(DevicePtr base, std::size_t bytes);
+  Status map(DevicePtr address, std::size_t bytes);
+  Status unmap(DevicePtr address, std::size_t bytes);
+
+  std::size_t mappedBytes() const;
+  std::size_t physicalBytes() const;
+
+private:
+  // One cuMemCreate allocation; released when its last mapping goes.
+  struct Physical {
+    PhysicalMemory memory;
+    std::size_t bytes = 0;
+  };
+  // One cuMemMap mapping: [start, start + bytes) -> physical at offset.
+  struct Mapping {
+    std::size_t bytes = 0;
+    std::size_t offset = 0;
+    std::shared_ptr<Physical> physical;
+  };
+
+  CUmemAllocationProp allocationProperties() const;
+  Status mapOnto(DevicePtr address, std::size_t bytes, std::size_t offset, const std::shared_ptr<Physical>& physical);
+  // Unmaps `start`'s mapping and maps back its parts outside [cutBegin, cutEnd).
+  Status cut(DevicePtr start, DevicePtr cutBegin, DevicePtr cutEnd);
+  Status unmapLocked(DevicePtr address, std::size_t bytes);
+
+  const DriverApi& api_;
+  CUdevice device_;
+  mutable std::mutex mutex_;
+  std::map<DevicePtr, std::size_t> reservations_;
+  std::map<DevicePtr, Mapping> mappings_; // by start address
+  std::size_t mappedBytes_ = 0;
+  std::size_t physicalBytes_ = 0;
+  bool warnedSplit_ = false;
+};
+
+} // namespace mqx::device::cuda

@@ -1,0 +1,62 @@
+// FenceTable: completion of stream work observed without a host callback in
+// the GPU's queue (ARCHITECTURE.md decision 7). Each stream mqx fences gets a
+// slot: a 64-bit word of pinned host memory mapped for the device and a
+// sequence counter. A fence is cuStreamWriteValue64 of the next sequence
+// number into the slot's word; it is reached when the host reads a value at
+// least as large. Sequence numbers only grow, so one read answers for every
+// earlier fence of the slot.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.hpp"
+#include "common/types.hpp"
+#include "device/device_backend.hpp"
+#include "device/cuda/driver_api.hpp"
+#include "device/cuda/driver_handles.hpp"
+
+namespace mqx::device::cuda {
+
+class FenceTable {
+public:
+  explicit FenceTable(const DriverApi& api);
+  FenceTable(const FenceTable&) = delete;
+  FenceTable& operator=(const FenceTable&) = delete;
+
+  Status enqueue(StreamHandle stream, Fence* fence);
+  bool reached(const Fence& fence) const;
+  // Polls (spinning briefly, then sleeping) until the fence is reached. Fails
+  // instead of hanging when the stream reports an error or drained without
+  // writing the value.
+  Status wait(const Fence& fence) const;
+
+private:
+  static constexpr std::size_t kSlotsPerBlock = 512;
+  struct Block {
+    PinnedHostMemory memory; // kSlotsPerBlock words, mapped for the device
+    CUdeviceptr devicePointer = 0;
+  };
+  struct Slot {
+    std::uint64_t next = 0;  // last sequence number handed out
+    CUstream stream = nullptr;
+  };
+
+  // Under mutex_: the slot of a stream, created on first use.
+  Status slotFor(CUstream stream, std::uint32_t* slot);
+  Status addBlock();
+  volatile std::uint64_t* word(std::uint32_t slot) const;
+  CUdeviceptr deviceWord(std::uint32_t slot) const;
+
+  const DriverApi& api_;
+  mutable std::mutex mutex_;
+  std::vector<Block> blocks_;
+  std::vector<Slot> slots_;
+  std::unordered_map<CUstream, std::uint32_t> byStream_;
+  std::unordered_map<unsigned long long, std::uint32_t> byStreamId_; // per-thread default streams
+};
+
+} // namespace mqx::device::cuda

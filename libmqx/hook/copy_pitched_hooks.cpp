@@ -1,0 +1,151 @@
+// Copy family, 2D and 3D copies. With a managed side they become linear
+// copies through the core, one per contiguous run (CopyShape); arrays with a
+// managed side are refused (CUDA_ERROR_NOT_SUPPORTED). Without one they pass
+// through, after breaking copy-on-write on a host destination.
+#include "hook/copy_shape.hpp"
+#include "hook/hook_declarations.hpp"
+#include "hook/hook_support.hpp"
+#include "hook/pointer_location.hpp"
+
+using namespace mqx;
+using namespace mqx::hook;
+
+namespace {
+
+struct Endpoint {
+  CopySide side;
+  Where where = Where::Host;
+  bool array = false;
+};
+
+Endpoint endpoint(const MemoryManager& manager, CUmemorytype type, const void* host, CUdeviceptr device,
+                  CopySide side, std::size_t width, std::size_t height) {
+  Endpoint result;
+  result.side = side;
+  switch (type) {
+  case CU_MEMORYTYPE_HOST: result.side.base = reinterpret_cast<std::uintptr_t>(host); break;
+  case CU_MEMORYTYPE_DEVICE:
+  case CU_MEMORYTYPE_UNIFIED: result.side.base = device; break;
+  default: result.array = true; return result;
+  }
+  CUdeviceptr first = result.side.address(0, 0, width, height);
+  if (type == CU_MEMORYTYPE_HOST) {
+    result.where = Where::Host;
+  } else if (type == CU_MEMORYTYPE_DEVICE) {
+    result.where = manager.isManaged(first) ? Where::Managed : Where::Device;
+  } else {
+    result.where = locate(manager, first);
+  }
+  return result;
+}
+
+template <typename PassThrough>
+CUresult pitchedCopy(const char* call, MemoryManager& manager, const CopyShape& shape, const Endpoint& from,
+                     const Endpoint& to, Order order, PassThrough passThrough) {
+  if (from.where != Where::Managed && to.where != Where::Managed) {
+    if (!to.array && to.where == Where::Host) {
+      beforeHostWrite(manager, reinterpret_cast<void*>(shape.destination.address(0, 0, shape.width, shape.height)),
+                      shape.extent(shape.destination));
+    }
+    return passThrough();
+  }
+  if (from.array || to.array) {
+    log(LogLevel::Warn, "{}: copies between CUDA arrays and mqx-managed memory are not supported", call);
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  return shape.forEachRun([&](std::uintptr_t source, std::uintptr_t destination, std::size_t bytes) -> CUresult {
+    Status status = Status::Success;
+    if (to.where == Where::Managed && from.where == Where::Host) {
+      status = manager.copyHostToDevice(destination, reinterpret_cast<const void*>(source), bytes, order.stream,
+                                        order.synchronous);
+    } else if (from.where == Where::Managed && to.where == Where::Host) {
+      beforeHostWrite(manager, reinterpret_cast<void*>(destination), bytes);
+      status = manager.copyDeviceToHost(reinterpret_cast<void*>(destination), source, bytes, order.stream,
+                                        order.synchronous);
+    } else {
+      status = manager.copyDeviceToDevice(destination, source, bytes, order.stream, order.synchronous);
+    }
+    return managedResult(call, status);
+  });
+}
+
+template <typename PassThrough>
+CUresult copy2D(const char* call, const CUDA_MEMCPY2D* copy, Order order, PassThrough passThrough) {
+  MemoryManager* manager = Runtime::instance().manager();
+  if (manager == nullptr || copy == nullptr) return passThrough();
+  return guarded(call, [&] {
+    CopyShape shape;
+    shape.width = copy->WidthInBytes;
+    shape.height = copy->Height;
+    CopySide source{0, copy->srcXInBytes, copy->srcY, 0, copy->srcPitch, 0};
+    CopySide destination{0, copy->dstXInBytes, copy->dstY, 0, copy->dstPitch, 0};
+    Endpoint from = endpoint(*manager, copy->srcMemoryType, copy->srcHost, copy->srcDevice, source, shape.width,
+                             shape.height);
+    Endpoint to = endpoint(*manager, copy->dstMemoryType, copy->dstHost, copy->dstDevice, destination, shape.width,
+                           shape.height);
+    shape.source = from.side;
+    shape.destination = to.side;
+    return pitchedCopy(call, *manager, shape, from, to, order, passThrough);
+  });
+}
+
+template <typename PassThrough>
+CUresult copy3D(const char* call, const CUDA_MEMCPY3D* copy, Order order, PassThrough passThrough) {
+  MemoryManager* manager = Runtime::instance().manager();
+  if (manager == nullptr || copy == nullptr) return passThrough();
+  return guarded(call, [&] {
+    CopyShape shape;
+    shape.width = copy->WidthInBytes;
+    shape.height = copy->Height;
+    shape.depth = copy->Depth;
+    CopySide source{0, copy->srcXInBytes, copy->srcY, copy->srcZ, copy->srcPitch, copy->srcHeight};
+    CopySide destination{0, copy->dstXInBytes, copy->dstY, copy->dstZ, copy->dstPitch, copy->dstHeight};
+    Endpoint from = endpoint(*manager, copy->srcMemoryType, copy->srcHost, copy->srcDevice, source, shape.width,
+                             shape.height);
+    Endpoint to = endpoint(*manager, copy->dstMemoryType, copy->dstHost, copy->dstDevice, destination, shape.width,
+                           shape.height);
+    shape.source = from.side;
+    shape.destination = to.side;
+    return pitchedCopy(call, *manager, shape, from, to, order, passThrough);
+  });
+}
+
+
+} // namespace
+
+MQX_EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D* copy) {
+  return copy2D("cuMemcpy2D", copy, blocking(false), [&] { return callReal(&DriverApi::cuMemcpy2D_v2, copy); });
+}
+MQX_EXPORT CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D* copy) {
+  return copy2D("cuMemcpy2D", copy, blocking(true), [&] { return callReal(&DriverApi::cuMemcpy2D_v2_ptds, copy); });
+}
+MQX_EXPORT CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D* copy) {
+  return copy2D("cuMemcpy2DUnaligned", copy, blocking(false),
+                [&] { return callReal(&DriverApi::cuMemcpy2DUnaligned_v2, copy); });
+}
+MQX_EXPORT CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D* copy) {
+  return copy2D("cuMemcpy2DUnaligned", copy, blocking(true),
+                [&] { return callReal(&DriverApi::cuMemcpy2DUnaligned_v2_ptds, copy); });
+}
+MQX_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* copy, CUstream s) {
+  return copy2D("cuMemcpy2DAsync", copy, async(s, false),
+                [&] { return callReal(&DriverApi::cuMemcpy2DAsync_v2, copy, s); });
+}
+MQX_EXPORT CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D* copy, CUstream s) {
+  return copy2D("cuMemcpy2DAsync", copy, async(s, true),
+                [&] { return callReal(&DriverApi::cuMemcpy2DAsync_v2_ptsz, copy, s); });
+}
+MQX_EXPORT CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D* copy) {
+  return copy3D("cuMemcpy3D", copy, blocking(false), [&] { return callReal(&DriverApi::cuMemcpy3D_v2, copy); });
+}
+MQX_EXPORT CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D* copy) {
+  return copy3D("cuMemcpy3D", copy, blocking(true), [&] { return callReal(&DriverApi::cuMemcpy3D_v2_ptds, copy); });
+}
+MQX_EXPORT CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D* copy, CUstream s) {
+  return copy3D("cuMemcpy3DAsync", copy, async(s, false),
+                [&] { return callReal(&DriverApi::cuMemcpy3DAsync_v2, copy, s); });
+}
+MQX_EXPORT CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D* copy, CUstream s) {
+  return copy3D("cuMemcpy3DAsync", copy, async(s, true),
+                [&] { return callReal(&DriverApi::cuMemcpy3DAsync_v2_ptsz, copy, s); });
+}

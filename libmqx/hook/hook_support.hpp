@@ -1,0 +1,76 @@
+// What every hook needs: calling the real driver function, turning the
+// core's Status into a CUresult, keeping exceptions inside libmqx, and the
+// stream a call means.
+#pragma once
+
+#include <exception>
+#include <new>
+
+#include "common/log.hpp"
+#include "device/cuda/cu_status.hpp"
+#include "hook/runtime.hpp"
+
+namespace mqx::hook {
+
+using device::cuda::DriverApi;
+using device::cuda::toCuResult;
+
+// Calls the real driver function DriverApi::*member. CUDA_ERROR_NOT_FOUND
+// when the driver (or that entry point of it) is missing.
+template <typename Function, typename... Args>
+CUresult callReal(Function DriverApi::*member, Args... args) noexcept {
+  const DriverApi* api = Runtime::instance().driver();
+  if (api == nullptr || api->*member == nullptr) return CUDA_ERROR_NOT_FOUND;
+  return (api->*member)(args...);
+}
+
+// Runs the managed path of a hook: a C entry point must not let an exception
+// out, and an error must not pass silently.
+template <typename Body>
+CUresult guarded(const char* call, Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    log(LogLevel::Error, "{}: out of host memory", call);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  } catch (const std::exception& error) {
+    log(LogLevel::Error, "{}: {}", call, error.what());
+    return CUDA_ERROR_UNKNOWN;
+  } catch (...) {
+    log(LogLevel::Error, "{}: unknown exception", call);
+    return CUDA_ERROR_UNKNOWN;
+  }
+}
+
+// The managed result, logged when it is a failure mqx produced.
+inline CUresult managedResult(const char* call, Status status) noexcept {
+  if (!ok(status) && status != Status::OutOfMemory) log(LogLevel::Debug, "{}: {}", call, toString(status));
+  return toCuResult(status);
+}
+
+// The failure of an allocation-like call when the runtime refuses to run
+// (bad configuration), or CUDA_SUCCESS when the call may pass through.
+inline CUresult refusal() noexcept {
+  return Runtime::instance().state() == Runtime::State::Failed ? CUDA_ERROR_NOT_INITIALIZED : CUDA_SUCCESS;
+}
+
+// The stream a call means. A _ptds/_ptsz entry point's NULL stream is the
+// calling thread's default stream; the explicit handle keeps that meaning
+// when the core passes it to the backend.
+inline StreamHandle streamOf(CUstream stream, bool perThread) noexcept {
+  if (perThread && stream == nullptr) stream = CU_STREAM_PER_THREAD;
+  return reinterpret_cast<StreamHandle>(stream);
+}
+
+// How a copy or memset is ordered: its stream, and whether the call blocks
+// (cuMemcpyHtoD) or not (cuMemcpyHtoDAsync). The blocking forms run on the
+// legacy default stream, or on the calling thread's default stream for the
+// _ptds entry points.
+struct Order {
+  StreamHandle stream;
+  bool synchronous;
+};
+inline Order blocking(bool perThread) noexcept { return Order{streamOf(nullptr, perThread), true}; }
+inline Order async(CUstream stream, bool perThread) noexcept { return Order{streamOf(stream, perThread), false}; }
+
+} // namespace mqx::hook

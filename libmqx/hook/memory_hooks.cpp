@@ -1,0 +1,81 @@
+// Memory family: cuMemAlloc and friends give managed regions (stable virtual
+// addresses, backed lazily); cuMemFree of a managed address frees it.
+#include "hook/hook_declarations.hpp"
+#include "hook/hook_support.hpp"
+
+using namespace mqx;
+using namespace mqx::hook;
+
+namespace {
+
+// cudaMallocPitch hands out rows aligned this way on every current GPU.
+constexpr std::size_t kPitchAlignment = 512;
+
+template <typename PassThrough>
+CUresult allocate(const char* call, CUdeviceptr* address, std::size_t bytes, PassThrough passThrough) {
+  MemoryManager* manager = Runtime::instance().activate();
+  if (manager == nullptr) {
+    if (CUresult refused = refusal()) return refused;
+    return passThrough();
+  }
+  if (address == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return guarded(call, [&] {
+    DevicePtr base = 0;
+    Status status = manager->allocate(bytes, &base);
+    if (ok(status)) *address = base;
+    return managedResult(call, status);
+  });
+}
+
+template <typename PassThrough>
+CUresult release(const char* call, CUdeviceptr address, PassThrough passThrough) {
+  MemoryManager* manager = Runtime::instance().manager();
+  if (manager == nullptr || !manager->isManaged(address)) return passThrough();
+  return guarded(call, [&] { return managedResult(call, manager->free(address)); });
+}
+
+} // namespace
+
+MQX_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* address, size_t bytes) {
+  return allocate("cuMemAlloc", address, bytes, [&] { return callReal(&DriverApi::cuMemAlloc_v2, address, bytes); });
+}
+
+MQX_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* address, size_t* pitch, size_t width, size_t height,
+                                       unsigned elementSize) {
+  auto passThrough = [&] {
+    return callReal(&DriverApi::cuMemAllocPitch_v2, address, pitch, width, height, elementSize);
+  };
+  // The driver's own checks: element size 4, 8 or 16, a non-empty area.
+  bool valid = pitch != nullptr && width != 0 && height != 0 &&
+               (elementSize == 4 || elementSize == 8 || elementSize == 16);
+  std::size_t rowBytes = roundUp(width, kPitchAlignment);
+  CUresult result = allocate("cuMemAllocPitch", address, valid ? rowBytes * height : 0, passThrough);
+  if (result == CUDA_SUCCESS && Runtime::instance().manager() != nullptr) *pitch = rowBytes;
+  return result;
+}
+
+MQX_EXPORT CUresult cuMemFree_v2(CUdeviceptr address) {
+  return release("cuMemFree", address, [&] { return callReal(&DriverApi::cuMemFree_v2, address); });
+}
+
+// Stream-ordered allocation: a managed region is usable at once, which is
+// stronger than "usable by work ordered after this call". The free waits
+// for the region's in-flight launches inside the core.
+MQX_EXPORT CUresult cuMemAllocAsync(CUdeviceptr* address, size_t bytes, CUstream stream) {
+  return allocate("cuMemAllocAsync", address, bytes,
+                  [&] { return callReal(&DriverApi::cuMemAllocAsync, address, bytes, stream); });
+}
+
+MQX_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* address, size_t bytes, CUstream stream) {
+  return allocate("cuMemAllocAsync", address, bytes,
+                  [&] { return callReal(&DriverApi::cuMemAllocAsync_ptsz, address, bytes, stream); });
+}
+
+MQX_EXPORT CUresult cuMemFreeAsync(CUdeviceptr address, CUstream stream) {
+  return release("cuMemFreeAsync", address, [&] { return callReal(&DriverApi::cuMemFreeAsync, address, stream); });
+}
+
+MQX_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr address, CUstream stream) {
+  return release("cuMemFreeAsync", address,
+                 [&] { return callReal(&DriverApi::cuMemFreeAsync_ptsz, address, stream); });
+}

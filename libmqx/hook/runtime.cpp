@@ -1,0 +1,110 @@
+#include "hook/runtime.hpp"
+
+#include <cstdlib>
+
+#include "common/log.hpp"
+#include "hook/host_memory_hooks.hpp"
+
+namespace mqx::hook {
+
+using device::cuda::CudaBackend;
+using device::cuda::CudaBackendOptions;
+using device::cuda::DriverApi;
+
+Runtime& Runtime::instance() {
+  // Leaked on purpose: hooks may run after static destructors.
+  static Runtime* runtime = new Runtime();
+  return *runtime;
+}
+
+const DriverApi* Runtime::driver() {
+  std::call_once(driverOnce_, [this] {
+    std::string error;
+    if (DriverApi::load(driverStorage_, error)) {
+      driver_ = &driverStorage_;
+    } else {
+      passThrough(error);
+    }
+  });
+  return driver_;
+}
+
+void Runtime::passThrough(const std::string& why) {
+  State expected = State::Pending;
+  if (state_.compare_exchange_strong(expected, State::PassThrough)) {
+    log(LogLevel::Warn, "{}: passing every CUDA call through unmanaged", why);
+  }
+}
+
+void Runtime::noDevice(const std::string& why) { passThrough(why); }
+
+bool Runtime::configureLocked() {
+  if (configured_) return state() != State::Failed;
+  configured_ = true;
+  try {
+    config_ = loadConfig();
+    setLogLevel(config_.logLevel);
+    return true;
+  } catch (const std::exception& error) {
+    state_.store(State::Failed, std::memory_order_release);
+    log(LogLevel::Error, "{}: refusing to run unmanaged; CUDA calls fail with CUDA_ERROR_NOT_INITIALIZED",
+        error.what());
+    return false;
+  }
+}
+
+bool Runtime::configure() {
+  std::lock_guard lock(mutex_);
+  return configureLocked();
+}
+
+MemoryManager* Runtime::activate() {
+  if (MemoryManager* manager = this->manager()) return manager;
+  if (state() != State::Pending) return nullptr;
+  const DriverApi* api = driver();
+  if (api == nullptr) return nullptr;
+  std::lock_guard lock(mutex_);
+  if (MemoryManager* manager = this->manager()) return manager;
+  if (state() != State::Pending || !configureLocked()) return nullptr;
+  if (config_.backend == BackendKind::Sim) {
+    passThrough("backend.kind is sim, which cannot serve a GPU process");
+    return nullptr;
+  }
+  CUcontext context = nullptr;
+  if (api->cuCtxGetCurrent(&context) != CUDA_SUCCESS || context == nullptr) return nullptr; // stay pending
+  std::unique_ptr<CudaBackend> backend;
+  if (Status status = CudaBackend::create(*api, CudaBackendOptions{}, &backend); !ok(status)) {
+    passThrough(fmt::format("the CUDA backend cannot start ({})", toString(status)));
+    return nullptr;
+  }
+  try {
+    managerStorage_ = std::make_unique<MemoryManager>(config_, *backend);
+  } catch (const std::exception& error) {
+    passThrough(fmt::format("the memory manager cannot start ({})", error.what()));
+    return nullptr;
+  }
+  // Copy-on-write faults and frees of protected host buffers go to it from now on.
+  registerHostMemoryManager(managerStorage_.get());
+  backendStorage_ = std::move(backend);
+  backend_.store(backendStorage_.get(), std::memory_order_release);
+  manager_.store(managerStorage_.get(), std::memory_order_release);
+  state_.store(State::Active, std::memory_order_release);
+  log(LogLevel::Info, "managing device memory on {} (limit {} MiB, page {} KiB, policy {})",
+      backendStorage_->deviceName(), config_.deviceMemoryLimit >> 20, config_.pageSize >> 10,
+      toString(config_.replacement));
+  // Registered after cudart's own exit handler, so it runs before cudart
+  // tears the context down; it only reads counters.
+  std::atexit([] { Runtime::instance().logStatisticsAtExit(); });
+  return managerStorage_.get();
+}
+
+void Runtime::logStatisticsAtExit() {
+  if (MemoryManager* manager = this->manager()) {
+    try {
+      log(LogLevel::Info, "statistics: {}", manager->statistics().toJson());
+    } catch (...) {
+    }
+  }
+}
+
+} // namespace mqx::hook
