@@ -1,0 +1,35 @@
+#include "kernelopt/co_residency.hpp"
+
+#include "kernelopt/allocation.hpp"
+
+namespace mqx::kernelopt {
+
+ResourceSet exceededBy(const DeviceLimits &limits, std::span<const ResidentBlocks> resident) {
+  ResourceSet exceeded;
+  long long blocks = 0, warps = 0, registerUnits = 0, sharedMemory = 0;
+  for (const ResidentBlocks &entry : resident) {
+    const KernelResources &kernel = entry.kernel;
+    const int warpsPerBlock = ceilDiv(kernel.threadsPerBlock, limits.warpSize);
+    if (kernel.threadsPerBlock > limits.maxThreadsPerBlock)
+      exceeded.add(Resource::Warps);
+    if (!blockFitsRegisterLimits(limits, kernel.registersPerThread, warpsPerBlock))
+      exceeded.add(Resource::Registers);
+    if (!sharedMemoryFitsBlock(limits, kernel.sharedMemoryPerBlock))
+      exceeded.add(Resource::SharedMemory);
+    blocks += entry.blocks;
+    warps += static_cast<long long>(entry.blocks) * warpsPerBlock;
+    registerUnits += registerUnitsPerPartition(limits, kernel.registersPerThread, entry.blocks * warpsPerBlock);
+    sharedMemory += static_cast<long long>(entry.blocks) * sharedMemoryPerBlock(limits, kernel.sharedMemoryPerBlock);
+  }
+  if (blocks > limits.maxBlocksPerSm)
+    exceeded.add(Resource::Blocks);
+  if (warps > limits.warpsPerSm())
+    exceeded.add(Resource::Warps);
+  if (registerUnits > limits.registerUnitsPerPartition())
+    exceeded.add(Resource::Registers);
+  if (sharedMemory > limits.sharedMemoryPerSm)
+    exceeded.add(Resource::SharedMemory);
+  return exceeded;
+}
+
+} // namespace mqx::kernelopt
