@@ -20,7 +20,7 @@ endif()
 
 # toml++ is used header-only so that the same build works where only its
 # headers are present.
-find_path(MQX_TOMLPP_INCLUDE toml++/toml.hpp HINTS ${MQX_CARRY_INCLUDE})
+find_path(MQX_TOMLPP_INCLUDE NAMES toml++/toml.h toml++/toml.hpp HINTS ${MQX_CARRY_INCLUDE})
 if(NOT MQX_TOMLPP_INCLUDE)
   message(FATAL_ERROR "toml++ not found: run scripts/install-deps")
 endif()

@@ -1,6 +1,6 @@
 #include "config/config.hpp"
 
-#include <toml++/toml.hpp>
+#include <toml++/toml.h>
 
 #include <algorithm>
 #include <cctype>
@@ -34,7 +34,7 @@ std::string lower(std::string text) {
 
 bool readBool(const RawValue& value, const std::string& key) {
   if (!value.fromEnvironment()) {
-    if (auto b = value.node->value<bool>()) return *b;
+    if (const auto* b = value.node->as_boolean()) return b->get();
     fail(key, "expected true or false");
   }
   std::string text = lower(value.text);

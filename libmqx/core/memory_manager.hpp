@@ -78,6 +78,11 @@ public:
   // the release of host memory (free, realloc, munmap).
   bool onHostWriteFault(void* address);
   void onHostRelease(void* address, std::size_t bytes);
+  // Lock-free: whether any host memory is write-protected right now.
+  bool hasProtectedHostMemory() const;
+  // Lock-free with respect to the manager: whether [address, address + bytes)
+  // touches protected host memory.
+  bool isProtectedHostRange(const void* address, std::size_t bytes) const;
 
   // Observes completed work and unpins its pages; called after the
   // application synchronises.

@@ -70,6 +70,10 @@ MemoryManager* Runtime::activate() {
     passThrough("backend.kind is sim, which cannot serve a GPU process");
     return nullptr;
   }
+  if (std::string missing; !api->complete(missing)) {
+    passThrough("libcuda.so.1 lacks " + missing + " (driver too old?)");
+    return nullptr;
+  }
   CUcontext context = nullptr;
   if (api->cuCtxGetCurrent(&context) != CUDA_SUCCESS || context == nullptr) return nullptr; // stay pending
   std::unique_ptr<CudaBackend> backend;

@@ -15,25 +15,27 @@ constexpr bool Optional = false;
 bool DriverApi::load(DriverApi& api, std::string& error) {
   // RTLD_NOLOAD first: when the program already loaded the driver, use that
   // very copy (a second path to another libcuda would be a second driver).
-  void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
-  if (library == nullptr) library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+  void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+  if (library == nullptr) library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (library == nullptr) {
     const char* why = dlerror();
     error = fmt::format("cannot load libcuda.so.1: {}", why != nullptr ? why : "not found");
     return false;
   }
   api.library = library;
-  std::string missing;
-#define MQX_CU_FN(name, type, need)                                                                \
-  api.name = reinterpret_cast<type>(realDlsym(library, #name));                                    \
-  if (api.name == nullptr && (need)) missing += (missing.empty() ? "" : ", ") + std::string(#name);
+#define MQX_CU_FN(name, type, need) api.name = reinterpret_cast<type>(realDlsym(library, #name));
 #include "device/cuda/driver_functions.inc"
 #undef MQX_CU_FN
-  if (!missing.empty()) {
-    error = "libcuda.so.1 lacks " + missing + " (driver too old?)";
-    return false;
-  }
   return true;
+}
+
+bool DriverApi::complete(std::string& missing) const {
+  missing.clear();
+#define MQX_CU_FN(name, type, need)                                                                \
+  if (name == nullptr && (need)) missing += (missing.empty() ? "" : ", ") + std::string(#name);
+#include "device/cuda/driver_functions.inc"
+#undef MQX_CU_FN
+  return missing.empty();
 }
 
 void* DriverApi::symbol(const char* exportedName) const noexcept {

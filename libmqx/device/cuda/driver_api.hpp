@@ -19,9 +19,13 @@ struct DriverApi {
   // The dlopen handle of libcuda.so.1 (kept open for the process' lifetime).
   void* library = nullptr;
 
-  // Opens libcuda.so.1 and fills `api`. False, with the reason in `error`,
-  // when the library or a Required entry point is missing.
+  // Opens libcuda.so.1 and fills `api` with every entry point it has. False,
+  // with the reason in `error`, when the library cannot be opened.
   static bool load(DriverApi& api, std::string& error);
+
+  // Whether every Required entry point is there (the CUDA backend needs them;
+  // passing calls through needs only the called one). Names the missing.
+  bool complete(std::string& missing) const;
 
   // The real address of an exported driver symbol, or nullptr.
   void* symbol(const char* exportedName) const noexcept;

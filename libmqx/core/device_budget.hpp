@@ -1,0 +1,34 @@
+// DeviceBudget: the device memory mqx may back. A process-private budget
+// here; the multi-process mode puts one budget for the node in shared memory
+// behind the same interface.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+
+namespace mqx {
+
+class DeviceBudget {
+public:
+  virtual ~DeviceBudget() = default;
+  // Takes `bytes` of the budget if they are free.
+  virtual bool tryAcquire(std::size_t bytes) = 0;
+  virtual void release(std::size_t bytes) = 0;
+  virtual std::size_t used() const = 0;
+  virtual std::size_t limit() const = 0;
+};
+
+class LocalDeviceBudget final : public DeviceBudget {
+public:
+  explicit LocalDeviceBudget(std::size_t limit) : limit_(limit) {}
+  bool tryAcquire(std::size_t bytes) override;
+  void release(std::size_t bytes) override;
+  std::size_t used() const override { return used_.load(std::memory_order_relaxed); }
+  std::size_t limit() const override { return limit_; }
+
+private:
+  std::size_t limit_;
+  std::atomic<std::size_t> used_{0};
+};
+
+} // namespace mqx

@@ -1,0 +1,617 @@
+#include "core/memory_manager.hpp"
+
+#include <pthread.h>
+
+#include <cstring>
+#include <functional>
+
+#include "common/log.hpp"
+#include "core/cow_tracker.hpp"
+#include "core/device_budget.hpp"
+#include "core/host_image.hpp"
+#include "core/reference_finder.hpp"
+#include "core/region_directory.hpp"
+#include "core/residency_manager.hpp"
+#include "core/swap_buffer.hpp"
+
+namespace mqx {
+namespace {
+
+// Set while a thread holds the manager's lock: a write fault taken then is
+// a bug in mqx, and must not deadlock on the lock.
+thread_local bool insideManager = false;
+
+constexpr std::uintptr_t kHostPage = 4096;
+
+struct LockScope {
+  explicit LockScope(std::mutex& mutex) : lock(mutex) { insideManager = true; }
+  ~LockScope() { insideManager = false; }
+  std::unique_lock<std::mutex> lock;
+};
+
+// One page's share of an operation on a byte range.
+struct Piece {
+  std::uint32_t page;
+  std::size_t offset;   // in the page
+  std::size_t bytes;
+  std::size_t position; // in the operation
+};
+
+std::vector<Piece> piecesOf(const Region& region, DevicePtr address, std::size_t bytes) {
+  std::vector<Piece> pieces;
+  std::size_t position = 0;
+  while (position < bytes) {
+    const std::size_t regionOffset = address + position - region.base;
+    const auto page = static_cast<std::uint32_t>(regionOffset / region.pageSize);
+    const std::size_t offset = regionOffset % region.pageSize;
+    const std::size_t length = std::min(bytes - position, region.pageSize - offset);
+    pieces.push_back({page, offset, length, position});
+    position += length;
+  }
+  return pieces;
+}
+
+bool coversPage(const Region& region, const Piece& piece) {
+  return piece.offset == 0 && piece.bytes == region.pageDataBytes(piece.page);
+}
+
+// Stack memory must never be write-protected: the signal frame of the fault
+// would land on it. Only the calling thread's stack can be checked cheaply.
+bool onCurrentStack(const void* address) {
+  thread_local std::uintptr_t low = 0, high = 0;
+  if (high == 0) {
+    pthread_attr_t attributes;
+    if (pthread_getattr_np(pthread_self(), &attributes) == 0) {
+      void* stack = nullptr;
+      std::size_t size = 0;
+      pthread_attr_getstack(&attributes, &stack, &size);
+      low = reinterpret_cast<std::uintptr_t>(stack);
+      high = low + size;
+      pthread_attr_destroy(&attributes);
+    }
+  }
+  auto value = reinterpret_cast<std::uintptr_t>(address);
+  return value >= low && value < high;
+}
+
+} // namespace
+
+// Device work of one API call: pages it needs resident, the operations to
+// enqueue once they are, and the pages those operations write.
+struct DeviceWork {
+  std::vector<PageUse> uses;
+  std::vector<std::function<Status()>> operations;
+  std::vector<std::pair<Region*, std::uint32_t>> written;
+  bool empty() const { return operations.empty(); }
+};
+
+class ManagerState {
+public:
+  ManagerState(const Config& configuration, device::DeviceBackend& device, std::shared_ptr<DeviceBudget> sharedBudget)
+      : config(configuration), backend(device),
+        budget(sharedBudget ? std::move(sharedBudget)
+                            : std::make_shared<LocalDeviceBudget>(configuration.deviceMemoryLimit != 0
+                                                                      ? configuration.deviceMemoryLimit
+                                                                      : device.totalMemory())),
+        swap(device, configuration.swapBufferLimit, configuration.pinnedSwap),
+        residency(ResidencyContext{config, backend, *budget, swap, cow, directory, stats},
+                  makeReplacementPolicy(configuration)),
+        references(config, backend, directory) {
+    pageSize = roundUp(std::max(config.pageSize, backend.granularity()), backend.granularity());
+  }
+
+  Config config;
+  device::DeviceBackend& backend;
+  std::shared_ptr<DeviceBudget> budget;
+  SwapBuffer swap;
+  CowTracker cow;
+  RegionDirectory directory;
+  Statistics stats;
+  ResidencyManager residency;
+  ReferenceFinder references;
+  std::size_t pageSize = 0;
+  RegionId nextRegion = 1;
+  mutable std::mutex mutex;
+
+  // Validates that [address, address + bytes) lies inside one managed region.
+  Region* rangeRegion(DevicePtr address, std::size_t bytes) {
+    Region* region = directory.find(address);
+    if (region == nullptr || bytes > region->base + region->size - address) return nullptr;
+    return region;
+  }
+
+  Status run(DeviceWork& work, StreamHandle stream, bool wait);
+  void discardHostImage(Region& region, std::uint32_t page);
+  bool replaceHostImage(Region& region, std::uint32_t page, HostImage image);
+  std::byte* materializeSwap(Region& region, std::uint32_t page);
+  void writeHostPiece(Region& region, const Piece& piece, const std::byte* source, bool cowAllowed, DeviceWork& work,
+                      StreamHandle stream);
+  void memsetPiece(Region& region, const Piece& piece, std::uint32_t pattern, unsigned elementSize, DeviceWork& work,
+                   StreamHandle stream);
+  bool cloneImage(Region& destination, const Piece& piece, Region& source, DevicePtr sourceAddress);
+  void addDeviceUses(Region* region, DevicePtr address, std::size_t bytes, Access access, DeviceWork& work);
+  void breakCow(const CowRecord& record);
+  void prepareHostWrite(std::uintptr_t address, std::size_t bytes);
+};
+
+Status ManagerState::run(DeviceWork& work, StreamHandle stream, bool wait) {
+  if (work.empty()) return Status::Success;
+  MQX_TRY(residency.makeResident(work.uses, stream));
+  for (auto& operation : work.operations) MQX_TRY(operation());
+  for (auto& [region, page] : work.written) {
+    if (region->pages[page].host.kind != HostImageKind::None) residency.releaseHostImage(*region, page);
+    region->pages[page].deviceValid = true;
+  }
+  std::vector<PageKey> keys;
+  for (const auto& use : work.uses) keys.push_back({use.region->id, use.page});
+  device::Fence fence;
+  MQX_TRY(residency.pinUntilComplete(keys, stream, &fence));
+  if (wait) {
+    MQX_TRY(backend.waitFence(fence));
+    residency.poll();
+  }
+  return Status::Success;
+}
+
+void ManagerState::discardHostImage(Region& region, std::uint32_t index) {
+  const PageState& page = region.pages[index];
+  const bool lazyData = page.host.kind == HostImageKind::CowSource || page.host.kind == HostImageKind::Swap;
+  if (lazyData && !page.deviceValid) stats.bytesAvoidedLazy += region.pageDataBytes(index);
+  if (page.host.kind != HostImageKind::None) residency.releaseHostImage(region, index);
+}
+
+// Installs `image` as the page's only copy. The new image is acquired by
+// the caller before the old one goes, so that a failure loses nothing.
+bool ManagerState::replaceHostImage(Region& region, std::uint32_t index, HostImage image) {
+  discardHostImage(region, index);
+  region.pages[index].host = image;
+  region.pages[index].deviceValid = false;
+  return true;
+}
+
+// Gives the page a swap-slot image holding its current content; null when
+// the swap buffer is full.
+std::byte* ManagerState::materializeSwap(Region& region, std::uint32_t index) {
+  PageState& page = region.pages[index];
+  if (page.host.kind == HostImageKind::Swap) return page.host.slot;
+  std::byte* slot = swap.acquire(region.pageMappedBytes(index));
+  if (slot == nullptr) return nullptr;
+  if (page.host.kind == HostImageKind::None) {
+    if (!ok(residency.readDeviceToSlot(region, index, slot))) {
+      swap.release(slot, region.pageMappedBytes(index));
+      return nullptr;
+    }
+  } else {
+    readHostImage(page.host, 0, region.pageDataBytes(index), slot);
+    residency.releaseHostImage(region, index);
+  }
+  page.host = HostImage{HostImageKind::Swap, 1, 0, nullptr, slot};
+  return slot;
+}
+
+void ManagerState::addDeviceUses(Region* region, DevicePtr address, std::size_t bytes, Access access,
+                                 DeviceWork& work) {
+  if (region == nullptr) return;
+  for (const Piece& piece : piecesOf(*region, address, bytes)) {
+    Access pageAccess = access;
+    if (writes(access) && !reads(access) && !coversPage(*region, piece)) pageAccess = Access::Both; // keep the rest
+    work.uses.push_back({region, piece.page, pageAccess});
+    if (writes(access)) work.written.emplace_back(region, piece.page);
+  }
+}
+
+void ManagerState::writeHostPiece(Region& region, const Piece& piece, const std::byte* source, bool cowAllowed,
+                                  DeviceWork& work, StreamHandle stream) {
+  PageState& page = region.pages[piece.page];
+  const bool lazy = config.lazyTransfer && !page.pinned();
+  if (lazy && coversPage(region, piece)) {
+    if (cowAllowed && cow.protect(source, piece.bytes, PageKey{region.id, piece.page})) {
+      HostImage image{HostImageKind::CowSource};
+      image.source = source;
+      // protect() already recorded this page's reference: keep it, drop the old image.
+      discardHostImage(region, piece.page);
+      page.host = image;
+      page.deviceValid = false;
+      return;
+    }
+    if (std::byte* slot = swap.acquire(region.pageMappedBytes(piece.page))) {
+      std::memcpy(slot, source, piece.bytes);
+      replaceHostImage(region, piece.page, HostImage{HostImageKind::Swap, 1, 0, nullptr, slot});
+      return;
+    }
+  } else if (lazy && !page.dirty()) {
+    if (std::byte* slot = materializeSwap(region, piece.page)) {
+      std::memcpy(slot + piece.offset, source, piece.bytes);
+      page.deviceValid = false;
+      return;
+    }
+  }
+  // Eager: the page is in use on the device, holds the only copy, laziness
+  // is off, or the swap buffer is full.
+  const DevicePtr address = region.pageAddress(piece.page) + piece.offset;
+  addDeviceUses(&region, address, piece.bytes, Access::Output, work);
+  work.operations.push_back([this, address, source, bytes = piece.bytes, stream] {
+    stats.bytesToDevice += bytes;
+    return backend.copyToDevice(address, source, bytes, stream, false);
+  });
+}
+
+void ManagerState::memsetPiece(Region& region, const Piece& piece, std::uint32_t pattern, unsigned elementSize,
+                               DeviceWork& work, StreamHandle stream) {
+  PageState& page = region.pages[piece.page];
+  const bool lazy = config.lazyTransfer && !page.pinned();
+  if (lazy && coversPage(region, piece) && piece.bytes % elementSize == 0) {
+    HostImage image{HostImageKind::Fill, static_cast<std::uint8_t>(elementSize), pattern};
+    if (elementSize == 1 && pattern == 0) image = HostImage{HostImageKind::Zero};
+    replaceHostImage(region, piece.page, image);
+    return;
+  }
+  if (lazy && !page.dirty()) {
+    if (std::byte* slot = materializeSwap(region, piece.page)) {
+      HostImage fill{HostImageKind::Fill, static_cast<std::uint8_t>(elementSize), pattern};
+      // Fill phase: the memset starts element-aligned, and so does the piece.
+      readHostImage(fill, 0, piece.bytes, slot + piece.offset);
+      page.deviceValid = false;
+      return;
+    }
+  }
+  const DevicePtr address = region.pageAddress(piece.page) + piece.offset;
+  addDeviceUses(&region, address, piece.bytes, Access::Output, work);
+  work.operations.push_back([this, address, pattern, elementSize, bytes = piece.bytes, stream] {
+    stats.bytesFilledOnDevice += bytes;
+    return backend.fill(address, pattern, elementSize, bytes / elementSize, stream);
+  });
+}
+
+// Lazy device-to-device copy of a whole page whose source is a whole page
+// held on the host: the destination shares or copies the host image.
+bool ManagerState::cloneImage(Region& destination, const Piece& piece, Region& source, DevicePtr sourceAddress) {
+  if (!config.lazyTransfer || !coversPage(destination, piece)) return false;
+  const std::size_t sourceOffset = sourceAddress - source.base;
+  if (sourceOffset % source.pageSize != 0) return false;
+  const auto sourceIndex = static_cast<std::uint32_t>(sourceOffset / source.pageSize);
+  const PageState& from = source.pages[sourceIndex];
+  PageState& to = destination.pages[piece.page];
+  if (source.pageDataBytes(sourceIndex) != piece.bytes || from.host.kind == HostImageKind::None || to.pinned() ||
+      (&source == &destination && sourceIndex == piece.page))
+    return false;
+  HostImage image = from.host;
+  if (image.kind == HostImageKind::CowSource) {
+    if (!cow.protect(image.source, piece.bytes, PageKey{destination.id, piece.page})) return false;
+    discardHostImage(destination, piece.page);
+    to.host = image;
+    to.deviceValid = false;
+    return true;
+  }
+  if (image.kind == HostImageKind::Swap) {
+    std::byte* slot = swap.acquire(destination.pageMappedBytes(piece.page));
+    if (slot == nullptr) return false;
+    std::memcpy(slot, image.slot, piece.bytes);
+    image.slot = slot;
+  }
+  return replaceHostImage(destination, piece.page, image);
+}
+
+void ManagerState::breakCow(const CowRecord& record) {
+  Region* region = directory.byId(record.owner.region);
+  if (region == nullptr) return;
+  PageState& page = region->pages[record.owner.page];
+  residency.waitForSourceReads(); // a load may still be reading the source
+  if (page.deviceValid) {
+    residency.releaseHostImage(*region, record.owner.page); // the device copy is now the only one
+    return;
+  }
+  // Over the limit if need be: failing here would lose the application's data.
+  std::byte* slot = swap.acquire(region->pageMappedBytes(record.owner.page), true);
+  std::memcpy(slot, page.host.source, record.bytes);
+  residency.releaseHostImage(*region, record.owner.page);
+  page.host = HostImage{HostImageKind::Swap, 1, 0, nullptr, slot};
+  stats.cowBytesSaved += record.bytes;
+}
+
+void ManagerState::prepareHostWrite(std::uintptr_t address, std::size_t bytes) {
+  if (cow.empty() || bytes == 0) return;
+  for (const CowRecord& record : cow.overlapping(address, bytes)) breakCow(record);
+}
+
+MemoryManager::MemoryManager(const Config& config, device::DeviceBackend& backend,
+                             std::shared_ptr<DeviceBudget> budget)
+    : state_(std::make_unique<ManagerState>(config, backend, std::move(budget))) {}
+
+MemoryManager::~MemoryManager() {
+  LockScope scope(state_->mutex);
+  state_->residency.waitAll();
+  std::vector<RegionId> ids;
+  state_->directory.forEach([&](Region& region) { ids.push_back(region.id); });
+  for (RegionId id : ids) {
+    Region* region = state_->directory.byId(id);
+    for (std::uint32_t i = 0; i < region->pageCount(); ++i)
+      if (region->pages[i].host.kind != HostImageKind::None) state_->residency.releaseHostImage(*region, i);
+    state_->residency.unbackRegion(*region);
+    state_->backend.release(region->base, region->reservedSize);
+    state_->directory.remove(id);
+  }
+}
+
+Status MemoryManager::allocate(std::size_t bytes, DevicePtr* address) {
+  if (address == nullptr || bytes == 0) return Status::InvalidValue;
+  LockScope scope(state_->mutex);
+  auto& s = *state_;
+  const std::size_t granularity = s.backend.granularity();
+  if (bytes > (std::size_t{1} << 48)) return Status::OutOfMemory;
+  const std::size_t reserved = roundUp(bytes, granularity);
+  // Every byte must fit somewhere, and a region must fit the device to be
+  // usable by a kernel at all.
+  if (reserved > s.budget->limit() || s.directory.totalBytes() + bytes > s.budget->limit() + s.swap.limit()) {
+    log(LogLevel::Info, "allocation of {} bytes refused: device budget {} + swap {} , {} allocated", bytes,
+        s.budget->limit(), s.swap.limit(), s.directory.totalBytes());
+    return Status::OutOfMemory;
+  }
+  DevicePtr base = 0;
+  MQX_TRY(s.backend.reserve(reserved, &base));
+  auto region = std::make_unique<Region>();
+  region->id = s.nextRegion++;
+  region->base = base;
+  region->size = bytes;
+  region->reservedSize = reserved;
+  region->pageSize = s.config.pageCoherence ? std::min(s.pageSize, reserved) : reserved; // NoPage: one page
+  region->pages.resize((reserved + region->pageSize - 1) / region->pageSize);
+  s.directory.add(std::move(region));
+  *address = base;
+  return Status::Success;
+}
+
+Status MemoryManager::free(DevicePtr address) {
+  LockScope scope(state_->mutex);
+  auto& s = *state_;
+  Region* region = s.directory.byBase(address);
+  if (region == nullptr) return Status::InvalidValue;
+  // The driver's free waits for work using the memory; so do we.
+  MQX_TRY(s.residency.waitUnpinned(*region));
+  for (std::uint32_t i = 0; i < region->pageCount(); ++i) s.discardHostImage(*region, i);
+  s.residency.unbackRegion(*region);
+  MQX_TRY(s.backend.release(region->base, region->reservedSize));
+  s.references.forget(region->id);
+  s.directory.remove(region->id);
+  return Status::Success;
+}
+
+bool MemoryManager::isManaged(DevicePtr address) const {
+  LockScope scope(state_->mutex);
+  return state_->directory.find(address) != nullptr;
+}
+
+Status MemoryManager::regionOf(DevicePtr address, RegionInfo* info) const {
+  LockScope scope(state_->mutex);
+  const Region* region = state_->directory.find(address);
+  if (region == nullptr || info == nullptr) return Status::InvalidValue;
+  *info = RegionInfo{region->base, region->size};
+  return Status::Success;
+}
+
+Status MemoryManager::copyHostToDevice(DevicePtr destination, const void* source, std::size_t bytes,
+                                       StreamHandle stream, bool synchronous) {
+  if (bytes == 0) return Status::Success;
+  if (source == nullptr) return Status::InvalidValue;
+  LockScope scope(state_->mutex);
+  auto& s = *state_;
+  Region* region = s.rangeRegion(destination, bytes);
+  if (region == nullptr) return Status::InvalidValue;
+  s.residency.poll();
+  s.stats.bytesRequestedToDevice += bytes;
+  const auto* bytesIn = static_cast<const std::byte*>(source);
+  // Only host pages that lie wholly inside the source are write-protected:
+  // the partial pages at either end hold other data (malloc's chunk headers,
+  // neighbouring allocations) that any thread may write, mqx's own included.
+  const auto start = reinterpret_cast<std::uintptr_t>(source);
+  const std::uintptr_t safeStart = roundUp(start, kHostPage);
+  const std::uintptr_t safeEnd = (start + bytes) / kHostPage * kHostPage;
+  const bool cowAllowed = s.config.copyOnWrite && bytes >= s.config.cowMinBytes && safeEnd > safeStart &&
+                          !onCurrentStack(source);
+  // Protect the safe range once, so that per-page protection finds the host
+  // pages already described (one /proc/self/maps read per copy).
+  const PageKey wholeCopy{0, 0};
+  const bool sourceProtected =
+      cowAllowed && s.cow.protect(reinterpret_cast<const void*>(safeStart), safeEnd - safeStart, wholeCopy);
+  DeviceWork work;
+  for (const Piece& piece : piecesOf(*region, destination, bytes)) {
+    const std::uintptr_t pieceStart = start + piece.position;
+    const bool pieceSafe = sourceProtected && pieceStart / kHostPage * kHostPage >= safeStart &&
+                           roundUp(pieceStart + piece.bytes, kHostPage) <= safeEnd;
+    s.writeHostPiece(*region, piece, bytesIn + piece.position, pieceSafe, work, stream);
+  }
+  if (sourceProtected) s.cow.unprotect(reinterpret_cast<const void*>(safeStart), safeEnd - safeStart, wholeCopy);
+  // Eager pieces read the application's buffer, which may be reused as soon
+  // as we return: wait for them.
+  return s.run(work, stream, true);
+}
+
+Status MemoryManager::copyDeviceToHost(void* destination, DevicePtr source, std::size_t bytes, StreamHandle stream,
+                                       bool synchronous) {
+  if (bytes == 0) return Status::Success;
+  if (destination == nullptr) return Status::InvalidValue;
+  LockScope scope(state_->mutex);
+  auto& s = *state_;
+  Region* region = s.rangeRegion(source, bytes);
+  if (region == nullptr) return Status::InvalidValue;
+  s.residency.poll();
+  s.prepareHostWrite(reinterpret_cast<std::uintptr_t>(destination), bytes);
+  auto* out = static_cast<std::byte*>(destination);
+  DeviceWork work;
+  std::vector<Piece> hostPieces;
+  for (const Piece& piece : piecesOf(*region, source, bytes)) {
+    if (region->pages[piece.page].host.kind != HostImageKind::None) {
+      hostPieces.push_back(piece);
+      continue;
+    }
+    const DevicePtr address = region->pageAddress(piece.page) + piece.offset;
+    s.addDeviceUses(region, address, piece.bytes, Access::Input, work);
+    work.operations.push_back([&s, out, piece, address, stream] {
+      s.stats.bytesToHost += piece.bytes;
+      return s.backend.copyToHost(out + piece.position, address, piece.bytes, stream, false);
+    });
+  }
+  if (!hostPieces.empty()) {
+    // Earlier work on the stream may write the destination: let it finish
+    // before the host-side part lands.
+    MQX_TRY(s.backend.synchronize(stream));
+    for (const Piece& piece : hostPieces)
+      readHostImage(region->pages[piece.page].host, piece.offset, piece.bytes, out + piece.position);
+  }
+  // Device-to-host copies complete before returning, as the driver's do for
+  // pageable memory.
+  return s.run(work, stream, true);
+}
+
+Status MemoryManager::copyDeviceToDevice(DevicePtr destination, DevicePtr source, std::size_t bytes,
+                                         StreamHandle stream, bool synchronous) {
+  if (bytes == 0) return Status::Success;
+  LockScope scope(state_->mutex);
+  auto& s = *state_;
+  Region* to = s.directory.find(destination);
+  Region* from = s.directory.find(source);
+  if (to == nullptr && from == nullptr) return Status::InvalidValue;
+  if ((to != nullptr && s.rangeRegion(destination, bytes) == nullptr) ||
+      (from != nullptr && s.rangeRegion(source, bytes) == nullptr))
+    return Status::InvalidValue;
+  s.residency.poll();
+  DeviceWork work;
+  auto eager = [&](DevicePtr target, DevicePtr origin, std::size_t length) {
+    s.addDeviceUses(from, origin, length, Access::Input, work);
+    s.addDeviceUses(to, target, length, Access::Output, work);
+    work.operations.push_back([&s, target, origin, length, stream] {
+      s.stats.bytesOnDevice += length;
+      return s.backend.copyOnDevice(target, origin, length, stream);
+    });
+  };
+  if (to == nullptr) {
+    eager(destination, source, bytes);
+  } else {
+    for (const Piece& piece : piecesOf(*to, destination, bytes)) {
+      const DevicePtr origin = source + piece.position;
+      if (from != nullptr && s.cloneImage(*to, piece, *from, origin)) continue;
+      eager(to->pageAddress(piece.page) + piece.offset, origin, piece.bytes);
+    }
+  }
+  return s.run(work, stream, synchronous);
+}
+
+Status MemoryManager::memset(DevicePtr destination, std::uint32_t pattern, unsigned elementSize, std::size_t count,
+                             StreamHandle stream, bool synchronous) {
+  if (elementSize != 1 && elementSize != 2 && elementSize != 4) return Status::InvalidValue;
+  if (destination % elementSize != 0) return Status::InvalidValue;
+  if (count == 0) return Status::Success;
+  if (count > (std::size_t{1} << 48) / elementSize) return Status::InvalidValue;
+  LockScope scope(state_->mutex);
+  auto& s = *state_;
+  const std::size_t bytes = count * elementSize;
+  Region* region = s.rangeRegion(destination, bytes);
+  if (region == nullptr) return Status::InvalidValue;
+  s.residency.poll();
+  if (elementSize == 1) pattern &= 0xFFU;
+  if (elementSize == 2) pattern &= 0xFFFFU;
+  DeviceWork work;
+  for (const Piece& piece : piecesOf(*region, destination, bytes))
+    s.memsetPiece(*region, piece, pattern, elementSize, work, stream);
+  return s.run(work, stream, synchronous);
+}
+
+Status MemoryManager::advise(DevicePtr address, Access access) {
+  if (access == Access::None || static_cast<unsigned>(access) > 3) return Status::InvalidValue;
+  LockScope scope(state_->mutex);
+  Region* region = state_->directory.find(address);
+  if (region == nullptr) return Status::InvalidValue;
+  state_->references.advise(region->id, access);
+  return Status::Success;
+}
+
+Status MemoryManager::launch(const device::KernelLaunch& launch) {
+  LockScope scope(state_->mutex);
+  auto& s = *state_;
+  s.residency.poll();
+  ++s.stats.launches;
+  std::vector<RegionReference> references = s.references.find(launch);
+  DeviceWork work;
+  const std::uint64_t now = s.residency.tick();
+  for (const auto& reference : references) {
+    Region& region = *reference.region;
+    region.lastUse = now;
+    ++region.useCount;
+    for (std::uint32_t i = 0; i < region.pageCount(); ++i) {
+      PageState& page = region.pages[i];
+      page.lastUse = now;
+      ++page.useCount;
+      if (!reads(reference.access) && !page.deviceValid && page.host.kind != HostImageKind::Zero)
+        s.stats.bytesAvoidedLazy += region.pageDataBytes(i); // output only: no load
+      work.uses.push_back({&region, i, reference.access});
+      if (writes(reference.access)) work.written.emplace_back(&region, i);
+    }
+  }
+  work.operations.push_back([&s, &launch] { return s.backend.launch(launch); });
+  return s.run(work, launch.stream, false);
+}
+
+void MemoryManager::prepareHostWrite(void* address, std::size_t bytes) {
+  LockScope scope(state_->mutex);
+  state_->prepareHostWrite(reinterpret_cast<std::uintptr_t>(address), bytes);
+}
+
+bool MemoryManager::onHostWriteFault(void* address) {
+  if (insideManager) return false; // mqx itself wrote to protected memory: let it crash loudly
+  LockScope scope(state_->mutex);
+  auto& s = *state_;
+  auto records = s.cow.onHostPage(reinterpret_cast<std::uintptr_t>(address));
+  if (records.empty()) return false;
+  ++s.stats.cowFaults;
+  for (const CowRecord& record : records) s.breakCow(record);
+  return true;
+}
+
+void MemoryManager::onHostRelease(void* address, std::size_t bytes) {
+  if (insideManager) return;
+  LockScope scope(state_->mutex);
+  state_->prepareHostWrite(reinterpret_cast<std::uintptr_t>(address), bytes);
+}
+
+bool MemoryManager::hasProtectedHostMemory() const { return state_->cow.anyProtected(); }
+
+bool MemoryManager::isProtectedHostRange(const void* address, std::size_t bytes) const {
+  return state_->cow.anyProtected() && state_->cow.overlapsProtected(reinterpret_cast<std::uintptr_t>(address), bytes);
+}
+
+void MemoryManager::poll() {
+  LockScope scope(state_->mutex);
+  state_->residency.poll();
+}
+
+Status MemoryManager::synchronizeAll() {
+  LockScope scope(state_->mutex);
+  return state_->residency.waitAll();
+}
+
+void MemoryManager::memoryInfo(std::size_t* freeBytes, std::size_t* totalBytes) const {
+  LockScope scope(state_->mutex);
+  const std::size_t limit = state_->budget->limit();
+  const std::size_t used = std::min(limit, state_->budget->used());
+  if (freeBytes != nullptr) *freeBytes = limit - used;
+  if (totalBytes != nullptr) *totalBytes = limit;
+}
+
+Statistics MemoryManager::statistics() const {
+  LockScope scope(state_->mutex);
+  return state_->stats;
+}
+
+const Config& MemoryManager::config() const { return state_->config; }
+
+std::size_t MemoryManager::allocatedBytes() const {
+  LockScope scope(state_->mutex);
+  return state_->directory.totalBytes();
+}
+
+std::size_t MemoryManager::residentBytes() const {
+  LockScope scope(state_->mutex);
+  return state_->budget->used();
+}
+
+} // namespace mqx

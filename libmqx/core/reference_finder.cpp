@@ -1,0 +1,98 @@
+#include "core/reference_finder.hpp"
+
+#include <cstring>
+
+#include "common/log.hpp"
+
+namespace mqx {
+namespace {
+
+// Merges duplicate regions, combining their access.
+std::vector<RegionReference> merged(std::vector<RegionReference> references) {
+  std::map<RegionId, RegionReference> byRegion;
+  for (const auto& reference : references) {
+    auto [it, inserted] = byRegion.try_emplace(reference.region->id, reference);
+    if (!inserted) it->second.access = it->second.access | reference.access;
+  }
+  std::vector<RegionReference> result;
+  for (auto& [id, reference] : byRegion) result.push_back(reference);
+  return result;
+}
+
+} // namespace
+
+void ReferenceFinder::advise(RegionId region, Access access) {
+  advice_[std::this_thread::get_id()].emplace_back(region, access);
+}
+
+void ReferenceFinder::forget(RegionId region) {
+  for (auto& [thread, entries] : advice_)
+    std::erase_if(entries, [&](const auto& entry) { return entry.first == region; });
+}
+
+std::vector<RegionReference> ReferenceFinder::find(const device::KernelLaunch& launch) {
+  std::vector<std::pair<RegionId, Access>> advice;
+  if (auto it = advice_.find(std::this_thread::get_id()); it != advice_.end()) {
+    advice = std::move(it->second);
+    advice_.erase(it);
+  }
+  std::vector<RegionReference> result;
+  const ReferenceDetection mode = config_.referenceDetection;
+  if (mode == ReferenceDetection::All) {
+    result = allRegions();
+  } else if (!advice.empty() && mode != ReferenceDetection::Scan) {
+    result = fromAdvice(advice);
+  } else if (mode == ReferenceDetection::Advice) {
+    // Advice mode without advice: nothing tells us what the kernel touches.
+    result = allRegions();
+  } else {
+    bool known = false;
+    result = fromParameters(launch, &known);
+    if (!known) result = allRegions();
+  }
+  if (!config_.accessAdvice)
+    for (auto& reference : result) reference.access = Access::Both; // the paper's NoAccess variant
+  return merged(std::move(result));
+}
+
+std::vector<RegionReference> ReferenceFinder::fromAdvice(const std::vector<std::pair<RegionId, Access>>& advice) {
+  std::vector<RegionReference> result;
+  for (const auto& [id, access] : advice)
+    if (Region* region = directory_.byId(id)) result.push_back({region, access});
+  return result;
+}
+
+std::vector<RegionReference> ReferenceFinder::fromParameters(const device::KernelLaunch& launch, bool* known) {
+  auto it = layouts_.find(launch.function);
+  if (it == layouts_.end()) {
+    std::vector<device::ParamInfo> layout;
+    if (!ok(backend_.paramLayout(launch.function, &layout))) {
+      *known = false;
+      return {};
+    }
+    it = layouts_.emplace(launch.function, std::move(layout)).first;
+  }
+  *known = true;
+  std::vector<RegionReference> result;
+  if (launch.params == nullptr) return result;
+  const auto& layout = it->second;
+  for (std::size_t i = 0; i < layout.size(); ++i) {
+    const auto* bytes = static_cast<const std::byte*>(launch.params[i]);
+    if (bytes == nullptr) continue;
+    // Pointers are 8-byte aligned inside their parameter, struct members too.
+    for (std::size_t offset = 0; offset + sizeof(DevicePtr) <= layout[i].size; offset += sizeof(DevicePtr)) {
+      DevicePtr value;
+      std::memcpy(&value, bytes + offset, sizeof value);
+      if (Region* region = directory_.find(value)) result.push_back({region, Access::Both});
+    }
+  }
+  return result;
+}
+
+std::vector<RegionReference> ReferenceFinder::allRegions() {
+  std::vector<RegionReference> result;
+  directory_.forEach([&](Region& region) { result.push_back({&region, Access::Both}); });
+  return result;
+}
+
+} // namespace mqx

@@ -1,0 +1,50 @@
+// ReferenceFinder: which regions a kernel launch touches, and how
+// (ARCHITECTURE.md decision 6, paper §4.1 "data reference and access
+// advices"). Advice given by the launching thread wins; otherwise the
+// launch's parameter bytes are scanned for values that point anywhere inside
+// a managed region (interior pointers and pointers inside struct parameters
+// included); where the parameter layout is unknown, every region counts.
+#pragma once
+
+#include <map>
+#include <thread>
+#include <vector>
+
+#include "config/config.hpp"
+#include "core/region_directory.hpp"
+#include "device/device_backend.hpp"
+
+namespace mqx {
+
+struct RegionReference {
+  Region* region = nullptr;
+  Access access = Access::Both;
+};
+
+class ReferenceFinder {
+public:
+  ReferenceFinder(const Config& config, device::DeviceBackend& backend, RegionDirectory& directory)
+      : config_(config), backend_(backend), directory_(directory) {}
+
+  // Records advice of the calling thread for its next launch.
+  void advise(RegionId region, Access access);
+  // Forgets advice naming a region that is being freed.
+  void forget(RegionId region);
+
+  // The references of `launch`, one per region; consumes the calling
+  // thread's advice.
+  std::vector<RegionReference> find(const device::KernelLaunch& launch);
+
+private:
+  std::vector<RegionReference> fromAdvice(const std::vector<std::pair<RegionId, Access>>& advice);
+  std::vector<RegionReference> fromParameters(const device::KernelLaunch& launch, bool* known);
+  std::vector<RegionReference> allRegions();
+
+  const Config& config_;
+  device::DeviceBackend& backend_;
+  RegionDirectory& directory_;
+  std::map<std::thread::id, std::vector<std::pair<RegionId, Access>>> advice_;
+  std::map<FunctionHandle, std::vector<device::ParamInfo>> layouts_;
+};
+
+} // namespace mqx

@@ -1,0 +1,54 @@
+// Region: one allocation of the application, a stable virtual range split
+// into fixed-size pages (ARCHITECTURE.md decisions 2 and 3).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "common/types.hpp"
+#include "core/page_state.hpp"
+
+namespace mqx {
+
+using RegionId = std::uint64_t;
+
+struct Region {
+  RegionId id = 0;
+  DevicePtr base = 0;
+  std::size_t size = 0;         // bytes the application asked for
+  std::size_t reservedSize = 0; // size rounded up to the device granularity
+  std::size_t pageSize = 0;     // mapped bytes per page (the last page may map less)
+  std::vector<PageState> pages;
+  std::uint64_t lastUse = 0;
+  std::uint64_t useCount = 0;
+
+  std::size_t pageCount() const { return pages.size(); }
+  std::size_t pageOffset(std::size_t page) const { return page * pageSize; }
+  // Bytes of device memory the page maps.
+  std::size_t pageMappedBytes(std::size_t page) const {
+    return std::min(pageSize, reservedSize - pageOffset(page));
+  }
+  // Bytes of the page that hold application data (the rest is padding).
+  std::size_t pageDataBytes(std::size_t page) const {
+    std::size_t offset = pageOffset(page);
+    return offset >= size ? 0 : std::min(pageSize, size - offset);
+  }
+  DevicePtr pageAddress(std::size_t page) const { return base + pageOffset(page); }
+  bool contains(DevicePtr address) const { return address >= base && address < base + size; }
+
+  std::size_t backedBytes() const;
+  std::size_t dirtyBytes() const;
+  bool anyPinned() const;
+};
+
+// Identifies one page of one region, stable across directory changes.
+struct PageKey {
+  RegionId region = 0;
+  std::uint32_t page = 0;
+  friend bool operator==(const PageKey&, const PageKey&) = default;
+  friend auto operator<=>(const PageKey&, const PageKey&) = default;
+};
+
+} // namespace mqx

@@ -1,0 +1,63 @@
+#include "core/region_directory.hpp"
+
+namespace mqx {
+
+std::size_t Region::backedBytes() const {
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < pages.size(); ++i)
+    if (pages[i].backed) bytes += pageMappedBytes(i);
+  return bytes;
+}
+
+std::size_t Region::dirtyBytes() const {
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < pages.size(); ++i)
+    if (pages[i].dirty()) bytes += pageDataBytes(i);
+  return bytes;
+}
+
+bool Region::anyPinned() const {
+  for (const auto& page : pages)
+    if (page.pinned()) return true;
+  return false;
+}
+
+Region& RegionDirectory::add(std::unique_ptr<Region> region) {
+  Region& added = *region;
+  totalBytes_ += added.size;
+  byId_[added.id] = &added;
+  byBase_[added.base] = std::move(region);
+  return added;
+}
+
+void RegionDirectory::remove(RegionId id) {
+  auto it = byId_.find(id);
+  if (it == byId_.end()) return;
+  totalBytes_ -= it->second->size;
+  DevicePtr base = it->second->base;
+  byId_.erase(it);
+  byBase_.erase(base);
+}
+
+Region* RegionDirectory::find(DevicePtr address) {
+  auto it = byBase_.upper_bound(address);
+  if (it == byBase_.begin()) return nullptr;
+  --it;
+  return it->second->contains(address) ? it->second.get() : nullptr;
+}
+
+const Region* RegionDirectory::find(DevicePtr address) const {
+  return const_cast<RegionDirectory*>(this)->find(address);
+}
+
+Region* RegionDirectory::byId(RegionId id) {
+  auto it = byId_.find(id);
+  return it == byId_.end() ? nullptr : it->second;
+}
+
+Region* RegionDirectory::byBase(DevicePtr address) {
+  auto it = byBase_.find(address);
+  return it == byBase_.end() ? nullptr : it->second.get();
+}
+
+} // namespace mqx

@@ -1,0 +1,37 @@
+// RegionDirectory: the regions of one process, found by any address inside
+// them (kernel parameters carry interior pointers) or by id.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <unordered_map>
+
+#include "core/region.hpp"
+
+namespace mqx {
+
+class RegionDirectory {
+public:
+  Region& add(std::unique_ptr<Region> region);
+  void remove(RegionId id);
+
+  // The region containing `address` (inside its requested size), or null.
+  Region* find(DevicePtr address);
+  const Region* find(DevicePtr address) const;
+  Region* byId(RegionId id);
+  // The region starting exactly at `address`, or null.
+  Region* byBase(DevicePtr address);
+
+  template <typename Function> void forEach(Function&& function) {
+    for (auto& [base, region] : byBase_) function(*region);
+  }
+  std::size_t count() const { return byBase_.size(); }
+  std::size_t totalBytes() const { return totalBytes_; }
+
+private:
+  std::map<DevicePtr, std::unique_ptr<Region>> byBase_;
+  std::unordered_map<RegionId, Region*> byId_;
+  std::size_t totalBytes_ = 0;
+};
+
+} // namespace mqx

@@ -1,0 +1,286 @@
+#include "core/residency_manager.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/log.hpp"
+
+namespace mqx {
+namespace {
+
+bool contains(const std::vector<RegionId>& ids, RegionId id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+std::uint64_t nanosecondsSince(std::chrono::steady_clock::time_point start) {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+}
+
+} // namespace
+
+ResidencyManager::ResidencyManager(ResidencyContext context, std::unique_ptr<ReplacementPolicy> policy)
+    : context_(context), policy_(std::move(policy)) {}
+
+Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandle stream) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<RegionId> keep;
+  std::size_t needed = 0;
+  for (const auto& use : uses) {
+    if (!contains(keep, use.region->id)) keep.push_back(use.region->id);
+    needed += use.region->pages[use.page].backed ? 0 : use.region->pageMappedBytes(use.page);
+  }
+  if (needed > context_.budget.limit()) return Status::OutOfMemory; // can never fit at once
+
+  bool loaded = false;
+  for (const auto& use : uses) {
+    PageState& page = use.region->pages[use.page];
+    if (!page.backed) MQX_TRY(back(*use.region, use.page, keep));
+    if (reads(use.access) && !page.deviceValid) {
+      MQX_TRY(load(*use.region, use.page));
+      loaded = true;
+    }
+  }
+  auto& backend = context_.backend;
+  if (loaded) MQX_TRY(backend.order(backend.transferStream(device::TransferDirection::ToDevice), stream));
+  context_.statistics.residencyWaitNanoseconds += nanosecondsSince(start);
+  return Status::Success;
+}
+
+Status ResidencyManager::back(Region& region, std::uint32_t index, const std::vector<RegionId>& keep) {
+  const std::size_t bytes = region.pageMappedBytes(index);
+  for (;;) {
+    if (context_.budget.tryAcquire(bytes)) {
+      Status status = context_.backend.map(region.pageAddress(index), bytes);
+      if (ok(status)) {
+        region.pages[index].backed = true;
+        return Status::Success;
+      }
+      context_.budget.release(bytes);
+      if (status != Status::OutOfMemory) return status;
+      // The device is fuller than our budget says (other users, or
+      // fragmentation): evict something and retry, as the paper's two-round
+      // allocation does (§6).
+      log(LogLevel::Debug, "device map of {} bytes failed within budget; evicting and retrying", bytes);
+    }
+    Status evicted = evictOne(keep);
+    if (evicted == Status::NotFound) return Status::OutOfMemory;
+    MQX_TRY(evicted);
+  }
+}
+
+Status ResidencyManager::load(Region& region, std::uint32_t index) {
+  PageState& page = region.pages[index];
+  auto& backend = context_.backend;
+  const StreamHandle stream = backend.transferStream(device::TransferDirection::ToDevice);
+  const DevicePtr address = region.pageAddress(index);
+  const std::size_t bytes = region.pageDataBytes(index);
+  auto& stats = context_.statistics;
+  switch (page.host.kind) {
+  case HostImageKind::None: return Status::Unknown; // invariant: never both gone
+  case HostImageKind::Zero:
+    MQX_TRY(backend.fill(address, 0, 1, bytes, stream));
+    stats.bytesFilledOnDevice += bytes;
+    break;
+  case HostImageKind::Fill:
+    MQX_TRY(backend.fill(address, page.host.pattern, page.host.elementSize, bytes / page.host.elementSize, stream));
+    stats.bytesFilledOnDevice += bytes;
+    break;
+  case HostImageKind::CowSource:
+    MQX_TRY(backend.copyToDevice(address, page.host.source, bytes, stream, false));
+    sourceReadsInFlight_ = true;
+    stats.bytesToDevice += bytes;
+    break;
+  case HostImageKind::Swap:
+    MQX_TRY(backend.copyToDevice(address, page.host.slot, bytes, stream, context_.swap.pinned()));
+    stats.bytesToDevice += bytes;
+    break;
+  }
+  page.deviceValid = true;
+  return Status::Success;
+}
+
+void ResidencyManager::waitForSourceReads() {
+  if (!sourceReadsInFlight_) return;
+  auto& backend = context_.backend;
+  backend.synchronize(backend.transferStream(device::TransferDirection::ToDevice));
+  sourceReadsInFlight_ = false;
+}
+
+Status ResidencyManager::pinUntilComplete(std::span<const PageKey> pages, StreamHandle stream,
+                                          device::Fence* fence) {
+  device::Fence point;
+  MQX_TRY(context_.backend.enqueueFence(stream, &point));
+  PendingWork work{point, {pages.begin(), pages.end()}};
+  for (const auto& key : work.pages)
+    if (Region* region = context_.directory.byId(key.region)) ++region->pages[key.page].pins;
+  pending_.push_back(std::move(work));
+  if (fence != nullptr) *fence = point;
+  return Status::Success;
+}
+
+void ResidencyManager::unpin(const PendingWork& work) {
+  for (const auto& key : work.pages)
+    if (Region* region = context_.directory.byId(key.region)) --region->pages[key.page].pins;
+}
+
+void ResidencyManager::poll() {
+  // Fences of different streams complete out of order: look at all of them.
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (context_.backend.fenceReached(it->fence)) {
+      unpin(*it);
+      it = pending_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+Status ResidencyManager::waitUnpinned(const Region& region) {
+  poll();
+  while (region.anyPinned()) {
+    if (pending_.empty()) return Status::Unknown; // pins without pending work: a bug
+    MQX_TRY(context_.backend.waitFence(pending_.front().fence));
+    poll();
+  }
+  return Status::Success;
+}
+
+Status ResidencyManager::waitAll() {
+  while (!pending_.empty()) {
+    MQX_TRY(context_.backend.waitFence(pending_.front().fence));
+    poll();
+  }
+  waitForSourceReads();
+  return Status::Success;
+}
+
+std::vector<ResidencyManager::Victim> ResidencyManager::candidates(const std::vector<RegionId>& keep,
+                                                                   std::vector<EvictionCandidate>* out) {
+  std::vector<Victim> victims;
+  const bool pageGranular = context_.config.evictionGranularity == EvictionGranularity::Page;
+  context_.directory.forEach([&](Region& region) {
+    if (contains(keep, region.id)) return;
+    if (pageGranular) {
+      for (std::uint32_t i = 0; i < region.pageCount(); ++i) {
+        const PageState& page = region.pages[i];
+        if (!page.backed || page.pinned()) continue;
+        out->push_back({victims.size(), region.pageMappedBytes(i), page.dirty() ? region.pageDataBytes(i) : 0,
+                        page.lastUse, page.useCount});
+        victims.push_back({&region, {i}});
+      }
+      return;
+    }
+    // Region granularity (the paper): a region is swappable when none of
+    // its pages is in use.
+    if (region.anyPinned()) return;
+    Victim victim{&region, {}};
+    for (std::uint32_t i = 0; i < region.pageCount(); ++i)
+      if (region.pages[i].backed) victim.pages.push_back(i);
+    if (victim.pages.empty()) return;
+    out->push_back({victims.size(), region.backedBytes(), region.dirtyBytes(), region.lastUse, region.useCount});
+    victims.push_back(std::move(victim));
+  });
+  return victims;
+}
+
+Status ResidencyManager::evictOne(const std::vector<RegionId>& keep) {
+  for (;;) {
+    poll();
+    std::vector<EvictionCandidate> list;
+    auto victims = candidates(keep, &list);
+    if (!list.empty()) {
+      const std::size_t choice = policy_->chooseVictim(list);
+      return evict(victims[list[choice].id]);
+    }
+    if (pending_.empty()) return Status::NotFound;
+    // Everything evictable is in use: wait for the oldest work to finish.
+    ++context_.statistics.fenceWaits;
+    MQX_TRY(context_.backend.waitFence(pending_.front().fence));
+  }
+}
+
+Status ResidencyManager::evict(const Victim& victim) {
+  auto& backend = context_.backend;
+  auto& stats = context_.statistics;
+  Region& region = *victim.region;
+  const StreamHandle toHost = backend.transferStream(device::TransferDirection::ToHost);
+  // Loads into these pages ran on the other DMA stream; write-backs must see them.
+  MQX_TRY(backend.order(backend.transferStream(device::TransferDirection::ToDevice), toHost));
+
+  std::vector<std::pair<std::uint32_t, std::byte*>> writeBacks;
+  for (std::uint32_t index : victim.pages) {
+    PageState& page = region.pages[index];
+    if (!page.dirty()) continue;
+    std::byte* slot = context_.swap.acquire(region.pageMappedBytes(index));
+    if (slot == nullptr) {
+      for (auto& [done, doneSlot] : writeBacks) context_.swap.release(doneSlot, region.pageMappedBytes(done));
+      log(LogLevel::Warn, "swap buffer full ({} bytes): cannot evict dirty data", context_.swap.limit());
+      return Status::OutOfMemory;
+    }
+    MQX_TRY(backend.copyToHost(slot, region.pageAddress(index), region.pageDataBytes(index), toHost,
+                               context_.swap.pinned()));
+    writeBacks.emplace_back(index, slot);
+  }
+  if (!writeBacks.empty()) {
+    device::Fence done;
+    MQX_TRY(backend.enqueueFence(toHost, &done));
+    MQX_TRY(backend.waitFence(done));
+  }
+  for (auto& [index, slot] : writeBacks) {
+    PageState& page = region.pages[index];
+    page.host = HostImage{HostImageKind::Swap, 1, 0, nullptr, slot};
+    stats.bytesWrittenBack += region.pageDataBytes(index);
+    stats.bytesToHost += region.pageDataBytes(index);
+  }
+  for (std::uint32_t index : victim.pages) {
+    PageState& page = region.pages[index];
+    if (writeBacks.empty() || std::none_of(writeBacks.begin(), writeBacks.end(),
+                                           [&](const auto& w) { return w.first == index; }))
+      stats.bytesDroppedClean += page.deviceValid ? region.pageDataBytes(index) : 0;
+    MQX_TRY(backend.unmap(region.pageAddress(index), region.pageMappedBytes(index)));
+    context_.budget.release(region.pageMappedBytes(index));
+    page.backed = false;
+    page.deviceValid = false;
+    ++stats.pagesEvicted;
+  }
+  ++stats.evictions;
+  return Status::Success;
+}
+
+Status ResidencyManager::readDeviceToSlot(Region& region, std::uint32_t index, std::byte* slot) {
+  auto& backend = context_.backend;
+  const StreamHandle toHost = backend.transferStream(device::TransferDirection::ToHost);
+  MQX_TRY(backend.order(backend.transferStream(device::TransferDirection::ToDevice), toHost));
+  MQX_TRY(backend.copyToHost(slot, region.pageAddress(index), region.pageDataBytes(index), toHost,
+                             context_.swap.pinned()));
+  device::Fence done;
+  MQX_TRY(backend.enqueueFence(toHost, &done));
+  MQX_TRY(backend.waitFence(done));
+  context_.statistics.bytesToHost += region.pageDataBytes(index);
+  return Status::Success;
+}
+
+void ResidencyManager::unbackRegion(Region& region) {
+  for (std::uint32_t index = 0; index < region.pageCount(); ++index) {
+    PageState& page = region.pages[index];
+    if (!page.backed) continue;
+    context_.backend.unmap(region.pageAddress(index), region.pageMappedBytes(index));
+    context_.budget.release(region.pageMappedBytes(index));
+    page.backed = false;
+    page.deviceValid = false;
+  }
+}
+
+void ResidencyManager::releaseHostImage(Region& region, std::uint32_t index) {
+  HostImage& image = region.pages[index].host;
+  if (image.kind == HostImageKind::CowSource) {
+    waitForSourceReads();
+    context_.cow.unprotect(image.source, region.pageDataBytes(index), PageKey{region.id, index});
+  } else if (image.kind == HostImageKind::Swap) {
+    context_.swap.release(image.slot, region.pageMappedBytes(index));
+  }
+  image = HostImage{HostImageKind::None};
+}
+
+} // namespace mqx

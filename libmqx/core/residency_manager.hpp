@@ -1,0 +1,97 @@
+// ResidencyManager: the mechanism that backs pages with device memory, loads
+// their content, pins them while device work uses them and evicts victims
+// that the replacement policy chooses (ARCHITECTURE.md decisions 7 and 8,
+// paper §4 and §6). It knows nothing of the API semantics above it.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "config/config.hpp"
+#include "core/cow_tracker.hpp"
+#include "core/device_budget.hpp"
+#include "core/region_directory.hpp"
+#include "core/statistics.hpp"
+#include "core/swap_buffer.hpp"
+#include "device/device_backend.hpp"
+#include "policy/replacement_policy.hpp"
+
+namespace mqx {
+
+// One page that an operation needs on the device, and how it uses it.
+struct PageUse {
+  Region* region = nullptr;
+  std::uint32_t page = 0;
+  Access access = Access::Both;
+};
+
+struct ResidencyContext {
+  const Config& config;
+  device::DeviceBackend& backend;
+  DeviceBudget& budget;
+  SwapBuffer& swap;
+  CowTracker& cow;
+  RegionDirectory& directory;
+  Statistics& statistics;
+};
+
+class ResidencyManager {
+public:
+  ResidencyManager(ResidencyContext context, std::unique_ptr<ReplacementPolicy> policy);
+
+  // Backs every page and loads those that are read, evicting other data if
+  // needed; work enqueued on `stream` afterwards sees the loaded content.
+  Status makeResident(std::span<const PageUse> uses, StreamHandle stream);
+  // Pins `pages` until the work enqueued on `stream` so far completes.
+  Status pinUntilComplete(std::span<const PageKey> pages, StreamHandle stream, device::Fence* fence = nullptr);
+
+  // Unpins pages whose work has completed.
+  void poll();
+  // Waits until no page of `region` is pinned.
+  Status waitUnpinned(const Region& region);
+  Status waitAll();
+
+  // Copies a page's device content into a new swap slot (the page must not
+  // be pinned by work that writes it). Used to materialise a host image.
+  Status readDeviceToSlot(Region& region, std::uint32_t page, std::byte* slot);
+  // Drops the device backing of every page of `region` (not pinned).
+  void unbackRegion(Region& region);
+  // Releases the page's host image (swap slot, copy-on-write protection).
+  void releaseHostImage(Region& region, std::uint32_t page);
+
+  // Marks the content of a host image to be the data of `page`: the
+  // copy-on-write source must not change while a load reads it.
+  void waitForSourceReads();
+
+  std::uint64_t tick() { return ++clock_; }
+
+private:
+  struct PendingWork {
+    device::Fence fence;
+    std::vector<PageKey> pages;
+  };
+  struct Victim {
+    Region* region;
+    std::vector<std::uint32_t> pages;
+  };
+
+  Status back(Region& region, std::uint32_t page, const std::vector<RegionId>& keep);
+  Status load(Region& region, std::uint32_t page);
+  // Frees device memory by evicting one victim; NotFound when nothing is
+  // evictable, after waiting for in-flight work if there is any.
+  Status evictOne(const std::vector<RegionId>& keep);
+  std::vector<Victim> candidates(const std::vector<RegionId>& keep, std::vector<EvictionCandidate>* out);
+  Status evict(const Victim& victim);
+  void unpin(const PendingWork& work);
+
+  ResidencyContext context_;
+  std::unique_ptr<ReplacementPolicy> policy_;
+  std::deque<PendingWork> pending_;
+  std::uint64_t clock_ = 0;
+  bool sourceReadsInFlight_ = false;
+};
+
+} // namespace mqx

@@ -1,0 +1,49 @@
+// SwapBuffer: host memory for evicted and lazily copied pages (ARCHITECTURE.md
+// decision 4). Slots come from large pinned chunks, so that write-backs and
+// loads run at the pinned DMA rate and pinning costs are paid once per chunk.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <vector>
+
+#include "device/device_backend.hpp"
+
+namespace mqx {
+
+class SwapBuffer {
+public:
+  SwapBuffer(device::DeviceBackend& backend, std::size_t limit, bool pinned);
+  ~SwapBuffer();
+  SwapBuffer(const SwapBuffer&) = delete;
+  SwapBuffer& operator=(const SwapBuffer&) = delete;
+
+  // A slot of `bytes`, or null when the limit is reached. `overLimit` allows
+  // going past the limit: used where failing would lose application data
+  // (a copy-on-write fault must succeed).
+  std::byte* acquire(std::size_t bytes, bool overLimit = false);
+  void release(std::byte* slot, std::size_t bytes);
+
+  bool pinned() const { return pinned_; }
+  std::size_t limit() const { return limit_; }
+  std::size_t reservedBytes() const { return reserved_; } // held from the system
+  std::size_t usedBytes() const { return used_; }         // handed out as slots
+
+private:
+  struct Chunk {
+    std::byte* base;
+    std::size_t bytes;
+    bool pinned;
+  };
+  bool grow(std::size_t slotBytes, bool overLimit);
+
+  device::DeviceBackend& backend_;
+  std::size_t limit_;
+  bool pinned_;
+  std::size_t reserved_ = 0;
+  std::size_t used_ = 0;
+  std::vector<Chunk> chunks_;
+  std::map<std::size_t, std::vector<std::byte*>> freeSlots_; // by slot size
+};
+
+} // namespace mqx

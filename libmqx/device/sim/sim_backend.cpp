@@ -1,0 +1,334 @@
+#include "device/sim/sim_backend.hpp"
+
+#include <sys/mman.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "common/log.hpp"
+
+namespace mqx::device {
+namespace {
+
+constexpr std::uint32_t kMaxFenceSlots = 4096;
+constexpr std::uint8_t kPoison = 0xA5; // fresh device memory holds garbage, never zeros
+constexpr StreamHandle kToDeviceStream = 0x5001;
+constexpr StreamHandle kToHostStream = 0x5002;
+
+void* toPointer(DevicePtr address) { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)); }
+
+} // namespace
+
+SimBackend::SimBackend(const Config& config)
+    : capacity_(config.simCapacity), granularity_(config.simGranularity),
+      copyBandwidth_(config.simCopyBandwidthGBps), deviceBandwidth_(config.simDeviceBandwidthGBps),
+      realtime_(config.simRealtime), fenceWords_(new std::atomic<std::uint64_t>[kMaxFenceSlots]) {
+  for (std::uint32_t i = 0; i < kMaxFenceSlots; ++i) fenceWords_[i].store(0);
+  for (StreamHandle handle : {StreamHandle{0}, kToDeviceStream, kToHostStream})
+    streams_.emplace(handle, StreamRecord{std::make_unique<SimStream>(), fenceSlots_++});
+}
+
+SimBackend::~SimBackend() {
+  // Streams first: their workers may still be touching mappings.
+  streams_.clear();
+  for (const auto& [base, bytes] : reservations_) ::munmap(toPointer(base), bytes);
+}
+
+StreamHandle SimBackend::createStream() {
+  std::lock_guard lock(mutex_);
+  if (fenceSlots_ >= kMaxFenceSlots) return 0;
+  StreamHandle handle = nextStream_++;
+  streams_.emplace(handle, StreamRecord{std::make_unique<SimStream>(), fenceSlots_++});
+  return handle;
+}
+
+Status SimBackend::destroyStream(StreamHandle stream) {
+  std::unique_ptr<SimStream> doomed;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = streams_.find(stream);
+    if (it == streams_.end() || stream == 0 || stream == kToDeviceStream || stream == kToHostStream)
+      return Status::InvalidHandle;
+    doomed = std::move(it->second.stream);
+    streams_.erase(it);
+  }
+  return Status::Success; // the destructor drains the stream, as cuStreamDestroy lets work finish
+}
+
+FunctionHandle SimBackend::registerKernel(SimKernel kernel, std::vector<ParamInfo> layout) {
+  std::lock_guard lock(mutex_);
+  FunctionHandle handle = nextKernel_++;
+  kernels_.emplace(handle, Kernel{std::move(kernel), std::move(layout)});
+  return handle;
+}
+
+SimTransferTotals SimBackend::transferTotals() const {
+  std::lock_guard lock(mutex_);
+  return totals_;
+}
+
+std::size_t SimBackend::mappedBytes() const {
+  std::lock_guard lock(mutex_);
+  return mapped_;
+}
+
+std::size_t SimBackend::freeMemory() const {
+  std::lock_guard lock(mutex_);
+  return capacity_ - mapped_;
+}
+
+Status SimBackend::reserve(std::size_t bytes, DevicePtr* base) {
+  if (bytes == 0 || bytes % granularity_ != 0 || base == nullptr) return Status::InvalidValue;
+  // Over-reserve so that the range can start at a granularity boundary, as
+  // cuMemAddressReserve's ranges do; trim the slack.
+  void* raw = ::mmap(nullptr, bytes + granularity_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (raw == MAP_FAILED) return Status::OutOfMemory;
+  auto start = reinterpret_cast<std::uintptr_t>(raw);
+  std::uintptr_t aligned = roundUp(start, granularity_);
+  if (aligned > start) ::munmap(raw, aligned - start);
+  std::uintptr_t tail = aligned + bytes;
+  std::uintptr_t end = start + bytes + granularity_;
+  if (end > tail) ::munmap(reinterpret_cast<void*>(tail), end - tail);
+  std::lock_guard lock(mutex_);
+  reservations_[aligned] = bytes;
+  *base = aligned;
+  return Status::Success;
+}
+
+Status SimBackend::release(DevicePtr base, std::size_t bytes) {
+  std::lock_guard lock(mutex_);
+  auto it = reservations_.find(base);
+  if (it == reservations_.end() || it->second != bytes) return Status::InvalidValue;
+  auto mapped = mappings_.lower_bound(base);
+  if (mapped != mappings_.end() && mapped->first < base + bytes) return Status::InvalidValue; // still mapped
+  ::munmap(toPointer(base), bytes);
+  reservations_.erase(it);
+  return Status::Success;
+}
+
+Status SimBackend::map(DevicePtr address, std::size_t bytes) {
+  if (bytes == 0 || address % granularity_ != 0 || bytes % granularity_ != 0) return Status::InvalidValue;
+  std::lock_guard lock(mutex_);
+  auto reservation = reservations_.upper_bound(address);
+  if (reservation == reservations_.begin()) return Status::InvalidValue;
+  --reservation;
+  if (address + bytes > reservation->first + reservation->second) return Status::InvalidValue;
+  auto next = mappings_.lower_bound(address);
+  if (next != mappings_.end() && next->first < address + bytes) return Status::InvalidValue;
+  if (next != mappings_.begin() && std::prev(next)->first + std::prev(next)->second > address)
+    return Status::InvalidValue;
+  if (mapped_ + bytes > capacity_) return Status::OutOfMemory;
+  void* result = ::mmap(toPointer(address), bytes, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS,
+                        -1, 0);
+  if (result == MAP_FAILED) return Status::OutOfMemory;
+  std::memset(result, kPoison, bytes);
+  mappings_[address] = bytes;
+  mapped_ += bytes;
+  return Status::Success;
+}
+
+Status SimBackend::unmap(DevicePtr address, std::size_t bytes) {
+  std::lock_guard lock(mutex_);
+  auto it = mappings_.find(address);
+  if (it == mappings_.end() || it->second != bytes) return Status::InvalidValue;
+  // Replace with an inaccessible mapping: the memory goes back to the system
+  // and the range stays reserved.
+  ::mmap(toPointer(address), bytes, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  mappings_.erase(it);
+  mapped_ -= bytes;
+  return Status::Success;
+}
+
+Status SimBackend::allocateHost(std::size_t bytes, void** out) {
+  if (bytes == 0 || out == nullptr) return Status::InvalidValue;
+  *out = std::aligned_alloc(4096, roundUp(bytes, 4096));
+  return *out != nullptr ? Status::Success : Status::OutOfMemory;
+}
+
+void SimBackend::freeHost(void* pointer, std::size_t) { std::free(pointer); }
+
+StreamHandle SimBackend::transferStream(TransferDirection direction) {
+  return direction == TransferDirection::ToDevice ? kToDeviceStream : kToHostStream;
+}
+
+SimStream* SimBackend::streamFor(StreamHandle handle, std::uint32_t* fenceSlot) {
+  std::lock_guard lock(mutex_);
+  auto it = streams_.find(handle);
+  if (it == streams_.end()) return nullptr;
+  if (fenceSlot != nullptr) *fenceSlot = it->second.fenceSlot;
+  return it->second.stream.get();
+}
+
+bool SimBackend::rangeMapped(DevicePtr address, std::size_t bytes) const {
+  std::lock_guard lock(mutex_);
+  DevicePtr cursor = address;
+  const DevicePtr end = address + bytes;
+  auto it = mappings_.upper_bound(cursor);
+  if (it == mappings_.begin()) return false;
+  --it;
+  while (cursor < end) {
+    if (it == mappings_.end() || it->first > cursor || it->first + it->second <= cursor) return false;
+    cursor = it->first + it->second;
+    ++it;
+  }
+  return true;
+}
+
+void SimBackend::charge(std::uint64_t bytes, double gigabytesPerSecond, std::uint64_t SimTransferTotals::*counter,
+                        double SimTransferTotals::*seconds) {
+  double time = static_cast<double>(bytes) / (gigabytesPerSecond * 1e9);
+  {
+    std::lock_guard lock(mutex_);
+    totals_.*counter += bytes;
+    totals_.*seconds += time;
+  }
+  if (realtime_) std::this_thread::sleep_for(std::chrono::duration<double>(time));
+}
+
+Status SimBackend::copyToDevice(DevicePtr destination, const void* source, std::size_t bytes, StreamHandle stream,
+                                bool) {
+  SimStream* target = streamFor(stream);
+  if (target == nullptr) return Status::InvalidHandle;
+  if (source == nullptr || !rangeMapped(destination, bytes)) return Status::InvalidValue;
+  target->enqueue([=, this] {
+    std::memcpy(toPointer(destination), source, bytes);
+    charge(bytes, copyBandwidth_, &SimTransferTotals::bytesToDevice, &SimTransferTotals::secondsToDevice);
+  });
+  return Status::Success;
+}
+
+Status SimBackend::copyToHost(void* destination, DevicePtr source, std::size_t bytes, StreamHandle stream, bool) {
+  SimStream* target = streamFor(stream);
+  if (target == nullptr) return Status::InvalidHandle;
+  if (destination == nullptr || !rangeMapped(source, bytes)) return Status::InvalidValue;
+  target->enqueue([=, this] {
+    std::memcpy(destination, toPointer(source), bytes);
+    charge(bytes, copyBandwidth_, &SimTransferTotals::bytesToHost, &SimTransferTotals::secondsToHost);
+  });
+  return Status::Success;
+}
+
+Status SimBackend::copyOnDevice(DevicePtr destination, DevicePtr source, std::size_t bytes, StreamHandle stream) {
+  SimStream* target = streamFor(stream);
+  if (target == nullptr) return Status::InvalidHandle;
+  if (!rangeMapped(destination, bytes) || !rangeMapped(source, bytes)) return Status::InvalidValue;
+  target->enqueue([=, this] {
+    std::memmove(toPointer(destination), toPointer(source), bytes);
+    charge(2 * bytes, deviceBandwidth_, &SimTransferTotals::bytesOnDevice, &SimTransferTotals::secondsOnDevice);
+  });
+  return Status::Success;
+}
+
+Status SimBackend::fill(DevicePtr destination, std::uint32_t pattern, unsigned elementSize, std::size_t count,
+                        StreamHandle stream) {
+  SimStream* target = streamFor(stream);
+  if (target == nullptr) return Status::InvalidHandle;
+  if (elementSize != 1 && elementSize != 2 && elementSize != 4) return Status::InvalidValue;
+  if (destination % elementSize != 0 || !rangeMapped(destination, count * elementSize)) return Status::InvalidValue;
+  target->enqueue([=, this] {
+    auto* out = static_cast<std::byte*>(toPointer(destination));
+    if (elementSize == 1) {
+      std::memset(out, static_cast<int>(pattern & 0xFF), count);
+    } else {
+      for (std::size_t i = 0; i < count; ++i) std::memcpy(out + i * elementSize, &pattern, elementSize);
+    }
+    charge(count * elementSize, deviceBandwidth_, &SimTransferTotals::bytesOnDevice,
+           &SimTransferTotals::secondsOnDevice);
+  });
+  return Status::Success;
+}
+
+Status SimBackend::launch(const KernelLaunch& launch) {
+  SimStream* target = streamFor(launch.stream);
+  if (target == nullptr) return Status::InvalidHandle;
+  Kernel kernel;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = kernels_.find(launch.function);
+    if (it == kernels_.end()) return Status::InvalidHandle;
+    kernel = it->second;
+  }
+  if (!kernel.layout.empty() && launch.params == nullptr) return Status::InvalidValue;
+  // Parameters are copied at launch, as the driver does: the caller may
+  // reuse its argument storage as soon as the launch returns.
+  std::size_t bytes = 0;
+  for (const auto& param : kernel.layout) bytes = std::max(bytes, param.offset + param.size);
+  auto storage = std::make_shared<std::vector<std::byte>>(bytes);
+  for (std::size_t i = 0; i < kernel.layout.size(); ++i)
+    std::memcpy(storage->data() + kernel.layout[i].offset, launch.params[i], kernel.layout[i].size);
+  SimKernelContext context{};
+  std::copy(std::begin(launch.grid), std::end(launch.grid), context.grid);
+  std::copy(std::begin(launch.block), std::end(launch.block), context.block);
+  target->enqueue([kernel = std::move(kernel), storage, context] {
+    std::vector<void*> params;
+    for (const auto& param : kernel.layout) params.push_back(storage->data() + param.offset);
+    kernel.function(context, params.data());
+  });
+  return Status::Success;
+}
+
+Status SimBackend::paramLayout(FunctionHandle function, std::vector<ParamInfo>* layout) {
+  std::lock_guard lock(mutex_);
+  auto it = kernels_.find(function);
+  if (it == kernels_.end()) return Status::InvalidHandle;
+  *layout = it->second.layout;
+  return Status::Success;
+}
+
+Status SimBackend::order(StreamHandle signaller, StreamHandle waiter) {
+  SimStream* from = streamFor(signaller);
+  SimStream* to = streamFor(waiter);
+  if (from == nullptr || to == nullptr) return Status::InvalidHandle;
+  if (from == to) return Status::Success;
+  struct Event {
+    std::mutex mutex;
+    std::condition_variable signalled;
+    bool done = false;
+  };
+  auto event = std::make_shared<Event>();
+  from->enqueue([event] {
+    std::lock_guard lock(event->mutex);
+    event->done = true;
+    event->signalled.notify_all();
+  });
+  to->enqueue([event] {
+    std::unique_lock lock(event->mutex);
+    event->signalled.wait(lock, [&] { return event->done; });
+  });
+  return Status::Success;
+}
+
+Status SimBackend::enqueueFence(StreamHandle stream, Fence* fence) {
+  std::uint32_t slot = 0;
+  SimStream* target = streamFor(stream, &slot);
+  if (target == nullptr) return Status::InvalidHandle;
+  std::uint64_t value;
+  {
+    std::lock_guard lock(mutex_);
+    value = ++streams_.at(stream).nextFence;
+  }
+  target->enqueue([this, slot, value] { fenceWords_[slot].store(value, std::memory_order_release); });
+  *fence = Fence{slot, value};
+  return Status::Success;
+}
+
+bool SimBackend::fenceReached(const Fence& fence) {
+  return fence.slot < kMaxFenceSlots && fenceWords_[fence.slot].load(std::memory_order_acquire) >= fence.value;
+}
+
+Status SimBackend::waitFence(const Fence& fence) {
+  if (fence.slot >= kMaxFenceSlots) return Status::InvalidValue;
+  while (!fenceReached(fence)) std::this_thread::yield();
+  return Status::Success;
+}
+
+Status SimBackend::synchronize(StreamHandle stream) {
+  SimStream* target = streamFor(stream);
+  if (target == nullptr) return Status::InvalidHandle;
+  target->synchronize();
+  return Status::Success;
+}
+
+} // namespace mqx::device

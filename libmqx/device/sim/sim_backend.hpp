@@ -1,0 +1,118 @@
+// SimBackend: the simulated device. Host memory stands in for device memory:
+// a reserved range is an inaccessible host mapping, map() makes part of it
+// readable and writable (and poisons it, as fresh device memory holds
+// garbage), unmap() drops it again. Capacity is enforced like the GPU's:
+// mapping past it fails with OutOfMemory. Streams run in order on their own
+// threads; kernels are host functions run on a stream with their parameters.
+// Copies are charged at a configured bandwidth so that benchmarks see
+// transfer costs; with `realtime` they also take that long.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "config/config.hpp"
+#include "device/device_backend.hpp"
+#include "device/sim/sim_stream.hpp"
+
+namespace mqx::device {
+
+struct SimKernelContext {
+  unsigned grid[3];
+  unsigned block[3];
+};
+
+// A simulated kernel: reads its parameters like a CUDA kernel would, from
+// an array of pointers to parameter values.
+using SimKernel = std::function<void(const SimKernelContext&, void** params)>;
+
+struct SimTransferTotals {
+  std::uint64_t bytesToDevice = 0;
+  std::uint64_t bytesToHost = 0;
+  std::uint64_t bytesOnDevice = 0;
+  double secondsToDevice = 0; // simulated time at the configured bandwidth
+  double secondsToHost = 0;
+  double secondsOnDevice = 0;
+};
+
+class SimBackend final : public DeviceBackend {
+public:
+  explicit SimBackend(const Config& config);
+  ~SimBackend() override;
+
+  // Application-side helpers (what cuStreamCreate and module loading are on a GPU).
+  StreamHandle createStream();
+  Status destroyStream(StreamHandle stream);
+  FunctionHandle registerKernel(SimKernel kernel, std::vector<ParamInfo> layout);
+  SimTransferTotals transferTotals() const;
+  std::size_t mappedBytes() const;
+
+  std::string_view name() const override { return "sim"; }
+  std::size_t granularity() const override { return granularity_; }
+  std::size_t totalMemory() const override { return capacity_; }
+  std::size_t freeMemory() const override;
+
+  Status reserve(std::size_t bytes, DevicePtr* base) override;
+  Status release(DevicePtr base, std::size_t bytes) override;
+  Status map(DevicePtr address, std::size_t bytes) override;
+  Status unmap(DevicePtr address, std::size_t bytes) override;
+
+  Status allocateHost(std::size_t bytes, void** out) override;
+  void freeHost(void* pointer, std::size_t bytes) override;
+
+  StreamHandle transferStream(TransferDirection direction) override;
+  Status copyToDevice(DevicePtr destination, const void* source, std::size_t bytes, StreamHandle stream,
+                      bool hostIsPinned) override;
+  Status copyToHost(void* destination, DevicePtr source, std::size_t bytes, StreamHandle stream,
+                    bool hostIsPinned) override;
+  Status copyOnDevice(DevicePtr destination, DevicePtr source, std::size_t bytes, StreamHandle stream) override;
+  Status fill(DevicePtr destination, std::uint32_t pattern, unsigned elementSize, std::size_t count,
+              StreamHandle stream) override;
+  Status launch(const KernelLaunch& launch) override;
+  Status paramLayout(FunctionHandle function, std::vector<ParamInfo>* layout) override;
+  Status order(StreamHandle signaller, StreamHandle waiter) override;
+  Status enqueueFence(StreamHandle stream, Fence* fence) override;
+  bool fenceReached(const Fence& fence) override;
+  Status waitFence(const Fence& fence) override;
+  Status synchronize(StreamHandle stream) override;
+
+private:
+  struct Kernel {
+    SimKernel function;
+    std::vector<ParamInfo> layout;
+  };
+  struct StreamRecord {
+    std::unique_ptr<SimStream> stream;
+    std::uint32_t fenceSlot;
+    std::uint64_t nextFence = 0;
+  };
+
+  SimStream* streamFor(StreamHandle handle, std::uint32_t* fenceSlot = nullptr);
+  bool rangeMapped(DevicePtr address, std::size_t bytes) const;
+  void charge(std::uint64_t bytes, double gigabytesPerSecond, std::uint64_t SimTransferTotals::*counter,
+              double SimTransferTotals::*seconds);
+
+  std::size_t capacity_;
+  std::size_t granularity_;
+  double copyBandwidth_;
+  double deviceBandwidth_;
+  bool realtime_;
+
+  mutable std::mutex mutex_;
+  std::map<DevicePtr, std::size_t> reservations_; // base -> bytes
+  std::map<DevicePtr, std::size_t> mappings_;     // address -> bytes
+  std::size_t mapped_ = 0;
+  std::unordered_map<StreamHandle, StreamRecord> streams_;
+  StreamHandle nextStream_ = 0x5100;
+  std::unordered_map<FunctionHandle, Kernel> kernels_;
+  FunctionHandle nextKernel_ = 0xf000;
+  std::unique_ptr<std::atomic<std::uint64_t>[]> fenceWords_;
+  std::uint32_t fenceSlots_ = 0;
+  SimTransferTotals totals_;
+};
+
+} // namespace mqx::device

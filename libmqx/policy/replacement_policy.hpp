@@ -1,0 +1,44 @@
+// ReplacementPolicy: chooses which swappable unit (a region, or a page with
+// page-granular eviction) to evict (ARCHITECTURE.md decision 8). Policy only:
+// the mechanism (write-back, unmap) is the ResidencyManager's.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "config/config.hpp"
+
+namespace mqx {
+
+struct EvictionCandidate {
+  std::uint64_t id = 0;         // opaque to the policy
+  std::size_t bytes = 0;        // s: device memory the eviction frees
+  std::size_t dirtyBytes = 0;   // e: bytes that must be written back first
+  std::uint64_t lastUse = 0;    // logical time of the last launch that used it
+  std::uint64_t useCount = 0;   // launches that used it
+};
+
+class ReplacementPolicy {
+public:
+  virtual ~ReplacementPolicy() = default;
+  virtual std::string_view name() const = 0;
+  // Index into `candidates` (never empty) of the victim.
+  virtual std::size_t chooseVictim(std::span<const EvictionCandidate> candidates) = 0;
+};
+
+std::unique_ptr<ReplacementPolicy> makeCdrPolicy(double latencyFactor);
+std::unique_ptr<ReplacementPolicy> makeLruPolicy();
+std::unique_ptr<ReplacementPolicy> makeMruPolicy();
+std::unique_ptr<ReplacementPolicy> makeLfuPolicy();
+std::unique_ptr<ReplacementPolicy> makeRandomPolicy(std::uint64_t seed);
+
+// The policy the configuration names.
+std::unique_ptr<ReplacementPolicy> makeReplacementPolicy(const Config& config);
+
+// Index of the least recently used candidate (ties: the first).
+std::size_t leastRecentlyUsed(std::span<const EvictionCandidate> candidates);
+
+} // namespace mqx

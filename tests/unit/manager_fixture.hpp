@@ -1,0 +1,74 @@
+// A memory manager on a small simulated device, for focused tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <numeric>
+#include <vector>
+
+#include "core/memory_manager.hpp"
+#include "device/sim/sim_backend.hpp"
+#include "hook/host_memory_hooks.hpp"
+#include "sim_kernels.hpp"
+
+namespace mqx::test {
+
+inline Config smallConfig() {
+  Config config;
+  config.simGranularity = 64 * 1024;
+  config.pageSize = 64 * 1024;
+  config.simCapacity = 1024 * 1024;
+  config.swapBufferLimit = 64 * 1024 * 1024;
+  config.cowMinBytes = 0;
+  return config;
+}
+
+class ManagerTest : public ::testing::Test {
+protected:
+  void start(const Config& config = smallConfig()) {
+    config_ = config;
+    backend_ = std::make_unique<device::SimBackend>(config_);
+    kernels_ = std::make_unique<SimKernels>(*backend_);
+    manager_ = std::make_unique<MemoryManager>(config_, *backend_);
+    hook::registerHostMemoryManager(manager_.get());
+  }
+  void SetUp() override { start(); }
+  void TearDown() override {
+    manager_.reset();
+    hook::registerHostMemoryManager(nullptr);
+  }
+
+  DevicePtr allocate(std::size_t bytes) {
+    DevicePtr address = 0;
+    EXPECT_EQ(manager_->allocate(bytes, &address), Status::Success);
+    return address;
+  }
+  std::vector<std::uint8_t> read(DevicePtr address, std::size_t bytes) {
+    std::vector<std::uint8_t> out(bytes);
+    EXPECT_EQ(manager_->copyDeviceToHost(out.data(), address, bytes, 0, true), Status::Success);
+    return out;
+  }
+  Status transform(DevicePtr in, DevicePtr out, std::uint64_t n, std::uint8_t seed, StreamHandle stream = 0) {
+    void* inPointer = reinterpret_cast<void*>(in);
+    void* outPointer = reinterpret_cast<void*>(out);
+    void* params[] = {&inPointer, &outPointer, &n, &seed};
+    device::KernelLaunch launch;
+    launch.function = kernels_->transform;
+    launch.params = params;
+    launch.stream = stream;
+    return manager_->launch(launch);
+  }
+  static std::vector<std::uint8_t> pattern(std::size_t bytes, std::uint8_t start = 1) {
+    std::vector<std::uint8_t> data(bytes);
+    for (std::size_t i = 0; i < bytes; ++i) data[i] = static_cast<std::uint8_t>(start + i * 7 + i / 251);
+    return data;
+  }
+
+  Config config_;
+  std::unique_ptr<device::SimBackend> backend_;
+  std::unique_ptr<SimKernels> kernels_;
+  std::unique_ptr<MemoryManager> manager_;
+};
+
+} // namespace mqx::test
