@@ -22,11 +22,17 @@ void* nextAfter(const void* caller, const char* name) {
     return realDlsym(RTLD_NEXT, name);
   }
   for (link_map* next = map->l_next; next != nullptr; next = next->l_next) {
-    void* found = realDlsym(next, name); // searches `next` and its dependencies
-    if (found == nullptr) continue;
+    if (next->l_name == nullptr || next->l_name[0] == '\0') continue;
+    // A link_map is no dlsym handle for objects the program did not dlopen;
+    // dlopen with RTLD_NOLOAD gives a real one without loading anything.
+    void* handle = dlopen(next->l_name, RTLD_LAZY | RTLD_NOLOAD);
+    if (handle == nullptr) continue;
+    void* found = realDlsym(handle, name); // searches `next` and its dependencies
+    dlclose(handle);
     link_map* owner = nullptr;
     Dl_info foundInfo{};
-    if (dladdr1(found, &foundInfo, reinterpret_cast<void**>(&owner), RTLD_DL_LINKMAP) != 0 && owner == next) {
+    if (found != nullptr && dladdr1(found, &foundInfo, reinterpret_cast<void**>(&owner), RTLD_DL_LINKMAP) != 0 &&
+        owner == next) {
       return found;
     }
   }

@@ -1,0 +1,93 @@
+// Pure parts of the hook layer, on the CPU: the decomposition of 2D/3D copies
+// into linear runs and the cuGetProcAddress version rules.
+#include <gtest/gtest.h>
+
+#include <tuple>
+#include <vector>
+
+#include "hook/copy_shape.hpp"
+#include "hook/proc_address_rules.hpp"
+
+namespace mqx::hook {
+namespace {
+
+using CopyRun = std::tuple<std::uintptr_t, std::uintptr_t, std::size_t>;
+
+std::vector<CopyRun> runsOf(const CopyShape& shape) {
+  std::vector<CopyRun> runs;
+  shape.forEachRun([&](std::uintptr_t source, std::uintptr_t destination, std::size_t bytes) {
+    runs.emplace_back(source, destination, bytes);
+    return 0;
+  });
+  return runs;
+}
+
+TEST(CopyShape, ContiguousSidesBecomeOneRun) {
+  CopyShape shape;
+  shape.source = {1000, 0, 0, 0, 64, 0};
+  shape.destination = {5000, 0, 0, 0, 0, 0}; // pitch 0: the width
+  shape.width = 64;
+  shape.height = 10;
+  EXPECT_EQ(runsOf(shape), (std::vector<CopyRun>{{1000, 5000, 640}}));
+}
+
+TEST(CopyShape, PitchedRowsBecomeOneRunEach) {
+  CopyShape shape;
+  shape.source = {1000, 8, 2, 0, 100, 0};
+  shape.destination = {5000, 0, 0, 0, 64, 0};
+  shape.width = 64;
+  shape.height = 3;
+  EXPECT_EQ(runsOf(shape), (std::vector<CopyRun>{{1208, 5000, 64}, {1308, 5064, 64}, {1408, 5128, 64}}));
+  EXPECT_EQ(shape.extent(shape.source), 264U);
+  EXPECT_EQ(shape.extent(shape.destination), 192U);
+}
+
+TEST(CopyShape, SlicesMergeWhenRowsAreContiguousButSlicesAreNot) {
+  CopyShape shape;
+  shape.source = {0, 0, 0, 1, 16, 8}; // slices of 8 rows, copy starts at slice 1
+  shape.destination = {10000, 0, 0, 0, 16, 4};
+  shape.width = 16;
+  shape.height = 4;
+  shape.depth = 2;
+  EXPECT_EQ(runsOf(shape), (std::vector<CopyRun>{{128, 10000, 64}, {256, 10064, 64}}));
+}
+
+TEST(CopyShape, StopsAtTheFirstFailure) {
+  CopyShape shape;
+  shape.source = {0, 0, 0, 0, 32, 0};
+  shape.destination = {0, 0, 0, 0, 16, 0};
+  shape.width = 16;
+  shape.height = 5;
+  int calls = 0;
+  int result = shape.forEachRun([&](std::uintptr_t, std::uintptr_t, std::size_t) { return ++calls == 2 ? 7 : 0; });
+  EXPECT_EQ(result, 7);
+  EXPECT_EQ(calls, 2);
+}
+
+TEST(CopyShape, EmptyCopiesDoNothing) {
+  CopyShape shape;
+  shape.width = 0;
+  EXPECT_TRUE(runsOf(shape).empty());
+  EXPECT_EQ(shape.extent(shape.source), 0U);
+}
+
+TEST(ProcAddressRules, VersionsPickTheAbi) {
+  EXPECT_EQ(exportedNameFor("cuMemAlloc", 13000, false), "cuMemAlloc_v2");
+  EXPECT_EQ(exportedNameFor("cuMemAlloc", 3010, false), ""); // the 32-bit ABI is not hooked
+  EXPECT_EQ(exportedNameFor("cuCtxSynchronize", 12090, false), "cuCtxSynchronize");
+  EXPECT_EQ(exportedNameFor("cuCtxSynchronize", 13000, false), "cuCtxSynchronize_v2");
+  EXPECT_EQ(exportedNameFor("cuGetProcAddress", 11080, false), "cuGetProcAddress");
+  EXPECT_EQ(exportedNameFor("cuGetProcAddress", 12000, false), "cuGetProcAddress_v2");
+  EXPECT_EQ(exportedNameFor("cuDeviceGetName", 13000, false), "");
+}
+
+TEST(ProcAddressRules, PerThreadFlagPicksThePerThreadVariant) {
+  EXPECT_EQ(exportedNameFor("cuMemcpyHtoD", 13000, true), "cuMemcpyHtoD_v2_ptds");
+  EXPECT_EQ(exportedNameFor("cuMemcpyHtoDAsync", 13000, true), "cuMemcpyHtoDAsync_v2_ptsz");
+  EXPECT_EQ(exportedNameFor("cuLaunchKernel", 13000, true), "cuLaunchKernel_ptsz");
+  EXPECT_EQ(exportedNameFor("cuMemAlloc", 13000, true), "cuMemAlloc_v2"); // no stream: no variant
+  EXPECT_EQ(exportedNameFor("cuMemcpyHtoD", 6050, true), "cuMemcpyHtoD_v2"); // before CUDA 7
+}
+
+} // namespace
+} // namespace mqx::hook

@@ -1,0 +1,374 @@
+// The GPU suite through the driver API only (linked against libcuda: the
+// direct symbol binding route). Covers what cudart does not reach: packed
+// `extra` parameters, cuLaunchKernelEx and cooperative launches, 16/32-bit
+// and pitched memsets, 2D/3D copies, pointer queries, cuMemGetInfo.
+//
+//   driver_api_tests KERNELS.cubin SCENARIO|all
+#include <cuda.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gpu_check.hpp"
+
+using gpu_test::deviceLimit;
+using gpu_test::mqxActive;
+using gpu_test::mqxStatistic;
+using gpu_test::pattern;
+
+#define CU_OK(call)                                                                                \
+  do {                                                                                             \
+    CUresult cu_ok_result_ = (call);                                                               \
+    if (cu_ok_result_ != CUDA_SUCCESS) {                                                           \
+      const char* cu_ok_name_ = "?";                                                               \
+      cuGetErrorName(cu_ok_result_, &cu_ok_name_);                                                 \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cu_ok_name_);             \
+      std::exit(1);                                                                                \
+    }                                                                                              \
+  } while (0)
+
+namespace {
+
+struct Kernels {
+  CUfunction fill, add, copy, pair;
+} kernels;
+
+constexpr unsigned kThreads = 256;
+unsigned blocksFor(std::size_t n) { return static_cast<unsigned>(std::min<std::size_t>((n + kThreads - 1) / kThreads, 4096)); }
+
+void launch(CUfunction function, std::size_t n, std::vector<void*> params, CUstream stream = nullptr) {
+  CU_OK(cuLaunchKernel(function, blocksFor(n), 1, 1, kThreads, 1, 1, 0, stream, params.data(), nullptr));
+}
+
+void fill(CUdeviceptr data, std::size_t n, std::uint32_t seed, CUstream stream = nullptr) {
+  launch(kernels.fill, n, {&data, &n, &seed}, stream);
+}
+void add(CUdeviceptr data, std::size_t n, std::uint32_t delta, CUstream stream = nullptr) {
+  launch(kernels.add, n, {&data, &n, &delta}, stream);
+}
+
+CUdeviceptr allocate(std::size_t bytes) {
+  CUdeviceptr pointer = 0;
+  CU_OK(cuMemAlloc(&pointer, bytes));
+  return pointer;
+}
+
+std::vector<std::uint32_t> download(CUdeviceptr device, std::size_t elements) {
+  std::vector<std::uint32_t> host(elements);
+  CU_OK(cuMemcpyDtoH(host.data(), device, elements * 4));
+  return host;
+}
+
+void expectPattern(const std::vector<std::uint32_t>& host, std::uint32_t seed, std::uint32_t plus) {
+  for (std::size_t i = 0; i < host.size(); ++i) GPU_CHECK_EQ(host[i], pattern(seed, i) + plus);
+}
+
+void pressure(std::uint32_t seed) {
+  std::size_t bytes = deviceLimit() * 3 / 4;
+  CUdeviceptr filler = allocate(bytes);
+  fill(filler, bytes / 4, seed);
+  CU_OK(cuCtxSynchronize());
+  CU_OK(cuMemFree(filler));
+}
+
+void oversubscribe() {
+  constexpr int kBuffers = 8;
+  std::size_t bytes = 2 * deviceLimit() / kBuffers;
+  std::size_t n = bytes / 4;
+  CUdeviceptr buffers[kBuffers];
+  for (int b = 0; b < kBuffers; ++b) {
+    buffers[b] = allocate(bytes);
+    fill(buffers[b], n, b + 1);
+  }
+  for (int b = 0; b < kBuffers; ++b) add(buffers[b], n, 3);
+  CU_OK(cuCtxSynchronize());
+  for (int b = 0; b < kBuffers; ++b) expectPattern(download(buffers[b], n), b + 1, 3);
+  for (CUdeviceptr buffer : buffers) CU_OK(cuMemFree(buffer));
+  if (mqxActive()) GPU_CHECK(mqxStatistic("evictions") > 0);
+}
+
+// Parameters packed in one buffer (CU_LAUNCH_PARAM_BUFFER_POINTER), and
+// cuLaunchKernelEx, both on evicted data.
+void launchForms() {
+  std::size_t n = deviceLimit() / 4 / 4;
+  CUdeviceptr data = allocate(n * 4);
+  fill(data, n, 11);
+  pressure(91);
+  struct alignas(8) Packed {
+    CUdeviceptr data;
+    std::size_t n;
+    std::uint32_t delta;
+  } packed{data, n, 5};
+  std::size_t packedBytes = sizeof(packed);
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &packed, CU_LAUNCH_PARAM_BUFFER_SIZE, &packedBytes,
+                   CU_LAUNCH_PARAM_END};
+  CU_OK(cuLaunchKernel(kernels.add, blocksFor(n), 1, 1, kThreads, 1, 1, 0, nullptr, nullptr, extra));
+  expectPattern(download(data, n), 11, 5);
+
+  pressure(92);
+  CUlaunchConfig config{};
+  config.gridDimX = blocksFor(n);
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = kThreads;
+  config.blockDimY = config.blockDimZ = 1;
+  std::uint32_t delta = 2;
+  void* params[] = {&data, &n, &delta};
+  CU_OK(cuLaunchKernelEx(&config, kernels.add, params, nullptr));
+  expectPattern(download(data, n), 11, 7);
+
+  pressure(93);
+  int numBlocks = 0;
+  CU_OK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&numBlocks, kernels.add, kThreads, 0));
+  CUdevice device;
+  CU_OK(cuCtxGetDevice(&device));
+  int sms = 0;
+  CU_OK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device));
+  delta = 1;
+  CU_OK(cuLaunchCooperativeKernel(kernels.add, static_cast<unsigned>(sms), 1, 1, kThreads, 1, 1, 0, nullptr, params));
+  expectPattern(download(data, n), 11, 8);
+  CU_OK(cuMemFree(data));
+}
+
+void memsets() {
+  std::size_t bytes = 8u << 20;
+  CUdeviceptr data = allocate(bytes);
+  CU_OK(cuMemsetD8(data, 0x12, bytes));
+  CU_OK(cuMemsetD16(data + 4096, 0x3456, 1000));
+  CU_OK(cuMemsetD32(data + 65536, 0x789ABCDEU, 5000));
+  pressure(94);
+  std::vector<std::uint8_t> host(bytes);
+  CU_OK(cuMemcpyDtoH(host.data(), data, bytes));
+  for (std::size_t i = 0; i < bytes; ++i) {
+    std::uint8_t expected = 0x12;
+    if (i >= 4096 && i < 4096 + 2000) expected = (i % 2 == 0) ? 0x56 : 0x34;
+    if (i >= 65536 && i < 65536 + 20000) expected = std::uint8_t(0x789ABCDEU >> (8 * (i % 4)));
+    GPU_CHECK_EQ(host[i], expected);
+  }
+  // Pitched and asynchronous forms.
+  CUstream stream;
+  CU_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  std::size_t pitch = 4096;
+  std::size_t width = 1000; // 32-bit elements per row
+  std::size_t height = 64;
+  CU_OK(cuMemsetD8Async(data, 0, bytes, stream));
+  CU_OK(cuMemsetD2D32Async(data, pitch, 0x01020304U, width, height, stream));
+  CU_OK(cuStreamSynchronize(stream));
+  CU_OK(cuMemcpyDtoH(host.data(), data, bytes));
+  for (std::size_t row = 0; row < height + 1; ++row) {
+    for (std::size_t column = 0; column < pitch; ++column) {
+      std::size_t i = row * pitch + column;
+      bool inside = row < height && column < width * 4;
+      GPU_CHECK_EQ(host[i], inside ? std::uint8_t(0x01020304U >> (8 * (column % 4))) : 0);
+    }
+  }
+  CU_OK(cuStreamDestroy(stream));
+  CU_OK(cuMemFree(data));
+}
+
+void pitchedCopies() {
+  std::size_t width = 3000; // bytes per row
+  std::size_t height = 200;
+  CUdeviceptr pitched = 0;
+  std::size_t pitch = 0;
+  CU_OK(cuMemAllocPitch(&pitched, &pitch, width, height, 4));
+  GPU_CHECK(pitch >= width);
+  std::size_t hostPitch = 3072;
+  std::vector<std::uint8_t> source(hostPitch * height);
+  for (std::size_t i = 0; i < source.size(); ++i) source[i] = static_cast<std::uint8_t>(i * 7 + 3);
+  CUDA_MEMCPY2D up{};
+  up.srcMemoryType = CU_MEMORYTYPE_HOST;
+  up.srcHost = source.data();
+  up.srcPitch = hostPitch;
+  up.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  up.dstDevice = pitched;
+  up.dstPitch = pitch;
+  up.WidthInBytes = width;
+  up.Height = height;
+  CU_OK(cuMemcpy2D(&up));
+  pressure(95);
+  std::vector<std::uint8_t> back(width * height, 0);
+  CUDA_MEMCPY2D down{};
+  down.srcMemoryType = CU_MEMORYTYPE_UNIFIED;
+  down.srcDevice = pitched;
+  down.srcPitch = pitch;
+  down.dstMemoryType = CU_MEMORYTYPE_HOST;
+  down.dstHost = back.data();
+  down.dstPitch = width;
+  down.WidthInBytes = width;
+  down.Height = height;
+  CU_OK(cuMemcpy2D(&down));
+  for (std::size_t row = 0; row < height; ++row)
+    GPU_CHECK(std::memcmp(&back[row * width], &source[row * hostPitch], width) == 0);
+
+  // 3D: a 64 x 32 x 8 box out of a larger host volume, through a managed one.
+  std::size_t w = 64, h = 32, d = 8, hostW = 100, hostH = 40;
+  std::vector<std::uint8_t> volume(hostW * hostH * 10);
+  for (std::size_t i = 0; i < volume.size(); ++i) volume[i] = static_cast<std::uint8_t>(i * 13 + 1);
+  CUdeviceptr box = allocate(w * h * d);
+  CUDA_MEMCPY3D in{};
+  in.srcMemoryType = CU_MEMORYTYPE_HOST;
+  in.srcHost = volume.data();
+  in.srcXInBytes = 5;
+  in.srcY = 3;
+  in.srcZ = 1;
+  in.srcPitch = hostW;
+  in.srcHeight = hostH;
+  in.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  in.dstDevice = box;
+  in.dstPitch = w;
+  in.dstHeight = h;
+  in.WidthInBytes = w;
+  in.Height = h;
+  in.Depth = d;
+  CU_OK(cuMemcpy3D(&in));
+  std::vector<std::uint8_t> flat(w * h * d);
+  CU_OK(cuMemcpyDtoH(flat.data(), box, flat.size()));
+  for (std::size_t z = 0; z < d; ++z)
+    for (std::size_t y = 0; y < h; ++y)
+      for (std::size_t x = 0; x < w; ++x)
+        GPU_CHECK_EQ(flat[(z * h + y) * w + x], volume[((z + 1) * hostH + y + 3) * hostW + x + 5]);
+
+  // Unified cuMemcpy in every direction, and device-to-device.
+  std::size_t n = 1u << 20;
+  CUdeviceptr a = allocate(n * 4);
+  CUdeviceptr b = allocate(n * 4);
+  std::vector<std::uint32_t> words(n);
+  for (std::size_t i = 0; i < n; ++i) words[i] = pattern(17, i);
+  CU_OK(cuMemcpy(a, reinterpret_cast<CUdeviceptr>(words.data()), n * 4));
+  CU_OK(cuMemcpyDtoD(b, a, n * 4));
+  add(b, n, 1);
+  std::vector<std::uint32_t> result(n);
+  CU_OK(cuMemcpy(reinterpret_cast<CUdeviceptr>(result.data()), b, n * 4));
+  expectPattern(result, 17, 1);
+  CU_OK(cuMemcpy(a, b, n * 4));
+  expectPattern(download(a, n), 17, 1);
+  for (CUdeviceptr p : {pitched, box, a, b}) CU_OK(cuMemFree(p));
+}
+
+void pointerQueries() {
+  std::size_t bytes = 40u << 20;
+  CUdeviceptr data = allocate(bytes);
+  CUdeviceptr base = 0;
+  std::size_t size = 0;
+  CU_OK(cuMemGetAddressRange(&base, &size, data + 12345));
+  GPU_CHECK_EQ(base, data);
+  GPU_CHECK(size >= bytes);
+  unsigned type = 0;
+  CU_OK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, data + 100));
+  GPU_CHECK_EQ(type, static_cast<unsigned>(CU_MEMORYTYPE_DEVICE));
+  CUcontext context = nullptr;
+  CUcontext current = nullptr;
+  CU_OK(cuPointerGetAttribute(&context, CU_POINTER_ATTRIBUTE_CONTEXT, data));
+  CU_OK(cuCtxGetCurrent(&current));
+  GPU_CHECK(context == current);
+  CUdeviceptr start = 0;
+  CU_OK(cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, data + 999));
+  GPU_CHECK_EQ(start, data);
+  CUpointer_attribute attributes[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_POINTER};
+  unsigned memoryType = 0;
+  CUdeviceptr devicePointer = 0;
+  void* values[] = {&memoryType, &devicePointer};
+  CU_OK(cuPointerGetAttributes(2, attributes, values, data + 8));
+  GPU_CHECK_EQ(memoryType, static_cast<unsigned>(CU_MEMORYTYPE_DEVICE));
+  GPU_CHECK_EQ(devicePointer, data + 8);
+  std::size_t free = 0;
+  std::size_t total = 0;
+  CU_OK(cuMemGetInfo(&free, &total));
+  GPU_CHECK(free <= total);
+  if (mqxActive()) GPU_CHECK_EQ(total, deviceLimit());
+  CU_OK(cuMemFree(data));
+}
+
+void lazyCopyThenModify() {
+  std::size_t n = (32u << 20) / 4;
+  std::vector<std::uint32_t> source(n);
+  for (std::size_t i = 0; i < n; ++i) source[i] = pattern(5, i);
+  CUdeviceptr data = allocate(n * 4);
+  CU_OK(cuMemcpyHtoD(data, source.data(), n * 4));
+  std::fill(source.begin(), source.end(), 0U);
+  pressure(96);
+  add(data, n, 1);
+  expectPattern(download(data, n), 5, 1);
+  CU_OK(cuMemFree(data));
+}
+
+void severalStreams() {
+  constexpr int kStreams = 3;
+  std::size_t n = deviceLimit() / 4 / 4;
+  CUstream streams[kStreams];
+  CUdeviceptr buffers[kStreams];
+  void* pinned[kStreams];
+  for (int k = 0; k < kStreams; ++k) {
+    CU_OK(cuStreamCreate(&streams[k], CU_STREAM_NON_BLOCKING));
+    buffers[k] = allocate(n * 4);
+    CU_OK(cuMemHostAlloc(&pinned[k], n * 4, 0));
+  }
+  for (std::uint32_t round = 0; round < 3; ++round) {
+    for (int k = 0; k < kStreams; ++k) {
+      fill(buffers[k], n, 20 + k, streams[k]);
+      add(buffers[k], n, round, streams[k]);
+      CU_OK(cuMemcpyDtoHAsync(pinned[k], buffers[k], n * 4, streams[k]));
+    }
+    for (int k = 0; k < kStreams; ++k) {
+      CU_OK(cuStreamSynchronize(streams[k]));
+      auto* words = static_cast<std::uint32_t*>(pinned[k]);
+      expectPattern(std::vector<std::uint32_t>(words, words + n), 20 + k, round);
+    }
+  }
+  for (int k = 0; k < kStreams; ++k) {
+    CU_OK(cuStreamDestroy(streams[k]));
+    CU_OK(cuMemFree(buffers[k]));
+    CU_OK(cuMemFreeHost(pinned[k]));
+  }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s KERNELS.cubin [SCENARIO|all]\n", argv[0]);
+    return 2;
+  }
+  if (cuInit(0) != CUDA_SUCCESS) {
+    std::printf("no CUDA device: skipping\n");
+    return 77;
+  }
+  CUdevice device;
+  CUcontext context;
+  CU_OK(cuDeviceGet(&device, 0));
+  CU_OK(cuDevicePrimaryCtxRetain(&context, device));
+  CU_OK(cuCtxSetCurrent(context));
+  CUmodule module;
+  CU_OK(cuModuleLoad(&module, argv[1]));
+  CU_OK(cuModuleGetFunction(&kernels.fill, module, "fill"));
+  CU_OK(cuModuleGetFunction(&kernels.add, module, "add"));
+  CU_OK(cuModuleGetFunction(&kernels.copy, module, "copy"));
+  CU_OK(cuModuleGetFunction(&kernels.pair, module, "pair"));
+
+  const std::map<std::string, std::function<void()>> scenarios = {
+      {"oversubscribe", oversubscribe}, {"launch_forms", launchForms},     {"memsets", memsets},
+      {"pitched_copies", pitchedCopies}, {"pointer_queries", pointerQueries}, {"lazy_copy", lazyCopyThenModify},
+      {"streams", severalStreams},
+  };
+  std::string which = argc > 2 ? argv[2] : "all";
+  if (which != "all" && scenarios.count(which) == 0) {
+    std::fprintf(stderr, "unknown scenario %s\n", which.c_str());
+    return 2;
+  }
+  std::printf("driver_api_tests %s: limit %zu MiB, mqx %s\n", which.c_str(), deviceLimit() >> 20,
+              mqxActive() ? "active" : (gpu_test::mqxPreloaded() ? "preloaded" : "absent"));
+  for (const auto& [name, run] : scenarios) {
+    if (which != "all" && which != name) continue;
+    run();
+    std::printf("  %s: ok\n", name.c_str());
+  }
+  if (gpu_test::mqxPreloaded()) GPU_CHECK(mqxActive());
+  CU_OK(cuModuleUnload(module));
+  CU_OK(cuDevicePrimaryCtxRelease(device));
+  return 0;
+}
