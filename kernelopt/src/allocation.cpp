@@ -16,8 +16,8 @@ int registerUnitsPerWarp(const DeviceLimits &limits, int registersPerThread) {
   return registersPerWarp(limits, registersPerThread) / limits.registerAllocationUnit;
 }
 
-int registerUnitsPerPartition(const DeviceLimits &limits, int registersPerThread, int warps) {
-  return ceilDiv(warps, limits.registerPartitions) * registerUnitsPerWarp(limits, registersPerThread);
+int registerUnitsForWarps(const DeviceLimits &limits, int registersPerThread, int warps) {
+  return warps * registerUnitsPerWarp(limits, registersPerThread);
 }
 
 int warpsAllowedByRegisters(const DeviceLimits &limits, int registersPerThread) {

@@ -37,7 +37,7 @@ bool BatchContext::footprintsFit(const std::vector<std::size_t> &items) const {
   }
   const DeviceLimits &limits = solver_.limits();
   return sum.blocks <= limits.maxBlocksPerSm && sum.warps <= limits.warpsPerSm() &&
-         sum.registerUnits <= limits.registerUnitsPerPartition() && sum.sharedMemory <= limits.sharedMemoryPerSm;
+         sum.registerUnits <= limits.registerUnitsPerSm() && sum.sharedMemory <= limits.sharedMemoryPerSm;
 }
 
 bool BatchContext::fits(std::vector<std::size_t> items, bool memoise) {
@@ -63,7 +63,7 @@ double BatchContext::size(std::size_t item) const {
   const Footprint &f = footprints_[item];
   return std::max({static_cast<double>(f.blocks) / limits.maxBlocksPerSm,
                    static_cast<double>(f.warps) / limits.warpsPerSm(),
-                   static_cast<double>(f.registerUnits) / limits.registerUnitsPerPartition(),
+                   static_cast<double>(f.registerUnits) / limits.registerUnitsPerSm(),
                    static_cast<double>(f.sharedMemory) / limits.sharedMemoryPerSm});
 }
 
@@ -81,7 +81,7 @@ std::size_t BatchContext::resourceLowerBound() const {
   auto bound = [](long long total, long long capacity) { return (total + capacity - 1) / capacity; };
   return static_cast<std::size_t>(
       std::max({bound(blocks, limits.maxBlocksPerSm), bound(warps, limits.warpsPerSm()),
-                bound(registers, limits.registerUnitsPerPartition()), bound(shared, limits.sharedMemoryPerSm), 1LL}));
+                bound(registers, limits.registerUnitsPerSm()), bound(shared, limits.sharedMemoryPerSm), 1LL}));
 }
 
 BatchPlan BatchContext::makePlan(const std::vector<std::vector<std::size_t>> &batches, BatchMethod method,

@@ -18,14 +18,17 @@ ResourceSet exceededBy(const DeviceLimits &limits, std::span<const ResidentBlock
       exceeded.add(Resource::SharedMemory);
     blocks += entry.blocks;
     warps += static_cast<long long>(entry.blocks) * warpsPerBlock;
-    registerUnits += registerUnitsPerPartition(limits, kernel.registersPerThread, entry.blocks * warpsPerBlock);
+    const int kernelWarps = entry.blocks * warpsPerBlock;
+    if (kernelWarps > warpsAllowedByRegisters(limits, kernel.registersPerThread))
+      exceeded.add(Resource::Registers);
+    registerUnits += registerUnitsForWarps(limits, kernel.registersPerThread, kernelWarps);
     sharedMemory += static_cast<long long>(entry.blocks) * sharedMemoryPerBlock(limits, kernel.sharedMemoryPerBlock);
   }
   if (blocks > limits.maxBlocksPerSm)
     exceeded.add(Resource::Blocks);
   if (warps > limits.warpsPerSm())
     exceeded.add(Resource::Warps);
-  if (registerUnits > limits.registerUnitsPerPartition())
+  if (registerUnits > limits.registerUnitsPerSm())
     exceeded.add(Resource::Registers);
   if (sharedMemory > limits.sharedMemoryPerSm)
     exceeded.add(Resource::SharedMemory);

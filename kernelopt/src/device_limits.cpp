@@ -19,6 +19,8 @@ int DeviceLimits::registerUnitsPerPartition() const {
   return registersPerSm / registerPartitions / registerAllocationUnit;
 }
 
+int DeviceLimits::registerUnitsPerSm() const { return registersPerSm / registerAllocationUnit; }
+
 namespace {
 
 void require(bool condition, const char *what) {
@@ -83,7 +85,8 @@ void validate(const DeviceLimits &l) {
           "a block may not request more shared memory than an SM has");
   // The solvers' tables are sized by blocks and warps per SM and add shared
   // memory in 32-bit integers: keep both far from overflow.
-  require(l.maxBlocksPerSm <= 4096 && l.warpsPerSm() <= 4096, "blocks and warps per SM must be at most 4096");
+  require(l.maxBlocksPerSm <= 4096 && l.warpsPerSm() <= 4096 && l.registerUnitsPerSm() <= 4096,
+          "blocks, warps and register units per SM must be at most 4096");
   require(static_cast<std::int64_t>(l.maxBlocksPerSm) * l.sharedMemoryPerSm < (std::int64_t{1} << 30),
           "maxBlocksPerSm * sharedMemoryPerSm must stay below 2^30");
 }

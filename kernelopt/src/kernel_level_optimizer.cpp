@@ -1,6 +1,7 @@
 #include "kernelopt/kernel_level_optimizer.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <utility>
 
 namespace mqx::kernelopt {
@@ -33,6 +34,7 @@ bool KernelLevelOptimizer::prepare(std::span<const KernelDemand> kernels, Kernel
   optionBegin_.clear();
   flexible_.clear();
   fixedSharedMemory_ = 0;
+  narrowestFitRegisterFile_ = true;
   int minBlocks = 0, minWarps = 0, minRegisters = 0;
   for (std::size_t i = 0; i < kernels.size(); ++i) {
     const std::size_t begin = options_.size();
@@ -48,6 +50,7 @@ bool KernelLevelOptimizer::prepare(std::span<const KernelDemand> kernels, Kernel
     minBlocks += options_[begin].blocksPerSm;
     minWarps += options_.back().warps;
     minRegisters += options_.back().registerUnits;
+    narrowestFitRegisterFile_ = narrowestFitRegisterFile_ && options_.back().fitsRegisterFile;
     fixedSharedMemory_ += options_[begin].sharedMemory;
     if (options_.size() - begin > 1)
       flexible_.push_back(i);
@@ -55,7 +58,7 @@ bool KernelLevelOptimizer::prepare(std::span<const KernelDemand> kernels, Kernel
   optionBegin_.push_back(options_.size());
   slackBlocks_ = limits_.maxBlocksPerSm - minBlocks;
   slackWarps_ = limits_.warpsPerSm() - minWarps;
-  slackRegisters_ = limits_.registerUnitsPerPartition() - minRegisters;
+  slackRegisters_ = limits_.registerUnitsPerSm() - minRegisters;
   if (slackBlocks_ < 0)
     solution.exceeded.add(Resource::Blocks);
   if (slackWarps_ < 0)
@@ -75,18 +78,11 @@ void KernelLevelOptimizer::relaxLayer(std::size_t layer) {
   std::int32_t *current = table_.data() + layer * cells;
   std::fill(current, current + cells, kInfinity);
   const std::size_t kernel = flexible_[layer - 1];
-  const LaunchOption &cheapest = options_[optionBegin_[kernel]];
-  const LaunchOption &narrowest = options_[optionBegin_[kernel + 1] - 1];
   for (std::size_t o = optionBegin_[kernel]; o < optionBegin_[kernel + 1]; ++o) {
-    const LaunchOption &option = options_[o];
-    const int extraBlocks = option.blocksPerSm - cheapest.blocksPerSm;
-    const int extraWarps = option.warps - narrowest.warps;
-    const int extraRegisters = option.registerUnits - narrowest.registerUnits;
-    const int shift[3] = {withRegisters_ ? extraBlocks : 0, withRegisters_ ? extraWarps : extraBlocks,
-                          withRegisters_ ? extraRegisters : extraWarps};
-    if (shift[0] >= dims_[0] || shift[1] >= dims_[1] || shift[2] >= dims_[2])
+    int shift[3];
+    if (!shiftOf(kernel, o, shift))
       continue;
-    const std::int32_t cost = option.sharedMemory - cheapest.sharedMemory;
+    const std::int32_t cost = options_[o].sharedMemory - options_[optionBegin_[kernel]].sharedMemory;
     for (int x = shift[0]; x < dims_[0]; ++x) {
       for (int y = shift[1]; y < dims_[1]; ++y) {
         const std::int32_t *source =
@@ -99,21 +95,60 @@ void KernelLevelOptimizer::relaxLayer(std::size_t layer) {
   }
 }
 
-// Fills the table and returns V[n, B, W] (or V[n, B, W, R]) in bytes.
-std::optional<int> KernelLevelOptimizer::runTable(bool withRegisters) {
+// The cell an option moves from, relative to the kernel's cheapest use of
+// every resource; false when the option is out of this table's reach.
+bool KernelLevelOptimizer::shiftOf(std::size_t kernel, std::size_t o, int shift[3]) const {
+  const LaunchOption &option = options_[o];
+  if (withRegisters_ && !option.fitsRegisterFile)
+    return false;
+  const LaunchOption &cheapest = options_[optionBegin_[kernel]];
+  const LaunchOption &narrowest = options_[optionBegin_[kernel + 1] - 1];
+  const int extraBlocks = option.blocksPerSm - cheapest.blocksPerSm;
+  const int extraWarps = option.warps - narrowest.warps;
+  const int extraRegisters = (option.registerUnits - narrowest.registerUnits) / registerScale_;
+  shift[0] = withRegisters_ ? extraBlocks : 0;
+  shift[1] = withRegisters_ ? extraWarps : extraBlocks;
+  shift[2] = withRegisters_ ? extraRegisters : extraWarps;
+  return shift[0] < dims_[0] && shift[1] < dims_[1] && shift[2] < dims_[2];
+}
+
+// Sizes the table. Each dimension spans the SM's slack, but never more than
+// the flexible kernels can use together, and register units are counted in
+// multiples of their greatest common divisor: both keep the table exact and
+// small (the slack of 256 register units on an H100 would dominate).
+void KernelLevelOptimizer::sizeTable(bool withRegisters) {
   withRegisters_ = withRegisters;
+  int reachBlocks = 0, reachWarps = 0, reachRegisters = 0, divisor = 0;
+  for (std::size_t kernel : flexible_) {
+    const LaunchOption &cheapest = options_[optionBegin_[kernel]];
+    const LaunchOption &narrowest = options_[optionBegin_[kernel + 1] - 1];
+    reachBlocks += narrowest.blocksPerSm - cheapest.blocksPerSm;
+    reachWarps += cheapest.warps - narrowest.warps;
+    reachRegisters += cheapest.registerUnits - narrowest.registerUnits;
+    for (std::size_t o = optionBegin_[kernel]; o < optionBegin_[kernel + 1]; ++o)
+      divisor = std::gcd(divisor, options_[o].registerUnits - narrowest.registerUnits);
+  }
+  registerScale_ = std::max(divisor, 1);
+  const int blocks = std::min(slackBlocks_, reachBlocks) + 1;
+  const int warps = std::min(slackWarps_, reachWarps) + 1;
+  const int registers = std::min(slackRegisters_, reachRegisters) / registerScale_ + 1;
   if (withRegisters) {
-    dims_[0] = slackBlocks_ + 1;
-    dims_[1] = slackWarps_ + 1;
-    dims_[2] = slackRegisters_ + 1;
+    dims_[0] = blocks;
+    dims_[1] = warps;
+    dims_[2] = registers;
   } else {
     dims_[0] = 1;
-    dims_[1] = slackBlocks_ + 1;
-    dims_[2] = slackWarps_ + 1;
+    dims_[1] = blocks;
+    dims_[2] = warps;
   }
+}
+
+// Fills the table and returns V[n, B, W] (or V[n, B, W, R]) in bytes.
+std::optional<int> KernelLevelOptimizer::runTable(bool withRegisters) {
   // Without flexible kernels every cell of V is the same constant.
   if (flexible_.empty())
     return fixedSharedMemory_;
+  sizeTable(withRegisters);
   const std::size_t cells = static_cast<std::size_t>(dims_[0]) * dims_[1] * dims_[2];
   table_.resize((flexible_.size() + 1) * cells);
   std::fill(table_.begin(), table_.begin() + static_cast<std::ptrdiff_t>(cells), 0);
@@ -136,19 +171,16 @@ std::vector<std::size_t> KernelLevelOptimizer::backtrack() const {
   auto cellOf = [&](const int p[3]) { return (static_cast<std::size_t>(p[0]) * dims_[1] + p[1]) * dims_[2] + p[2]; };
   for (std::size_t layer = flexible_.size(); layer >= 1; --layer) {
     const std::size_t kernel = flexible_[layer - 1];
-    const LaunchOption &cheapest = options_[optionBegin_[kernel]];
-    const LaunchOption &narrowest = options_[optionBegin_[kernel + 1] - 1];
     const std::int32_t value = table_[layer * cells + cellOf(position)];
     for (std::size_t o = optionBegin_[kernel]; o < optionBegin_[kernel + 1]; ++o) {
-      const LaunchOption &option = options_[o];
-      const int extra[3] = {option.blocksPerSm - cheapest.blocksPerSm, option.warps - narrowest.warps,
-                            option.registerUnits - narrowest.registerUnits};
-      const int shift[3] = {withRegisters_ ? extra[0] : 0, withRegisters_ ? extra[1] : extra[0],
-                            withRegisters_ ? extra[2] : extra[1]};
+      int shift[3];
+      if (!shiftOf(kernel, o, shift))
+        continue;
       const int before[3] = {position[0] - shift[0], position[1] - shift[1], position[2] - shift[2]};
       if (before[0] < 0 || before[1] < 0 || before[2] < 0)
         continue;
-      if (table_[(layer - 1) * cells + cellOf(before)] + (option.sharedMemory - cheapest.sharedMemory) != value)
+      const int cost = options_[o].sharedMemory - options_[optionBegin_[kernel]].sharedMemory;
+      if (table_[(layer - 1) * cells + cellOf(before)] + cost != value)
         continue;
       choice[kernel] = o;
       std::copy(before, before + 3, position);
@@ -158,11 +190,16 @@ std::vector<std::size_t> KernelLevelOptimizer::backtrack() const {
   return choice;
 }
 
-int KernelLevelOptimizer::registerUnitsOf(const std::vector<std::size_t> &choice) const {
+// Eq. (2) for the chosen options: the register units of all kernels fit the
+// SM, and each kernel's warps fit the register file on their own.
+bool KernelLevelOptimizer::registersFit(const std::vector<std::size_t> &choice) const {
   int units = 0;
-  for (std::size_t o : choice)
+  for (std::size_t o : choice) {
+    if (!options_[o].fitsRegisterFile)
+      return false;
     units += options_[o].registerUnits;
-  return units;
+  }
+  return units <= limits_.registerUnitsPerSm();
 }
 
 void KernelLevelOptimizer::finish(KernelLevelSolution &solution, const std::vector<std::size_t> &choice) const {
@@ -196,14 +233,14 @@ KernelLevelSolution KernelLevelOptimizer::solve(std::span<const KernelDemand> ke
     return solution;
   }
   const std::vector<std::size_t> choice = backtrack();
-  if (registerUnitsOf(choice) <= limits_.registerUnitsPerPartition()) {
+  if (registersFit(choice)) {
     finish(solution, choice);
     return solution;
   }
   // The register constraint binds: the same recurrence over blocks, warps and
   // register units finds the least shared memory among register-feasible
   // assignments (docs/kernelopt.md, "Registers").
-  if (slackRegisters_ < 0) {
+  if (slackRegisters_ < 0 || !narrowestFitRegisterFile_) {
     solution.exceeded = Resource::Registers;
     return solution;
   }

@@ -38,7 +38,8 @@ LaunchOption makeOption(const DeviceLimits &limits, const KernelDemand &kernel, 
   const std::int64_t threadsPerBlock = static_cast<std::int64_t>(limits.warpSize) * blocks;
   option.warpsPerBlock = static_cast<int>((demand + threadsPerBlock - 1) / threadsPerBlock);
   option.warps = blocks * option.warpsPerBlock;
-  option.registerUnits = registerUnitsPerPartition(limits, kernel.registersPerThread, option.warps);
+  option.registerUnits = registerUnitsForWarps(limits, kernel.registersPerThread, option.warps);
+  option.fitsRegisterFile = option.warps <= warpsAllowedByRegisters(limits, kernel.registersPerThread);
   option.sharedMemory = blocks * sharedMemoryPerBlock(limits, kernel.sharedMemoryPerBlock);
   return option;
 }

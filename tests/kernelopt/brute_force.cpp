@@ -14,6 +14,7 @@ struct Choice {
   int warps = 0;
   int registerUnits = 0;
   int sharedMemory = 0;
+  bool fitsRegisterFile = true; // these warps alone fit the register partitions
 };
 
 int divUp(long long a, long long b) { return static_cast<int>((a + b - 1) / b); }
@@ -41,8 +42,10 @@ std::vector<Choice> choicesOf(const DeviceLimits &l, const KernelDemand &k) {
         continue;
       if (static_cast<long long>(l.warpSize) * w * b < demand)
         continue;
-      choices.push_back(
-          {b, w * b, divUp(w * b, l.registerPartitions) * (regsPerWarp / l.registerAllocationUnit), b * smemPerBlock});
+      const int unitsPerWarp = regsPerWarp / l.registerAllocationUnit;
+      const int unitsPerPartition = l.registersPerSm / l.registerPartitions / l.registerAllocationUnit;
+      const bool fitsFile = unitsPerWarp == 0 || w * b <= unitsPerPartition / unitsPerWarp * l.registerPartitions;
+      choices.push_back({b, w * b, w * b * unitsPerWarp, b * smemPerBlock, fitsFile});
     }
   return choices;
 }
@@ -54,7 +57,7 @@ BruteForceKernelLevel bruteForceKernelLevel(const DeviceLimits &l, std::span<con
   for (const KernelDemand &k : kernels)
     choices.push_back(choicesOf(l, k));
   const int slots = std::min(l.maxWarpsPerSm, l.maxThreadsPerSm / l.warpSize);
-  const int registerCapacity = l.registersPerSm / l.registerPartitions / l.registerAllocationUnit;
+  const int registerCapacity = l.registersPerSm / l.registerAllocationUnit;
   BruteForceKernelLevel best;
   std::function<void(std::size_t, Choice)> visit = [&](std::size_t i, Choice sum) {
     if (i == kernels.size()) {
@@ -66,14 +69,14 @@ BruteForceKernelLevel bruteForceKernelLevel(const DeviceLimits &l, std::span<con
       }
       if (!best.fewestRegisters || sum.registerUnits < *best.fewestRegisters)
         best.fewestRegisters = sum.registerUnits;
-      if (sum.registerUnits <= registerCapacity && sum.sharedMemory <= l.sharedMemoryPerSm &&
+      if (sum.fitsRegisterFile && sum.registerUnits <= registerCapacity && sum.sharedMemory <= l.sharedMemoryPerSm &&
           (!best.fullModel || sum.sharedMemory < *best.fullModel))
         best.fullModel = sum.sharedMemory;
       return;
     }
     for (const Choice &c : choices[i]) {
       const Choice next{sum.blocks + c.blocks, sum.warps + c.warps, sum.registerUnits + c.registerUnits,
-                        sum.sharedMemory + c.sharedMemory};
+                        sum.sharedMemory + c.sharedMemory, sum.fitsRegisterFile && c.fitsRegisterFile};
       // Both models share the block and warp limits: pruning on them only
       // skips assignments that are infeasible in both.
       if (next.blocks <= l.maxBlocksPerSm && next.warps <= slots)

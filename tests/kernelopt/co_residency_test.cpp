@@ -26,7 +26,7 @@ ResourceSet exceeded(std::vector<ResidentBlocks> resident) { return exceededBy(g
 TEST(CoResidency, OneBlockOfAAndOneOfB) {
   EXPECT_TRUE(exceeded({{kKernelA, 1}, {kKernelB, 1}}).empty());
   // A third kernel's 8 warps would exceed the 64 warp slots (registers:
-  // 16 + 40 + 4 = 60 of 64 units).
+  // 64 + 160 + 16 = 240 of 256 units).
   EXPECT_EQ(exceeded({{kKernelA, 1}, {kKernelB, 1}, {kKernelC, 1}}), ResourceSet(Resource::Warps));
   // §IV-B: two blocks of A fit, two of B need more registers than an MP has.
   EXPECT_TRUE(exceeded({{kKernelA, 2}}).empty());

@@ -96,11 +96,14 @@ TEST(KernelLevelBruteForce, RegisterExtensionMatchesExhaustiveSearch) {
     DeviceLimits limits = testing::randomManyOptionDevice(rng);
     const auto kernels = testing::randomManyOptionKernels(rng, limits);
     const auto unlimited = bruteForceKernelLevel(limits, kernels);
-    if (!unlimited.paperModel || *unlimited.fewestRegisters >= *unlimited.registersAtPaperOptimum)
+    if (!unlimited.paperModel)
       continue;
-    const int units = std::uniform_int_distribution<int>(std::max(1, *unlimited.fewestRegisters),
-                                                         *unlimited.registersAtPaperOptimum - 1)(rng);
-    limits.registersPerSm = limits.registerPartitions * limits.registerAllocationUnit * units;
+    // Register units for the whole SM, at least one per partition.
+    const int fewest = std::max(limits.registerPartitions, *unlimited.fewestRegisters);
+    if (fewest >= *unlimited.registersAtPaperOptimum)
+      continue;
+    const int units = std::uniform_int_distribution<int>(fewest, *unlimited.registersAtPaperOptimum - 1)(rng);
+    limits.registersPerSm = limits.registerAllocationUnit * units;
     ++built;
     compareWithBruteForce(limits, kernels, seed * 104729, tally);
     if (::testing::Test::HasFailure())

@@ -35,8 +35,8 @@ TEST(KernelLevelOptimizer, TheoremOneRoundingForcesAnExtraBlock) {
   EXPECT_EQ(solution.usage.blocks, 4);
   EXPECT_EQ(solution.usage.warps, 64);
   EXPECT_EQ(solution.usage.sharedMemory, 3 * 5120 + 1024);
-  // 16 registers = 2 units per warp: ceil(33/4) * 2 + ceil(31/4) * 2.
-  EXPECT_EQ(solution.usage.registerUnits, 18 + 16);
+  // 16 registers = 512 per warp = 2 units of 256.
+  EXPECT_EQ(solution.usage.registerUnits, 2 * 64);
   EXPECT_FALSE(solution.registerExtensionUsed);
 }
 
@@ -53,25 +53,25 @@ TEST(KernelLevelOptimizer, FewerBlocksWhenTheWarpsAllowIt) {
   EXPECT_EQ(optimizer.minimumSharedMemory(kernels), 2 * 5120 + 1024);
 }
 
-// Kernel X (198 threads per SM, at most 96 threads per block, 128
-// registers = 16 units per warp, 2 KiB) and kernel Y (640 threads, 32
-// registers = 4 units per warp). Algorithm 1's optimum runs X as 3 blocks of
-// 3 warps (9 warps: 3 per partition, 48 units) next to Y's 20 warps (20
-// units): 68 > 64 units. The register-extended DP moves X to 4 blocks of 2
-// warps (8 warps, 32 units) at 3 KiB more shared memory.
+// Kernel X (130 threads per SM, at most 64 threads per block, 96
+// registers = 12 units per warp, 2 KiB) and kernel Y (1000 threads, 48
+// registers = 6 units per warp, 32 warps = 192 units). Algorithm 1's optimum
+// runs X as 3 blocks of 2 warps (72 units): 264 > 256 units. The
+// register-extended DP moves X to 5 blocks of 1 warp (60 units) at 6 KiB
+// more shared memory.
 TEST(KernelLevelOptimizer, RegisterExtensionWhenAlgorithmOneBreaksEquationTwo) {
   KernelLevelOptimizer optimizer(h100());
-  const std::vector<KernelDemand> kernels{onEverySm(198, 128, 2048, 96), onEverySm(640, 32)};
+  const std::vector<KernelDemand> kernels{onEverySm(130, 96, 2048, 64), onEverySm(1000, 48)};
   EXPECT_EQ(optimizer.minimumSharedMemory(kernels), 3 * 3072 + 1024);
   const KernelLevelSolution solution = optimizer.solve(kernels);
   ASSERT_TRUE(solution.feasible);
   EXPECT_TRUE(solution.registerExtensionUsed);
-  EXPECT_EQ(solution.launches[0].blocksPerSm, 4);
-  EXPECT_EQ(solution.launches[0].threadsPerBlock, 64);
+  EXPECT_EQ(solution.launches[0].blocksPerSm, 5);
+  EXPECT_EQ(solution.launches[0].threadsPerBlock, 32);
   EXPECT_EQ(solution.launches[1].blocksPerSm, 1);
-  EXPECT_EQ(solution.launches[1].threadsPerBlock, 640);
-  EXPECT_EQ(solution.usage.registerUnits, 32 + 20);
-  EXPECT_EQ(solution.usage.sharedMemory, 4 * 3072 + 1024);
+  EXPECT_EQ(solution.launches[1].threadsPerBlock, 1024);
+  EXPECT_EQ(solution.usage.registerUnits, 60 + 192);
+  EXPECT_EQ(solution.usage.sharedMemory, 5 * 3072 + 1024);
 }
 
 // Two 120 KiB blocks (121 KiB each with the reserve) exceed 228 KiB: the DP
@@ -110,7 +110,7 @@ TEST(KernelLevelOptimizer, WarpSlotsBoundTheTotalDemand) {
   EXPECT_EQ(solution.exceeded, ResourceSet(Resource::Warps));
 }
 
-// 64 registers = 8 units per warp: 32 warps take 64 units, all there are.
+// 64 registers = 8 units per warp: 32 warps take 256 units, all there are.
 TEST(KernelLevelOptimizer, RegistersBoundTheTotalDemand) {
   KernelLevelOptimizer optimizer(h100());
   const std::vector<KernelDemand> kernels{onEverySm(512, 64), onEverySm(512, 64), onEverySm(32, 64)};

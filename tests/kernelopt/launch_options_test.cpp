@@ -41,9 +41,10 @@ TEST(LaunchOptions, RoundingOfTheoremOneCreatesAChoice) {
   EXPECT_EQ(options.options[1].blocksPerSm, 3);
   EXPECT_EQ(options.options[1].warpsPerBlock, 11);
   EXPECT_EQ(options.options[1].warps, 33);
-  // 40 registers: 1280 per warp = 5 units; ceil(33 / 4) = 9 warps in the
-  // fullest partition. 1000 + 1024 bytes round up to 2048 per block.
-  EXPECT_EQ(options.options[1].registerUnits, 45);
+  // 40 registers: 1280 per warp = 5 units of 256. 1000 + 1024 bytes round
+  // up to 2048 per block.
+  EXPECT_EQ(options.options[1].registerUnits, 33 * 5);
+  EXPECT_TRUE(options.options[1].fitsRegisterFile); // 4 x floor(64 / 5) = 48 warps
   EXPECT_EQ(options.options[1].sharedMemory, 3 * 2048);
 }
 

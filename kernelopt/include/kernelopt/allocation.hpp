@@ -16,15 +16,14 @@ int registersPerWarp(const DeviceLimits &limits, int registersPerThread);
 // The same in allocation units (0 for a kernel that uses no registers).
 int registerUnitsPerWarp(const DeviceLimits &limits, int registersPerThread);
 
-// Register units `warps` resident warps of one kernel take from each
-// sub-partition of the register file: warps spread evenly over the
-// partitions, so ceil(warps / partitions) of them land in the fullest one.
-// For one kernel, "this fits registerUnitsPerPartition()" is exactly the
-// calculator's limit delta = floor(R / (theta * G)) * G warps (Eq. 6).
-int registerUnitsPerPartition(const DeviceLimits &limits, int registersPerThread, int warps);
+// Register units `warps` resident warps of one kernel take from the SM:
+// the kernel's share of the register constraint of several kernels (knapsack
+// paper, Eq. 2, with the per-warp rounding of Eq. 7).
+int registerUnitsForWarps(const DeviceLimits &limits, int registersPerThread, int warps);
 
-// Warps of one kernel the register file holds (delta, Eq. 6); 0 when the
-// kernel needs more registers per thread than the device allows.
+// Warps of one kernel the register file holds (delta, Eq. 6): every
+// sub-partition holds floor(units per partition / units per warp) of them.
+// 0 when the kernel needs more registers per thread than the device allows.
 int warpsAllowedByRegisters(const DeviceLimits &limits, int registersPerThread);
 
 // Whether one block of `warps` warps passes the per-thread and per-block

@@ -21,7 +21,8 @@ struct ResidentBlocks {
 };
 
 // The SM resources the blocks exceed together; empty when they fit. A block
-// that breaks a per-block limit exceeds the resource of that limit.
+// that breaks a per-block limit exceeds the resource of that limit, and so do
+// more warps of one kernel than the register file holds for it alone.
 ResourceSet exceededBy(const DeviceLimits &limits, std::span<const ResidentBlocks> resident);
 
 inline bool fitTogether(const DeviceLimits &limits, std::span<const ResidentBlocks> resident) {

@@ -39,9 +39,12 @@ struct DeviceLimits {
   int warpsPerSm() const;
   // Largest block in warps (32 on every supported architecture).
   int maxWarpsPerBlock() const;
-  // Registers of one sub-partition, in allocation units: the capacity the
-  // optimizers count register use against (see allocation.hpp).
+  // Registers of one sub-partition, in allocation units: what one kernel's
+  // warps are counted against (cuda-streams paper, Eq. 6).
   int registerUnitsPerPartition() const;
+  // Registers of the SM in allocation units: what the warps of all resident
+  // kernels together are counted against (knapsack paper, Eq. 2).
+  int registerUnitsPerSm() const;
 
   // Limits of a device from the attributes a CUDA caller read off it. The
   // allocation granularities, which no attribute reports, come from the

@@ -38,7 +38,7 @@ struct KernelLaunch {
 struct SmUsage {
   int blocks = 0;
   int warps = 0;
-  int registerUnits = 0; // allocation units of the fullest register partition
+  int registerUnits = 0; // register allocation units
   int sharedMemory = 0;  // bytes, after reserve and rounding
 };
 
@@ -80,9 +80,11 @@ public:
 private:
   bool prepare(std::span<const KernelDemand> kernels, KernelLevelSolution &solution);
   std::optional<int> runTable(bool withRegisters);
+  void sizeTable(bool withRegisters);
+  bool shiftOf(std::size_t kernel, std::size_t option, int shift[3]) const;
   void relaxLayer(std::size_t layer);
   std::vector<std::size_t> backtrack() const;
-  int registerUnitsOf(const std::vector<std::size_t> &choice) const;
+  bool registersFit(const std::vector<std::size_t> &choice) const;
   void finish(KernelLevelSolution &solution, const std::vector<std::size_t> &choice) const;
 
   DeviceLimits limits_;
@@ -95,10 +97,12 @@ private:
   int slackBlocks_ = 0;
   int slackWarps_ = 0;
   int slackRegisters_ = 0;
+  bool narrowestFitRegisterFile_ = true;
   // The DP table V: one layer per flexible kernel plus layer 0, each a box of
   // dims_ cells indexed by the slack used (blocks, warps[, registers]).
   std::vector<std::int32_t> table_;
   bool withRegisters_ = false;
+  int registerScale_ = 1;
   int dims_[3] = {0, 0, 0};
 };
 

@@ -22,9 +22,12 @@ struct LaunchOption {
   int blocksPerSm = 0;   // b_i
   int warpsPerBlock = 0; // w_i = ceil(c_i / (32 b_i)), Theorem 1
   int warps = 0;         // b_i w_i: the kernel's warp slots, Eq. (13)
-  // Register allocation units the kernel takes from the fullest register-file
-  // partition (allocation.hpp): the register constraint, Eq. (2).
+  // Register allocation units of the kernel's warps: its share of the
+  // register constraint, Eq. (2) (allocation.hpp).
   int registerUnits = 0;
+  // Whether the register file holds this many warps of the kernel at all
+  // (the single-kernel limit delta of the cuda-streams paper, Eq. 6).
+  bool fitsRegisterFile = true;
   // b_i s_i with s_i after the reserve and rounding: Eqs. (4) and (11).
   int sharedMemory = 0;
 };
