@@ -239,7 +239,7 @@ KernelLevelSolution KernelLevelOptimizer::solve(std::span<const KernelDemand> ke
   }
   // The register constraint binds: the same recurrence over blocks, warps and
   // register units finds the least shared memory among register-feasible
-  // assignments (docs/kernelopt.md, "Registers").
+  // assignments (docs/kernelopt.md, section 4, "Registers").
   if (slackRegisters_ < 0 || !narrowestFitRegisterFile_) {
     solution.exceeded = Resource::Registers;
     return solution;

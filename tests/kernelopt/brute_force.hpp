@@ -20,7 +20,7 @@ struct BruteForceKernelLevel {
   std::optional<int> paperModel;
   // The same subject also to shared memory S and register units R.
   std::optional<int> fullModel;
-  // Register units (fullest partition): the fewest among the assignments
+  // Register units of the SM: the fewest among the assignments
   // that reach paperModel, and the fewest among all assignments within the
   // block and warp slots. Tests use them to build instances where the
   // register limit makes Algorithm 1's optimum infeasible.

@@ -11,7 +11,7 @@
 // after Eqs. 11-15). The paper drops the register constraint (Eq. 2) from the
 // DP; mqx checks it on the DP's solution and, when it fails, solves the same
 // recurrence with registers as a third table dimension, so that the answer is
-// exact for all four SM resources (docs/kernelopt.md, "Registers").
+// exact for all four SM resources (docs/kernelopt.md, section 4, "Registers").
 #pragma once
 
 #include "kernelopt/device_limits.hpp"
