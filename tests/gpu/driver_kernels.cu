@@ -1,5 +1,5 @@
-// Kernels of the driver-API test and of the GPU benchmark, built to a cubin
-// and loaded with cuModuleLoad (the driver API has no <<<>>>).
+// Kernels of the driver-API test, built to a cubin and loaded with
+// cuModuleLoad (the driver API has no <<<>>>).
 #include <cstddef>
 #include <cstdint>
 
@@ -32,14 +32,3 @@ extern "C" __global__ void pair(Pair p) {
   for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += gridDim.x * blockDim.x)
     p.out[i] = p.in[i] + 1;
 }
-
-// Reads one word per 4 KiB: the benchmark's "a kernel needs this data".
-extern "C" __global__ void touch(const std::uint32_t* data, std::size_t n, std::uint32_t* sink) {
-  std::uint32_t sum = 0;
-  for (std::size_t i = (blockIdx.x * blockDim.x + threadIdx.x) * 1024; i < n; i += gridDim.x * blockDim.x * 1024)
-    sum += data[i];
-  if (sum == 0xFFFFFFFFU) *sink = sum;
-}
-
-// Does nothing with its pointer: the benchmark's launch overhead.
-extern "C" __global__ void empty(std::uint32_t* data) {}

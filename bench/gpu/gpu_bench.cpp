@@ -1,0 +1,207 @@
+// mqx-gpu-bench: native vs mqx in one run, against the physical limits.
+//
+//   mqx-gpu-bench --kernels bench_kernels.cubin --libmqx libmqx.so --out result.json
+//                 [--commit SHA] [--size-mib 1024] [--repetitions 3]
+//
+// The parent starts itself three times: natively, with libmqx preloaded
+// (default page size) and with libmqx and 64 MiB pages; each child measures
+// through the same driver calls and writes "name value" lines; the parent
+// writes one JSON document with the device, the date, the commit, every
+// measurement and the ratios the issue sets targets for:
+//   launch overhead added per kernel, everything resident   < 1 us
+//   lazy pageable load vs native pageable copy (+ kernel)   >= 4x
+//   eviction vs pinned device-to-host copy                  <= 1.2x the time
+#include <cuda.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "bench_results.hpp"
+#include "measurements.hpp"
+
+using namespace mqx::bench;
+
+namespace {
+
+struct Options {
+  std::string kernels;
+  std::string libmqx;
+  std::string out = "gpu-bench.json";
+  std::string commit = "unknown";
+  std::size_t sizeMiB = 1024;
+  int repetitions = 3;
+  std::string child;    // "", native, mqx
+  std::string childOut; // where a child writes its lines
+};
+
+Options parse(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string key = argv[i];
+    std::string value = argv[i + 1];
+    if (key == "--kernels") options.kernels = value;
+    else if (key == "--libmqx") options.libmqx = value;
+    else if (key == "--out") options.out = value;
+    else if (key == "--commit") options.commit = value;
+    else if (key == "--size-mib") options.sizeMiB = std::stoul(value);
+    else if (key == "--repetitions") options.repetitions = std::stoi(value);
+    else if (key == "--child") options.child = value;
+    else if (key == "--child-out") options.childOut = value;
+    else {
+      std::fprintf(stderr, "unknown option %s\n", key.c_str());
+      std::exit(2);
+    }
+  }
+  if (options.kernels.empty()) {
+    std::fprintf(stderr, "usage: %s --kernels CUBIN --libmqx LIBMQX --out JSON [--commit SHA] [--size-mib N]\n",
+                 argv[0]);
+    std::exit(2);
+  }
+  return options;
+}
+
+#define CHILD_CU(call)                                                                             \
+  do {                                                                                             \
+    if (CUresult child_result_ = (call); child_result_ != CUDA_SUCCESS) {                          \
+      std::fprintf(stderr, "%s failed: %d\n", #call, static_cast<int>(child_result_));            \
+      return child_result_ == CUDA_ERROR_NO_DEVICE ? 77 : 1;                                       \
+    }                                                                                              \
+  } while (0)
+
+int runChild(const Options& options) {
+  Results results;
+  CHILD_CU(cuInit(0));
+  CUdevice device;
+  CUcontext context;
+  CHILD_CU(cuDeviceGet(&device, 0));
+  CHILD_CU(cuDevicePrimaryCtxRetain(&context, device));
+  CHILD_CU(cuCtxSetCurrent(context));
+  char name[256] = {};
+  CHILD_CU(cuDeviceGetName(name, sizeof(name) - 1, device));
+  int driverVersion = 0;
+  CHILD_CU(cuDriverGetVersion(&driverVersion));
+  results.note("device", name);
+  results.set("driver_version", driverVersion);
+  CUmodule module;
+  CHILD_CU(cuModuleLoad(&module, options.kernels.c_str()));
+  Setup setup;
+  CHILD_CU(cuModuleGetFunction(&setup.empty, module, "empty"));
+  CHILD_CU(cuModuleGetFunction(&setup.fill, module, "fill"));
+  CHILD_CU(cuModuleGetFunction(&setup.touch, module, "touch"));
+  CHILD_CU(cuStreamCreate(&setup.stream, CU_STREAM_NON_BLOCKING));
+  setup.bytes = options.sizeMiB << 20;
+  setup.repetitions = options.repetitions;
+
+  CUdeviceptr small = 0;
+  CHILD_CU(cuMemAlloc(&small, 1 << 20));
+  measureLaunch(setup, small, "", results);
+  CHILD_CU(cuMemFree(small));
+  if (options.child == "native") {
+    measureNativeTransfers(setup, results);
+    measureStaging(setup, results);
+  } else {
+    measureLazyLoad(setup, results);
+    measureEviction(setup, results);
+  }
+  CHILD_CU(cuStreamDestroy(setup.stream));
+  return results.save(options.childOut) ? 0 : 1;
+}
+
+// Starts this program as a child with extra environment; its results.
+bool spawn(const char* self, const Options& options, const std::string& mode,
+           const std::vector<std::pair<std::string, std::string>>& environment, Results& results) {
+  std::string out = options.out + "." + mode + ".txt";
+  pid_t pid = fork();
+  if (pid == 0) {
+    for (const auto& [key, value] : environment) setenv(key.c_str(), value.c_str(), 1);
+    std::string size = std::to_string(options.sizeMiB);
+    std::string reps = std::to_string(options.repetitions);
+    execl(self, self, "--kernels", options.kernels.c_str(), "--child", mode == "native" ? "native" : "mqx",
+          "--child-out", out.c_str(), "--size-mib", size.c_str(), "--repetitions", reps.c_str(),
+          static_cast<char*>(nullptr));
+    std::_Exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && results.load(out);
+  std::remove(out.c_str());
+  if (!ok) std::fprintf(stderr, "mqx-gpu-bench: the %s run failed (status %d)\n", mode.c_str(), status);
+  return ok;
+}
+
+std::string utcNow() {
+  std::time_t now = std::time(nullptr);
+  char text[64];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return text;
+}
+
+std::string verdict(double value, double target, bool atMost) {
+  if (!std::isfinite(value)) return "not measured";
+  return (atMost ? value <= target : value >= target) ? "met" : "missed";
+}
+
+Results derive(const Results& native, const Results& mqx, const Results& mqx64) {
+  Results derived;
+  double launchAdded = mqx.get("launch_us") - native.get("launch_us");
+  derived.set("launch_added_us", launchAdded);
+  derived.note("launch_added_target_lt_1us", verdict(launchAdded, 1.0, true));
+  double lazy = std::max(mqx.get("lazy_load_then_kernel_GBps"), mqx64.get("lazy_load_then_kernel_GBps"));
+  double lazyVsPageable = lazy / native.get("load_pageable_then_kernel_GBps");
+  derived.set("lazy_load_vs_native_pageable", lazyVsPageable);
+  derived.set("lazy_load_vs_native_pinned", lazy / native.get("load_pinned_then_kernel_GBps"));
+  derived.note("lazy_load_target_ge_4x_pageable", verdict(lazyVsPageable, 4.0, false));
+  for (const auto& [label, run] : {std::pair{"8MiB", &mqx}, std::pair{"64MiB", &mqx64}}) {
+    double evictionTime = native.get("d2h_pinned_GBps") / run->get("evict_best_GBps");
+    derived.set(std::string("eviction_time_vs_pinned_d2h_pages_") + label, evictionTime);
+    derived.note(std::string("eviction_target_le_1.2x_pages_") + label, verdict(evictionTime, 1.2, true));
+  }
+  derived.set("staged_vs_register_h2d",
+              native.get("staged_h2d_best_GBps") / native.get("h2d_register_copy_unregister_GBps"));
+  derived.note("pageable_strategy_faster",
+               native.get("staged_h2d_best_GBps") >= native.get("h2d_register_copy_unregister_GBps")
+                   ? "staging ring (kept)"
+                   : "registering the source (switch the backend)");
+  return derived;
+}
+
+int runParent(const char* self, const Options& options) {
+  std::string limit = std::to_string(options.sizeMiB * 3 / 2) + "MiB";
+  Results native, mqx, mqx64;
+  if (!spawn(self, options, "native", {}, native)) return 1;
+  bool mqxOk = spawn(self, options, "mqx",
+                     {{"LD_PRELOAD", options.libmqx}, {"MQX_MEMORY_DEVICE_MEMORY_LIMIT", limit}}, mqx);
+  bool mqx64Ok = spawn(self, options, "mqx_page_64MiB",
+                       {{"LD_PRELOAD", options.libmqx},
+                        {"MQX_MEMORY_DEVICE_MEMORY_LIMIT", limit},
+                        {"MQX_MEMORY_PAGE_SIZE", "64MiB"}},
+                       mqx64);
+  Results derived = derive(native, mqx, mqx64);
+  std::ofstream out(options.out);
+  out << "{\n  \"benchmark\": \"mqx-gpu-bench\",\n";
+  out << "  \"device\": " << quote(native.text("device")) << ",\n";
+  out << "  \"date\": " << quote(utcNow()) << ",\n  \"commit\": " << quote(options.commit) << ",\n";
+  out << "  \"transfer_bytes\": " << (options.sizeMiB << 20) << ",\n  \"repetitions\": " << options.repetitions
+      << ",\n  \"mqx_device_memory_limit\": " << quote(limit) << ",\n";
+  out << "  \"native\": " << native.json(2) << ",\n";
+  out << "  \"mqx\": " << (mqxOk ? mqx.json(2) : "null") << ",\n";
+  out << "  \"mqx_page_64MiB\": " << (mqx64Ok ? mqx64.json(2) : "null") << ",\n";
+  out << "  \"derived\": " << derived.json(2) << "\n}\n";
+  std::printf("mqx-gpu-bench: wrote %s\n", options.out.c_str());
+  return mqxOk && mqx64Ok ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  Options options = parse(argc, argv);
+  if (!options.child.empty()) return runChild(options);
+  return runParent("/proc/self/exe", options);
+}
