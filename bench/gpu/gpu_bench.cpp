@@ -173,7 +173,8 @@ Results derive(const Results& native, const Results& mqx, const Results& mqx64) 
 }
 
 int runParent(const char* self, const Options& options) {
-  std::string limit = std::to_string(options.sizeMiB * 3 / 2) + "MiB";
+  // Room for the transfer region and half a page more (measureEviction).
+  std::string limit = std::to_string(options.sizeMiB + 4) + "MiB";
   Results native, mqx, mqx64;
   if (!spawn(self, options, "native", {}, native)) return 1;
   bool mqxOk = spawn(self, options, "mqx",

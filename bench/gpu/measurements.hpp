@@ -37,8 +37,8 @@ void measureStaging(const Setup& setup, Results& results);
 // kernel that needs the data.
 void measureLazyLoad(const Setup& setup, Results& results);
 
-// Under mqx: a launch that forces a dirty region of setup.bytes out (limit
-// 1.5 x bytes, output-only advice for the new region).
+// Under mqx: a launch that forces a dirty region of setup.bytes out (the
+// limit must be setup.bytes plus less than a page; output-only advice).
 void measureEviction(const Setup& setup, Results& results);
 
 } // namespace mqx::bench
