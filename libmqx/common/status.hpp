@@ -53,7 +53,7 @@ constexpr std::string_view toString(Status status) noexcept {
 } // namespace mqx
 
 // Propagates a non-success status to the caller.
-#define MQX_TRY(expr)                                                                              \
-  do {                                                                                             \
-    if (::mqx::Status mqx_try_status_ = (expr); !::mqx::ok(mqx_try_status_)) return mqx_try_status_; \
+#define MQX_TRY(expr)                                                                                                  \
+  do {                                                                                                                 \
+    if (::mqx::Status mqx_try_status_ = (expr); !::mqx::ok(mqx_try_status_)) return mqx_try_status_;                   \
   } while (0)

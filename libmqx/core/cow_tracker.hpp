@@ -19,7 +19,7 @@ namespace mqx {
 struct CowRecord {
   std::uintptr_t start = 0; // first byte of the source range
   std::size_t bytes = 0;
-  PageKey owner;            // the page whose host image is this range
+  PageKey owner; // the page whose host image is this range
 };
 
 class CowTracker {
@@ -29,10 +29,10 @@ public:
   // Write-protects the host pages under [source, source + bytes) and records
   // that `owner` reads them. False if the range cannot be protected (then the
   // caller copies the data instead).
-  bool protect(const void* source, std::size_t bytes, PageKey owner);
+  bool protect(const void *source, std::size_t bytes, PageKey owner);
   // Drops the record of `owner` for the range starting at `source`; host
   // pages no longer referenced get their original protection back.
-  void unprotect(const void* source, std::size_t bytes, PageKey owner);
+  void unprotect(const void *source, std::size_t bytes, PageKey owner);
 
   // Records whose range overlaps [address, address + bytes).
   std::vector<CowRecord> overlapping(std::uintptr_t address, std::size_t bytes) const;
@@ -60,7 +60,7 @@ private:
 
   std::multimap<std::uintptr_t, CowRecord> records_; // by start
   std::size_t longestRecord_ = 0;
-  std::map<std::uintptr_t, HostPage> hostPages_;     // by page address
+  std::map<std::uintptr_t, HostPage> hostPages_; // by page address
   std::atomic<std::size_t> protectedCount_{0};
   mutable std::mutex mutex_; // guards the maps against overlapsProtected()
 };

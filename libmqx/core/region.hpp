@@ -27,9 +27,7 @@ struct Region {
   std::size_t pageCount() const { return pages.size(); }
   std::size_t pageOffset(std::size_t page) const { return page * pageSize; }
   // Bytes of device memory the page maps.
-  std::size_t pageMappedBytes(std::size_t page) const {
-    return std::min(pageSize, reservedSize - pageOffset(page));
-  }
+  std::size_t pageMappedBytes(std::size_t page) const { return std::min(pageSize, reservedSize - pageOffset(page)); }
   // Bytes of the page that hold application data (the rest is padding).
   std::size_t pageDataBytes(std::size_t page) const {
     std::size_t offset = pageOffset(page);
@@ -47,8 +45,8 @@ struct Region {
 struct PageKey {
   RegionId region = 0;
   std::uint32_t page = 0;
-  friend bool operator==(const PageKey&, const PageKey&) = default;
-  friend auto operator<=>(const PageKey&, const PageKey&) = default;
+  friend bool operator==(const PageKey &, const PageKey &) = default;
+  friend auto operator<=>(const PageKey &, const PageKey &) = default;
 };
 
 } // namespace mqx

@@ -5,14 +5,17 @@
 namespace mqx {
 
 std::string Statistics::toJson() const {
-  return fmt::format(
-      "{{\"bytes_to_device\": {}, \"bytes_to_host\": {}, \"bytes_on_device\": {}, \"bytes_filled_on_device\": {}, "
-      "\"bytes_requested_to_device\": {}, \"bytes_avoided_lazy\": {}, \"bytes_written_back\": {}, "
-      "\"bytes_dropped_clean\": {}, \"evictions\": {}, \"pages_evicted\": {}, \"cow_faults\": {}, "
-      "\"cow_bytes_saved\": {}, \"launches\": {}, \"residency_wait_ns\": {}, \"fence_waits\": {}}}",
-      bytesToDevice, bytesToHost, bytesOnDevice, bytesFilledOnDevice, bytesRequestedToDevice, bytesAvoidedLazy,
-      bytesWrittenBack, bytesDroppedClean, evictions, pagesEvicted, cowFaults, cowBytesSaved, launches,
-      residencyWaitNanoseconds, fenceWaits);
+  return fmt::format("{{\"bytes_to_device\": {}, \"bytes_to_host\": {}, "
+                     "\"bytes_on_device\": {}, \"bytes_filled_on_device\": {}, "
+                     "\"bytes_requested_to_device\": {}, "
+                     "\"bytes_avoided_lazy\": {}, \"bytes_written_back\": {}, "
+                     "\"bytes_dropped_clean\": {}, \"evictions\": {}, "
+                     "\"pages_evicted\": {}, \"cow_faults\": {}, "
+                     "\"cow_bytes_saved\": {}, \"launches\": {}, "
+                     "\"residency_wait_ns\": {}, \"fence_waits\": {}}}",
+                     bytesToDevice, bytesToHost, bytesOnDevice, bytesFilledOnDevice, bytesRequestedToDevice,
+                     bytesAvoidedLazy, bytesWrittenBack, bytesDroppedClean, evictions, pagesEvicted, cowFaults,
+                     cowBytesSaved, launches, residencyWaitNanoseconds, fenceWaits);
 }
 
 } // namespace mqx

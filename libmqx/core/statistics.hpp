@@ -8,21 +8,21 @@
 namespace mqx {
 
 struct Statistics {
-  std::uint64_t bytesToDevice = 0;         // host -> device transfers issued by mqx
-  std::uint64_t bytesToHost = 0;           // device -> host transfers (write-backs and reads)
-  std::uint64_t bytesOnDevice = 0;         // device -> device copies
-  std::uint64_t bytesFilledOnDevice = 0;   // memsets materialised on the device
+  std::uint64_t bytesToDevice = 0;          // host -> device transfers issued by mqx
+  std::uint64_t bytesToHost = 0;            // device -> host transfers (write-backs and reads)
+  std::uint64_t bytesOnDevice = 0;          // device -> device copies
+  std::uint64_t bytesFilledOnDevice = 0;    // memsets materialised on the device
   std::uint64_t bytesRequestedToDevice = 0; // what the application asked to copy to the device
-  std::uint64_t bytesAvoidedLazy = 0;      // lazily recorded bytes never transferred
-  std::uint64_t bytesWrittenBack = 0;      // dirty bytes saved to the swap buffer on eviction
-  std::uint64_t bytesDroppedClean = 0;     // clean bytes evicted without a transfer
-  std::uint64_t evictions = 0;             // eviction decisions (regions or pages)
+  std::uint64_t bytesAvoidedLazy = 0;       // lazily recorded bytes never transferred
+  std::uint64_t bytesWrittenBack = 0;       // dirty bytes saved to the swap buffer on eviction
+  std::uint64_t bytesDroppedClean = 0;      // clean bytes evicted without a transfer
+  std::uint64_t evictions = 0;              // eviction decisions (regions or pages)
   std::uint64_t pagesEvicted = 0;
-  std::uint64_t cowFaults = 0;             // write faults on protected copy sources
-  std::uint64_t cowBytesSaved = 0;         // bytes copied to the swap buffer by faults and frees
+  std::uint64_t cowFaults = 0;     // write faults on protected copy sources
+  std::uint64_t cowBytesSaved = 0; // bytes copied to the swap buffer by faults and frees
   std::uint64_t launches = 0;
   std::uint64_t residencyWaitNanoseconds = 0; // time launches waited for backing and loads
-  std::uint64_t fenceWaits = 0;            // times mqx waited for in-flight work to free memory
+  std::uint64_t fenceWaits = 0;               // times mqx waited for in-flight work to free memory
 
   std::string toJson() const;
 };

@@ -14,11 +14,11 @@
 namespace mqx {
 
 struct EvictionCandidate {
-  std::uint64_t id = 0;         // opaque to the policy
-  std::size_t bytes = 0;        // s: device memory the eviction frees
-  std::size_t dirtyBytes = 0;   // e: bytes that must be written back first
-  std::uint64_t lastUse = 0;    // logical time of the last launch that used it
-  std::uint64_t useCount = 0;   // launches that used it
+  std::uint64_t id = 0;       // opaque to the policy
+  std::size_t bytes = 0;      // s: device memory the eviction frees
+  std::size_t dirtyBytes = 0; // e: bytes that must be written back first
+  std::uint64_t lastUse = 0;  // logical time of the last launch that used it
+  std::uint64_t useCount = 0; // launches that used it
 };
 
 class ReplacementPolicy {
@@ -36,7 +36,7 @@ std::unique_ptr<ReplacementPolicy> makeLfuPolicy();
 std::unique_ptr<ReplacementPolicy> makeRandomPolicy(std::uint64_t seed);
 
 // The policy the configuration names.
-std::unique_ptr<ReplacementPolicy> makeReplacementPolicy(const Config& config);
+std::unique_ptr<ReplacementPolicy> makeReplacementPolicy(const Config &config);
 
 // Index of the least recently used candidate (ties: the first).
 std::size_t leastRecentlyUsed(std::span<const EvictionCandidate> candidates);

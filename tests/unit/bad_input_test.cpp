@@ -43,7 +43,8 @@ TEST_F(BadInputTest, CopiesOutOfRangeOrOnUnmanagedMemory) {
   EXPECT_EQ(manager_->copyDeviceToDevice(0x1000, 0x2000, 16, 0, true), Status::InvalidValue);
   DevicePtr small = allocate(4096);
   EXPECT_EQ(manager_->copyDeviceToDevice(small, region_, 8192, 0, true), Status::InvalidValue);
-  EXPECT_EQ(manager_->copyHostToDevice(region_, host.data(), 0, 0, true), Status::Success); // zero bytes: no-op
+  EXPECT_EQ(manager_->copyHostToDevice(region_, host.data(), 0, 0, true),
+            Status::Success); // zero bytes: no-op
   EXPECT_EQ(manager_->copyHostToDevice(region_, data_.data(), 16, 12345, true), Status::InvalidHandle);
   expectIntact();
 }
@@ -51,7 +52,8 @@ TEST_F(BadInputTest, CopiesOutOfRangeOrOnUnmanagedMemory) {
 TEST_F(BadInputTest, MemsetWithBadElementSizeOrAlignment) {
   EXPECT_EQ(manager_->memset(region_, 1, 3, 10, 0, true), Status::InvalidValue);
   EXPECT_EQ(manager_->memset(region_ + 1, 1, 4, 10, 0, true), Status::InvalidValue);
-  EXPECT_EQ(manager_->memset(region_, 1, 4, data_.size(), 0, true), Status::InvalidValue); // past the end
+  EXPECT_EQ(manager_->memset(region_, 1, 4, data_.size(), 0, true),
+            Status::InvalidValue); // past the end
   EXPECT_EQ(manager_->memset(region_, 1, 1, std::size_t{1} << 62, 0, true), Status::InvalidValue);
   expectIntact();
 }
@@ -68,7 +70,8 @@ TEST_F(BadInputTest, ZeroHugeAndTooLargeAllocations) {
   DevicePtr address = 77;
   EXPECT_EQ(manager_->allocate(0, &address), Status::InvalidValue);
   EXPECT_EQ(manager_->allocate(std::size_t{1} << 62, &address), Status::OutOfMemory);
-  EXPECT_EQ(manager_->allocate(2048 * KiB, &address), Status::OutOfMemory); // larger than the device
+  EXPECT_EQ(manager_->allocate(2048 * KiB, &address),
+            Status::OutOfMemory); // larger than the device
   EXPECT_EQ(manager_->allocate(16, nullptr), Status::InvalidValue);
   // Fill device + swap (1 MiB + 64 MiB), then one more is refused cleanly.
   std::vector<DevicePtr> filler;
@@ -78,7 +81,8 @@ TEST_F(BadInputTest, ZeroHugeAndTooLargeAllocations) {
     filler.push_back(region);
   }
   EXPECT_EQ(manager_->allocate(1024 * KiB, &address), Status::OutOfMemory);
-  for (DevicePtr region : filler) EXPECT_EQ(manager_->free(region), Status::Success);
+  for (DevicePtr region : filler)
+    EXPECT_EQ(manager_->free(region), Status::Success);
   expectIntact();
 }
 
@@ -109,7 +113,8 @@ TEST_F(BadInputTest, FullSwapBufferIsAnErrorNotALoss) {
   }
   ASSERT_GE(regions.size(), 3U);
   std::vector<Status> results;
-  for (DevicePtr region : regions) results.push_back(transform(region, region, 320 * KiB, 1));
+  for (DevicePtr region : regions)
+    results.push_back(transform(region, region, 320 * KiB, 1));
   EXPECT_NE(std::find(results.begin(), results.end(), Status::OutOfMemory), results.end());
   for (std::size_t i = 0; i < regions.size(); ++i) {
     auto bytes = read(regions[i], 320 * KiB);

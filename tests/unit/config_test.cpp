@@ -8,10 +8,10 @@
 namespace mqx {
 namespace {
 
-std::string errorOf(const std::string& toml) {
+std::string errorOf(const std::string &toml) {
   try {
     parseConfig(toml, "test.toml");
-  } catch (const ConfigError& error) {
+  } catch (const ConfigError &error) {
     return error.what();
   }
   return {};
@@ -62,11 +62,10 @@ reference_detection = "scan"
 
 TEST(Config, BadInputNamesTheKeyOnOneLine) {
   struct Case {
-    const char* toml;
-    const char* key;
+    const char *toml;
+    const char *key;
   };
-  for (const Case& c : {Case{"[memory]\npage_sise = 1", "memory.page_sise"},
-                        Case{"[memroy]\npage_size = 1", "memroy"},
+  for (const Case &c : {Case{"[memory]\npage_sise = 1", "memory.page_sise"}, Case{"[memroy]\npage_size = 1", "memroy"},
                         Case{"[policy]\nreplacement = \"fifo\"", "policy.replacement"},
                         Case{"[policy]\nlatency_factor = 2.0", "policy.latency_factor"},
                         Case{"[policy]\nlatency_factor = \"x\"", "policy.latency_factor"},
@@ -74,8 +73,7 @@ TEST(Config, BadInputNamesTheKeyOnOneLine) {
                         Case{"[memory]\npage_size = \"lots\"", "memory.page_size"},
                         Case{"[memory]\npage_size = -4", "memory.page_size"},
                         Case{"[optimizations]\nlazy_transfer = 1", "optimizations.lazy_transfer"},
-                        Case{"[sim]\ngranularity = \"16MiB\"", "sim.granularity"},
-                        Case{"top = 1", "top"}}) {
+                        Case{"[sim]\ngranularity = \"16MiB\"", "sim.granularity"}, Case{"top = 1", "top"}}) {
     std::string error = errorOf(c.toml);
     EXPECT_NE(error.find(c.key), std::string::npos) << c.toml << " -> " << error;
     EXPECT_EQ(error.find('\n'), std::string::npos) << error;
@@ -101,7 +99,7 @@ TEST(Config, EnvironmentOverridesAndRejectsUnknownVariables) {
   try {
     applyEnvironment(untouched, {{"MQX_POLICY_LATENCY_FACTOR", "-1"}});
     FAIL();
-  } catch (const ConfigError& error) {
+  } catch (const ConfigError &error) {
     EXPECT_NE(std::string(error.what()).find("MQX_POLICY_LATENCY_FACTOR"), std::string::npos);
   }
 }

@@ -1,9 +1,9 @@
 // Copy-on-write of lazy copy sources (ARCHITECTURE.md decision 5): the
 // device must see the data as it was at the time of the copy, whatever the
 // application does to its buffer afterwards.
-#include <unistd.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdlib>
 
@@ -16,12 +16,14 @@ constexpr std::size_t KiB = 1024;
 
 TEST_F(ManagerTest, WriteAfterLazyCopyKeepsTheOldData) {
   auto expected = pattern(256 * KiB);
-  auto* buffer = static_cast<std::uint8_t*>(std::malloc(expected.size()));
+  auto *buffer = static_cast<std::uint8_t *>(std::malloc(expected.size()));
   std::memcpy(buffer, expected.data(), expected.size());
   DevicePtr region = allocate(expected.size());
   ASSERT_EQ(manager_->copyHostToDevice(region, buffer, expected.size(), 0, true), Status::Success);
-  std::memset(buffer + 100, 0xFF, 5000); // faults once, then proceeds
-  EXPECT_EQ(buffer[100], 0xFF);
+  // Inside the buffer, away from its partial first and last host pages
+  // (those are never protected): faults once, then proceeds.
+  std::memset(buffer + 128 * KiB, 0xFF, 5000);
+  EXPECT_EQ(buffer[128 * KiB], 0xFF);
   EXPECT_EQ(read(region, expected.size()), expected);
   auto stats = manager_->statistics();
   EXPECT_EQ(stats.cowFaults, 1U);
@@ -31,7 +33,7 @@ TEST_F(ManagerTest, WriteAfterLazyCopyKeepsTheOldData) {
 
 TEST_F(ManagerTest, WriteAfterTheDataWasLoadedCopiesNothing) {
   auto expected = pattern(256 * KiB);
-  auto* buffer = static_cast<std::uint8_t*>(std::malloc(expected.size()));
+  auto *buffer = static_cast<std::uint8_t *>(std::malloc(expected.size()));
   std::memcpy(buffer, expected.data(), expected.size());
   DevicePtr region = allocate(expected.size());
   DevicePtr out = allocate(expected.size());
@@ -41,16 +43,17 @@ TEST_F(ManagerTest, WriteAfterTheDataWasLoadedCopiesNothing) {
   ASSERT_EQ(transform(region, out, expected.size(), 0), Status::Success);
   manager_->synchronizeAll();
   std::memset(buffer, 0, expected.size());
-  EXPECT_EQ(manager_->statistics().cowBytesSaved, 0U); // the device copy became the only copy
+  EXPECT_EQ(manager_->statistics().cowBytesSaved,
+            0U); // the device copy became the only copy
   EXPECT_EQ(read(region, expected.size()), expected);
   std::free(buffer);
 }
 
 TEST_F(ManagerTest, FreeAndMunmapOfASourceKeepThePendingData) {
   auto expected = pattern(320 * KiB);
-  auto* heap = static_cast<std::uint8_t*>(std::malloc(expected.size()));
+  auto *heap = static_cast<std::uint8_t *>(std::malloc(expected.size()));
   std::memcpy(heap, expected.data(), expected.size());
-  auto* mapped = static_cast<std::uint8_t*>(
+  auto *mapped = static_cast<std::uint8_t *>(
       ::mmap(nullptr, expected.size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   ASSERT_NE(mapped, MAP_FAILED);
   std::memcpy(mapped, expected.data(), expected.size());
@@ -64,16 +67,19 @@ TEST_F(ManagerTest, FreeAndMunmapOfASourceKeepThePendingData) {
   std::vector<std::uint8_t> noise(expected.size(), 0x5A);
   EXPECT_EQ(read(first, expected.size()), expected);
   EXPECT_EQ(read(second, expected.size()), expected);
-  EXPECT_GE(manager_->statistics().cowBytesSaved, 2 * expected.size());
+  // The mmap'ed source is page-aligned and was protected whole; the malloc'ed
+  // one has partial host pages at both ends, whose device pages were copied
+  // to the swap buffer at once.
+  EXPECT_EQ(manager_->statistics().cowBytesSaved, 2 * expected.size() - 2 * 64 * KiB);
 }
 
 TEST_F(ManagerTest, ReadOnlySourcesStayReadOnlyAndWritableOnesComeBack) {
   const std::size_t bytes = 128 * KiB;
-  auto* readOnly = static_cast<std::uint8_t*>(
-      ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  auto *readOnly =
+      static_cast<std::uint8_t *>(::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   std::memset(readOnly, 3, bytes);
   ASSERT_EQ(::mprotect(readOnly, bytes, PROT_READ), 0);
-  auto* writable = static_cast<std::uint8_t*>(std::malloc(bytes));
+  auto *writable = static_cast<std::uint8_t *>(std::malloc(bytes));
   std::memset(writable, 4, bytes);
   DevicePtr a = allocate(bytes);
   DevicePtr b = allocate(bytes);
@@ -97,7 +103,7 @@ void exitWith42(int) { _exit(42); }
 // dies of SIGSEGV as it would without mqx.
 void faultOnForeignPage(bool ownHandler) {
   if (ownHandler) {
-    struct sigaction action{};
+    struct sigaction action {};
     action.sa_handler = exitWith42;
     sigemptyset(&action.sa_mask);
     sigaction(SIGSEGV, &action, nullptr);
@@ -110,7 +116,8 @@ void faultOnForeignPage(bool ownHandler) {
   DevicePtr region = 0;
   manager.allocate(source.size(), &region);
   manager.copyHostToDevice(region, source.data(), source.size(), 0, true);
-  auto* page = static_cast<volatile std::uint8_t*>(::mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  auto *page =
+      static_cast<volatile std::uint8_t *>(::mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   page[0] = 1;
   _exit(0);
 }

@@ -17,8 +17,9 @@ EvictionCandidate candidate(std::uint64_t id, std::size_t bytes, std::size_t dir
 }
 
 TEST(CdrPolicy, CleanRegionsCostNothingToEvict) {
-  // A dirty cold region against a clean hot one: c_dirty = 64 MiB + f·64 MiB·(1/2),
-  // c_clean = 0 + f·64 MiB·1. CDR evicts the clean one although it is hotter.
+  // A dirty cold region against a clean hot one: c_dirty = 64 MiB + f·64
+  // MiB·(1/2), c_clean = 0 + f·64 MiB·1. CDR evicts the clean one although it
+  // is hotter.
   auto cdr = makeCdrPolicy(0.01);
   std::vector<EvictionCandidate> list{candidate(0, 64 * MiB, 64 * MiB, 1), candidate(1, 64 * MiB, 0, 2)};
   EXPECT_EQ(cdr->chooseVictim(list), 1U);
@@ -58,7 +59,8 @@ TEST(OtherPolicies, ChooseByTheirRule) {
                                       candidate(2, MiB, 0, 20, 2), candidate(3, MiB, 0, 40, 2)};
   EXPECT_EQ(makeLruPolicy()->chooseVictim(list), 1U);
   EXPECT_EQ(makeMruPolicy()->chooseVictim(list), 3U);
-  EXPECT_EQ(makeLfuPolicy()->chooseVictim(list), 2U); // fewest uses; tie -> less recent
+  EXPECT_EQ(makeLfuPolicy()->chooseVictim(list),
+            2U); // fewest uses; tie -> less recent
 }
 
 TEST(RandomPolicy, IsSeededAndCoversAllCandidates) {

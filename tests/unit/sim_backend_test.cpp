@@ -41,11 +41,13 @@ TEST(SimBackend, RejectsMisalignedOrForeignRanges) {
   ASSERT_EQ(backend.reserve(2 << 20, &base), Status::Success);
   EXPECT_EQ(backend.reserve(1000, &base), Status::InvalidValue);
   EXPECT_EQ(backend.map(base + 4096, 1 << 20), Status::InvalidValue);
-  EXPECT_EQ(backend.map(base, 3 << 20), Status::InvalidValue); // past the reservation
+  EXPECT_EQ(backend.map(base, 3 << 20),
+            Status::InvalidValue); // past the reservation
   EXPECT_EQ(backend.map(0x1000000, 1 << 20), Status::InvalidValue);
   ASSERT_EQ(backend.map(base, 1 << 20), Status::Success);
   EXPECT_EQ(backend.map(base, 1 << 20), Status::InvalidValue); // already mapped
-  EXPECT_EQ(backend.release(base, 2 << 20), Status::InvalidValue); // still mapped
+  EXPECT_EQ(backend.release(base, 2 << 20),
+            Status::InvalidValue); // still mapped
   EXPECT_EQ(backend.unmap(base, 1 << 20), Status::Success);
   EXPECT_EQ(backend.release(base, 2 << 20), Status::Success);
 }
@@ -74,12 +76,12 @@ TEST(SimBackend, StreamsRunInOrderAndOrderAcrossStreams) {
     seen.push_back(value);
   };
   FunctionHandle slow = backend.registerKernel(
-      [&](const SimKernelContext&, void**) {
+      [&](const SimKernelContext &, void **) {
         std::this_thread::sleep_for(std::chrono::milliseconds(30));
         record(1);
       },
       {});
-  FunctionHandle fast = backend.registerKernel([&](const SimKernelContext&, void**) { record(2); }, {});
+  FunctionHandle fast = backend.registerKernel([&](const SimKernelContext &, void **) { record(2); }, {});
   StreamHandle a = backend.createStream();
   StreamHandle b = backend.createStream();
   KernelLaunch first;
@@ -111,15 +113,14 @@ TEST(SimBackend, KernelParametersAreCopiedAtLaunch) {
   SimBackend backend(smallDevice());
   std::atomic<std::uint64_t> seenValue{0};
   FunctionHandle kernel = backend.registerKernel(
-      [&](const SimKernelContext&, void** params) { seenValue = *static_cast<std::uint64_t*>(params[0]); },
-      {{0, 8}});
+      [&](const SimKernelContext &, void **params) { seenValue = *static_cast<std::uint64_t *>(params[0]); }, {{0, 8}});
   std::uint64_t value = 7;
-  void* params[] = {&value};
+  void *params[] = {&value};
   KernelLaunch launch;
   launch.function = kernel;
   launch.params = params;
   FunctionHandle blocker = backend.registerKernel(
-      [](const SimKernelContext&, void**) { std::this_thread::sleep_for(std::chrono::milliseconds(20)); }, {});
+      [](const SimKernelContext &, void **) { std::this_thread::sleep_for(std::chrono::milliseconds(20)); }, {});
   KernelLaunch wait;
   wait.function = blocker;
   ASSERT_EQ(backend.launch(wait), Status::Success);
