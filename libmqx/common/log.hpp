@@ -15,7 +15,7 @@ LogLevel logLevel() noexcept;
 void setLogLevel(LogLevel level) noexcept;
 void writeLog(LogLevel level, std::string_view message) noexcept;
 
-template <typename... Args> void log(LogLevel level, fmt::format_string<Args...> format, Args &&...args) noexcept {
+template <typename... Args> void log(LogLevel level, fmt::format_string<Args...> format, Args&&... args) noexcept {
   if (static_cast<int>(level) > static_cast<int>(logLevel())) return;
   try {
     writeLog(level, fmt::format(format, std::forward<Args>(args)...));

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <vector>
 
-extern char **environ;
+extern char** environ;
 
 namespace mqx {
 namespace {
@@ -19,12 +19,12 @@ namespace {
 // A key's value as it arrives: from TOML (typed) or from the environment
 // (text).
 struct RawValue {
-  const toml::node *node = nullptr; // set when from TOML
+  const toml::node* node = nullptr; // set when from TOML
   std::string text;                 // set when from the environment
   bool fromEnvironment() const { return node == nullptr; }
 };
 
-[[noreturn]] void fail(const std::string &key, const std::string &why) {
+[[noreturn]] void fail(const std::string& key, const std::string& why) {
   throw ConfigError("mqx config: " + key + ": " + why);
 }
 
@@ -33,9 +33,9 @@ std::string lower(std::string text) {
   return text;
 }
 
-bool readBool(const RawValue &value, const std::string &key) {
+bool readBool(const RawValue& value, const std::string& key) {
   if (!value.fromEnvironment()) {
-    if (const auto *b = value.node->as_boolean()) return b->get();
+    if (const auto* b = value.node->as_boolean()) return b->get();
     fail(key, "expected true or false");
   }
   std::string text = lower(value.text);
@@ -44,7 +44,7 @@ bool readBool(const RawValue &value, const std::string &key) {
   fail(key, "expected true or false, got '" + value.text + "'");
 }
 
-double readDouble(const RawValue &value, const std::string &key, double min, double max) {
+double readDouble(const RawValue& value, const std::string& key, double min, double max) {
   double result = 0;
   if (!value.fromEnvironment()) {
     auto d = value.node->value<double>();
@@ -55,7 +55,7 @@ double readDouble(const RawValue &value, const std::string &key, double min, dou
       std::size_t used = 0;
       result = std::stod(value.text, &used);
       if (used != value.text.size()) throw std::invalid_argument("trailing");
-    } catch (const std::exception &) {
+    } catch (const std::exception&) {
       fail(key, "expected a number, got '" + value.text + "'");
     }
   }
@@ -64,7 +64,7 @@ double readDouble(const RawValue &value, const std::string &key, double min, dou
   return result;
 }
 
-std::uint64_t readInteger(const RawValue &value, const std::string &key) {
+std::uint64_t readInteger(const RawValue& value, const std::string& key) {
   if (!value.fromEnvironment()) {
     auto i = value.node->value<std::int64_t>();
     if (!i || !value.node->is_integer() || *i < 0) fail(key, "expected a non-negative integer");
@@ -75,12 +75,12 @@ std::uint64_t readInteger(const RawValue &value, const std::string &key) {
     auto result = std::stoull(value.text, &used);
     if (used != value.text.size() || value.text.starts_with('-')) throw std::invalid_argument("x");
     return result;
-  } catch (const std::exception &) {
+  } catch (const std::exception&) {
     fail(key, "expected a non-negative integer, got '" + value.text + "'");
   }
 }
 
-std::size_t readSize(const RawValue &value, const std::string &key, std::size_t min, std::size_t max) {
+std::size_t readSize(const RawValue& value, const std::string& key, std::size_t min, std::size_t max) {
   std::size_t bytes = 0;
   if (!value.fromEnvironment()) {
     if (value.node->is_integer()) {
@@ -100,8 +100,8 @@ std::size_t readSize(const RawValue &value, const std::string &key, std::size_t 
 }
 
 template <typename Enum>
-Enum readChoice(const RawValue &value, const std::string &key,
-                const std::vector<std::pair<std::string, Enum>> &choices) {
+Enum readChoice(const RawValue& value, const std::string& key,
+                const std::vector<std::pair<std::string, Enum>>& choices) {
   std::string text;
   if (!value.fromEnvironment()) {
     auto s = value.node->value<std::string>();
@@ -111,121 +111,93 @@ Enum readChoice(const RawValue &value, const std::string &key,
     text = value.text;
   }
   std::string names;
-  for (const auto &[name, choice] : choices) {
+  for (const auto& [name, choice] : choices) {
     if (lower(text) == name) return choice;
     names += (names.empty() ? "" : ", ") + name;
   }
   fail(key, "unknown value '" + text + "' (expected one of: " + names + ")");
 }
 
-using Setter = std::function<void(Config &, const RawValue &, const std::string &)>;
+using Setter = std::function<void(Config&, const RawValue&, const std::string&)>;
 
 // Every key, in one table: the TOML parser and the environment both use it.
-const std::map<std::string, Setter> &keyTable() {
+const std::map<std::string, Setter>& keyTable() {
   static const std::map<std::string, Setter> table = {
       {"memory.page_size",
-       [](Config &c, const RawValue &v, const std::string &k) {
+       [](Config& c, const RawValue& v, const std::string& k) {
          c.pageSize = readSize(v, k, 64 * 1024, std::size_t{1} << 32);
-         if ((c.pageSize & (c.pageSize - 1)) != 0)
-           fail(k, "page size must be a power of two");
+         if ((c.pageSize & (c.pageSize - 1)) != 0) fail(k, "page size must be a power of two");
        }},
       {"memory.device_memory_limit",
-       [](Config &c, const RawValue &v, const std::string &k) {
+       [](Config& c, const RawValue& v, const std::string& k) {
          c.deviceMemoryLimit = readSize(v, k, 0, std::size_t{1} << 50);
        }},
       {"memory.swap_buffer_limit",
-       [](Config &c, const RawValue &v, const std::string &k) {
+       [](Config& c, const RawValue& v, const std::string& k) {
          c.swapBufferLimit = readSize(v, k, 0, std::size_t{1} << 50);
        }},
-      {"memory.pinned_swap",
-       [](Config &c, const RawValue &v, const std::string &k) {
-         c.pinnedSwap = readBool(v, k);
-       }},
+      {"memory.pinned_swap", [](Config& c, const RawValue& v, const std::string& k) { c.pinnedSwap = readBool(v, k); }},
       {"policy.replacement",
-       [](Config &c, const RawValue &v, const std::string &k) {
-         c.replacement =
-             readChoice<ReplacementKind>(v, k,
-                                         {{"cdr", ReplacementKind::Cdr},
-                                          {"lru", ReplacementKind::Lru},
-                                          {"mru", ReplacementKind::Mru},
-                                          {"lfu", ReplacementKind::Lfu},
-                                          {"random", ReplacementKind::Random}});
+       [](Config& c, const RawValue& v, const std::string& k) {
+         c.replacement = readChoice<ReplacementKind>(v, k,
+                                                     {{"cdr", ReplacementKind::Cdr},
+                                                      {"lru", ReplacementKind::Lru},
+                                                      {"mru", ReplacementKind::Mru},
+                                                      {"lfu", ReplacementKind::Lfu},
+                                                      {"random", ReplacementKind::Random}});
        }},
       {"policy.latency_factor",
-       [](Config &c, const RawValue &v, const std::string &k) {
-         c.latencyFactor = readDouble(v, k, 0.0, 1.0);
-       }},
+       [](Config& c, const RawValue& v, const std::string& k) { c.latencyFactor = readDouble(v, k, 0.0, 1.0); }},
       {"policy.eviction_granularity",
-       [](Config &c, const RawValue &v, const std::string &k) {
+       [](Config& c, const RawValue& v, const std::string& k) {
          c.evictionGranularity = readChoice<EvictionGranularity>(
-             v, k,
-             {{"region", EvictionGranularity::Region},
-              {"page", EvictionGranularity::Page}});
+             v, k, {{"region", EvictionGranularity::Region}, {"page", EvictionGranularity::Page}});
        }},
       {"policy.random_seed",
-       [](Config &c, const RawValue &v, const std::string &k) {
-         c.randomSeed = readInteger(v, k);
-       }},
+       [](Config& c, const RawValue& v, const std::string& k) { c.randomSeed = readInteger(v, k); }},
       {"optimizations.lazy_transfer",
-       [](Config &c, const RawValue &v, const std::string &k) {
-         c.lazyTransfer = readBool(v, k);
-       }},
+       [](Config& c, const RawValue& v, const std::string& k) { c.lazyTransfer = readBool(v, k); }},
       {"optimizations.copy_on_write",
-       [](Config &c, const RawValue &v, const std::string &k) {
-         c.copyOnWrite = readBool(v, k);
-       }},
+       [](Config& c, const RawValue& v, const std::string& k) { c.copyOnWrite = readBool(v, k); }},
       {"optimizations.cow_min_bytes",
-       [](Config &c, const RawValue &v, const std::string &k) {
+       [](Config& c, const RawValue& v, const std::string& k) {
          c.cowMinBytes = readSize(v, k, 0, std::size_t{1} << 40);
        }},
       {"optimizations.reference_detection",
-       [](Config &c, const RawValue &v, const std::string &k) {
-         c.referenceDetection = readChoice<ReferenceDetection>(
-             v, k,
-             {{"auto", ReferenceDetection::Auto},
-              {"advice", ReferenceDetection::Advice},
-              {"scan", ReferenceDetection::Scan},
-              {"all", ReferenceDetection::All}});
+       [](Config& c, const RawValue& v, const std::string& k) {
+         c.referenceDetection = readChoice<ReferenceDetection>(v, k,
+                                                               {{"auto", ReferenceDetection::Auto},
+                                                                {"advice", ReferenceDetection::Advice},
+                                                                {"scan", ReferenceDetection::Scan},
+                                                                {"all", ReferenceDetection::All}});
        }},
       {"optimizations.access_advice",
-       [](Config &c, const RawValue &v, const std::string &k) {
-         c.accessAdvice = readBool(v, k);
-       }},
+       [](Config& c, const RawValue& v, const std::string& k) { c.accessAdvice = readBool(v, k); }},
       {"optimizations.page_coherence",
-       [](Config &c, const RawValue &v, const std::string &k) {
-         c.pageCoherence = readBool(v, k);
-       }},
+       [](Config& c, const RawValue& v, const std::string& k) { c.pageCoherence = readBool(v, k); }},
       {"backend.kind",
-       [](Config &c, const RawValue &v, const std::string &k) {
-         c.backend = readChoice<BackendKind>(v, k,
-                                             {{"auto", BackendKind::Auto},
-                                              {"cuda", BackendKind::Cuda},
-                                              {"sim", BackendKind::Sim}});
+       [](Config& c, const RawValue& v, const std::string& k) {
+         c.backend = readChoice<BackendKind>(
+             v, k, {{"auto", BackendKind::Auto}, {"cuda", BackendKind::Cuda}, {"sim", BackendKind::Sim}});
        }},
       {"sim.capacity",
-       [](Config &c, const RawValue &v, const std::string &k) {
+       [](Config& c, const RawValue& v, const std::string& k) {
          c.simCapacity = readSize(v, k, 2 * 1024 * 1024, std::size_t{1} << 40);
        }},
       {"sim.granularity",
-       [](Config &c, const RawValue &v, const std::string &k) {
+       [](Config& c, const RawValue& v, const std::string& k) {
          c.simGranularity = readSize(v, k, 4096, std::size_t{1} << 30);
-         if ((c.simGranularity & (c.simGranularity - 1)) != 0)
-           fail(k, "granularity must be a power of two");
+         if ((c.simGranularity & (c.simGranularity - 1)) != 0) fail(k, "granularity must be a power of two");
        }},
-      {"sim.copy_bandwidth_gbps",
-       [](Config &c, const RawValue &v, const std::string &k) {
-         c.simCopyBandwidthGBps = readDouble(v, k, 0.001, 1e5);
-       }},
+      {"sim.copy_bandwidth_gbps", [](Config& c, const RawValue& v,
+                                     const std::string& k) { c.simCopyBandwidthGBps = readDouble(v, k, 0.001, 1e5); }},
       {"sim.device_bandwidth_gbps",
-       [](Config &c, const RawValue &v, const std::string &k) {
+       [](Config& c, const RawValue& v, const std::string& k) {
          c.simDeviceBandwidthGBps = readDouble(v, k, 0.001, 1e6);
        }},
-      {"sim.realtime",
-       [](Config &c, const RawValue &v, const std::string &k) {
-         c.simRealtime = readBool(v, k);
-       }},
+      {"sim.realtime", [](Config& c, const RawValue& v, const std::string& k) { c.simRealtime = readBool(v, k); }},
       {"log.level",
-       [](Config &c, const RawValue &v, const std::string &k) {
+       [](Config& c, const RawValue& v, const std::string& k) {
          c.logLevel = readChoice<LogLevel>(v, k,
                                            {{"error", LogLevel::Error},
                                             {"warn", LogLevel::Warn},
@@ -237,15 +209,15 @@ const std::map<std::string, Setter> &keyTable() {
   return table;
 }
 
-void validate(const Config &config) {
+void validate(const Config& config) {
   // Both are powers of two, so "not larger" means "divides".
   if (config.simGranularity > config.pageSize) fail("sim.granularity", "must not exceed memory.page_size");
 }
 
-void applyTable(Config &config, const toml::table &table, const std::string &prefix) {
-  for (const auto &[name, node] : table) {
+void applyTable(Config& config, const toml::table& table, const std::string& prefix) {
+  for (const auto& [name, node] : table) {
     std::string key = prefix.empty() ? std::string(name.str()) : prefix + "." + std::string(name.str());
-    if (const auto *sub = node.as_table()) {
+    if (const auto* sub = node.as_table()) {
       if (!prefix.empty()) fail(key, "unknown section");
       applyTable(config, *sub, key);
       continue;
@@ -258,7 +230,7 @@ void applyTable(Config &config, const toml::table &table, const std::string &pre
 
 } // namespace
 
-std::size_t parseSize(const std::string &text, const std::string &key) {
+std::size_t parseSize(const std::string& text, const std::string& key) {
   static const std::vector<std::pair<std::string, std::size_t>> units = {
       {"kib", std::size_t{1} << 10},
       {"mib", std::size_t{1} << 20},
@@ -272,7 +244,7 @@ std::size_t parseSize(const std::string &text, const std::string &key) {
   std::string t = lower(text);
   t.erase(std::remove_if(t.begin(), t.end(), [](unsigned char c) { return std::isspace(c); }), t.end());
   std::size_t multiplier = 1;
-  for (const auto &[suffix, factor] : units) {
+  for (const auto& [suffix, factor] : units) {
     if (t.size() > suffix.size() && t.ends_with(suffix)) {
       multiplier = factor;
       t.resize(t.size() - suffix.size());
@@ -289,13 +261,13 @@ std::size_t parseSize(const std::string &text, const std::string &key) {
   return static_cast<std::size_t>(bytes);
 }
 
-Config parseConfig(const std::string &tomlText, const std::string &origin) {
+Config parseConfig(const std::string& tomlText, const std::string& origin) {
   Config config;
   toml::table table;
   try {
     table = toml::parse(tomlText, origin);
-  } catch (const toml::parse_error &error) {
-    const auto &where = error.source().begin;
+  } catch (const toml::parse_error& error) {
+    const auto& where = error.source().begin;
     throw ConfigError(fmt::format("mqx config: {}:{}:{}: {}", origin, where.line, where.column, error.description()));
   }
   applyTable(config, table, "");
@@ -303,18 +275,18 @@ Config parseConfig(const std::string &tomlText, const std::string &origin) {
   return config;
 }
 
-void applyEnvironment(Config &config, const std::map<std::string, std::string> &environment) {
+void applyEnvironment(Config& config, const std::map<std::string, std::string>& environment) {
   // MQX_SIM_COPY_BANDWIDTH_GBPS -> sim.copy_bandwidth_gbps. A variable whose
   // prefix names a section but no key of it is an error, not a silent no-op.
   std::map<std::string, std::string> sections;
-  for (const auto &[key, setter] : keyTable()) {
+  for (const auto& [key, setter] : keyTable()) {
     std::string section = key.substr(0, key.find('.'));
     std::string upper = section;
     std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
     sections["MQX_" + upper + "_"] = section;
   }
-  for (const auto &[name, value] : environment) {
-    for (const auto &[prefix, section] : sections) {
+  for (const auto& [name, value] : environment) {
+    for (const auto& [prefix, section] : sections) {
       if (!name.starts_with(prefix)) continue;
       std::string key = section + "." + lower(name.substr(prefix.size()));
       auto it = keyTable().find(key);
@@ -327,7 +299,7 @@ void applyEnvironment(Config &config, const std::map<std::string, std::string> &
 
 std::map<std::string, std::string> processEnvironment() {
   std::map<std::string, std::string> result;
-  for (char **entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     std::string text(*entry);
     auto eq = text.find('=');
     if (eq != std::string::npos) result[text.substr(0, eq)] = text.substr(eq + 1);

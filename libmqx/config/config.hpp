@@ -54,10 +54,10 @@ public:
 };
 
 // Parses TOML text. `origin` names the source in error messages.
-Config parseConfig(const std::string &tomlText, const std::string &origin = "config");
+Config parseConfig(const std::string& tomlText, const std::string& origin = "config");
 
 // Applies MQX_<SECTION>_<KEY> overrides from `environment` to `config`.
-void applyEnvironment(Config &config, const std::map<std::string, std::string> &environment);
+void applyEnvironment(Config& config, const std::map<std::string, std::string>& environment);
 
 // The process environment as a map (for applyEnvironment).
 std::map<std::string, std::string> processEnvironment();
@@ -68,7 +68,7 @@ Config loadConfig();
 
 // Parses "8MiB", "512KiB", "2GiB", "4096" into bytes. Throws ConfigError naming
 // `key`.
-std::size_t parseSize(const std::string &text, const std::string &key);
+std::size_t parseSize(const std::string& text, const std::string& key);
 
 std::string toString(ReplacementKind kind);
 

@@ -17,7 +17,7 @@ namespace {
 thread_local bool holdingTrackerLock = false;
 
 struct TrackerLock {
-  explicit TrackerLock(std::mutex &mutex) : guard(mutex) { holdingTrackerLock = true; }
+  explicit TrackerLock(std::mutex& mutex) : guard(mutex) { holdingTrackerLock = true; }
   ~TrackerLock() { holdingTrackerLock = false; }
   std::lock_guard<std::mutex> guard;
 };
@@ -27,7 +27,7 @@ struct TrackerLock {
 // not yet protected: we must restore read-only memory as read-only.
 std::vector<int> readProtections(std::uintptr_t first, std::uintptr_t last, std::uintptr_t pageSize) {
   std::vector<int> result((last - first) / pageSize, -1);
-  FILE *maps = std::fopen("/proc/self/maps", "re");
+  FILE* maps = std::fopen("/proc/self/maps", "re");
   if (maps == nullptr) return result;
   char line[512];
   while (std::fgets(line, sizeof line, maps) != nullptr) {
@@ -53,11 +53,11 @@ std::uintptr_t CowTracker::hostPageSize() {
 }
 
 CowTracker::~CowTracker() {
-  for (const auto &[address, page] : hostPages_)
-    if (page.writeProtected) ::mprotect(reinterpret_cast<void *>(address), hostPageSize(), page.originalProtection);
+  for (const auto& [address, page] : hostPages_)
+    if (page.writeProtected) ::mprotect(reinterpret_cast<void*>(address), hostPageSize(), page.originalProtection);
 }
 
-bool CowTracker::protect(const void *source, std::size_t bytes, PageKey owner) {
+bool CowTracker::protect(const void* source, std::size_t bytes, PageKey owner) {
   TrackerLock lock(mutex_);
   const std::uintptr_t pageSize = hostPageSize();
   const auto start = reinterpret_cast<std::uintptr_t>(source);
@@ -72,12 +72,12 @@ bool CowTracker::protect(const void *source, std::size_t bytes, PageKey owner) {
   }
   for (std::uintptr_t page = first; page < last; page += pageSize) {
     auto [it, inserted] = hostPages_.try_emplace(page);
-    HostPage &record = it->second;
+    HostPage& record = it->second;
     if (inserted) {
       record.originalProtection = protections[(page - first) / pageSize];
       record.writeProtected = (record.originalProtection & PROT_WRITE) != 0;
       if (record.writeProtected &&
-          ::mprotect(reinterpret_cast<void *>(page), pageSize, record.originalProtection & ~PROT_WRITE) != 0) {
+          ::mprotect(reinterpret_cast<void*>(page), pageSize, record.originalProtection & ~PROT_WRITE) != 0) {
         log(LogLevel::Warn, "copy-on-write: mprotect failed ({}), copying instead", std::strerror(errno));
         hostPages_.erase(it);
         releaseHostPages(first, page); // undo the pages done so far
@@ -92,7 +92,7 @@ bool CowTracker::protect(const void *source, std::size_t bytes, PageKey owner) {
   return true;
 }
 
-void CowTracker::unprotect(const void *source, std::size_t bytes, PageKey owner) {
+void CowTracker::unprotect(const void* source, std::size_t bytes, PageKey owner) {
   TrackerLock lock(mutex_);
   const std::uintptr_t pageSize = hostPageSize();
   const auto start = reinterpret_cast<std::uintptr_t>(source);
@@ -113,8 +113,7 @@ void CowTracker::releaseHostPages(std::uintptr_t first, std::uintptr_t last) {
     auto it = hostPages_.find(page);
     if (it == hostPages_.end()) continue;
     if (--it->second.references == 0) {
-      if (it->second.writeProtected)
-        ::mprotect(reinterpret_cast<void *>(page), pageSize, it->second.originalProtection);
+      if (it->second.writeProtected) ::mprotect(reinterpret_cast<void*>(page), pageSize, it->second.originalProtection);
       hostPages_.erase(it);
     }
   }
@@ -126,7 +125,7 @@ std::vector<CowRecord> CowTracker::overlapping(std::uintptr_t address, std::size
   std::vector<CowRecord> result;
   const std::uintptr_t lowest = address > longestRecord_ ? address - longestRecord_ : 0;
   for (auto it = records_.lower_bound(lowest); it != records_.end() && it->first < address + bytes; ++it) {
-    const CowRecord &record = it->second;
+    const CowRecord& record = it->second;
     if (record.start + record.bytes > address) result.push_back(record);
   }
   return result;

@@ -29,10 +29,10 @@ public:
   // Write-protects the host pages under [source, source + bytes) and records
   // that `owner` reads them. False if the range cannot be protected (then the
   // caller copies the data instead).
-  bool protect(const void *source, std::size_t bytes, PageKey owner);
+  bool protect(const void* source, std::size_t bytes, PageKey owner);
   // Drops the record of `owner` for the range starting at `source`; host
   // pages no longer referenced get their original protection back.
-  void unprotect(const void *source, std::size_t bytes, PageKey owner);
+  void unprotect(const void* source, std::size_t bytes, PageKey owner);
 
   // Records whose range overlaps [address, address + bytes).
   std::vector<CowRecord> overlapping(std::uintptr_t address, std::size_t bytes) const;

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -25,7 +26,7 @@ thread_local bool insideManager = false;
 constexpr std::uintptr_t kHostPage = 4096;
 
 struct LockScope {
-  explicit LockScope(std::mutex &mutex) : lock(mutex) { insideManager = true; }
+  explicit LockScope(std::mutex& mutex) : lock(mutex) { insideManager = true; }
   ~LockScope() { insideManager = false; }
   std::unique_lock<std::mutex> lock;
 };
@@ -38,7 +39,7 @@ struct Piece {
   std::size_t position; // in the operation
 };
 
-std::vector<Piece> piecesOf(const Region &region, DevicePtr address, std::size_t bytes) {
+std::vector<Piece> piecesOf(const Region& region, DevicePtr address, std::size_t bytes) {
   std::vector<Piece> pieces;
   std::size_t position = 0;
   while (position < bytes) {
@@ -52,18 +53,18 @@ std::vector<Piece> piecesOf(const Region &region, DevicePtr address, std::size_t
   return pieces;
 }
 
-bool coversPage(const Region &region, const Piece &piece) {
+bool coversPage(const Region& region, const Piece& piece) {
   return piece.offset == 0 && piece.bytes == region.pageDataBytes(piece.page);
 }
 
 // Stack memory must never be write-protected: the signal frame of the fault
 // would land on it. Only the calling thread's stack can be checked cheaply.
-bool onCurrentStack(const void *address) {
+bool onCurrentStack(const void* address) {
   thread_local std::uintptr_t low = 0, high = 0;
   if (high == 0) {
     pthread_attr_t attributes;
     if (pthread_getattr_np(pthread_self(), &attributes) == 0) {
-      void *stack = nullptr;
+      void* stack = nullptr;
       std::size_t size = 0;
       pthread_attr_getstack(&attributes, &stack, &size);
       low = reinterpret_cast<std::uintptr_t>(stack);
@@ -82,13 +83,16 @@ bool onCurrentStack(const void *address) {
 struct DeviceWork {
   std::vector<PageUse> uses;
   std::vector<std::function<Status()>> operations;
-  std::vector<std::pair<Region *, std::uint32_t>> written;
+  std::vector<std::pair<Region*, std::uint32_t>> written;
+  // The paper's NoRef variant: every region resident at launch counts as
+  // read and written by the kernel (pinned, and dirty afterwards).
+  bool residentRegionsReferenced = false;
   bool empty() const { return operations.empty(); }
 };
 
 class ManagerState {
 public:
-  ManagerState(const Config &configuration, device::DeviceBackend &device, std::shared_ptr<DeviceBudget> sharedBudget)
+  ManagerState(const Config& configuration, device::DeviceBackend& device, std::shared_ptr<DeviceBudget> sharedBudget)
       : config(configuration), backend(device),
         budget(sharedBudget ? std::move(sharedBudget)
                             : std::make_shared<LocalDeviceBudget>(configuration.deviceMemoryLimit != 0
@@ -102,7 +106,7 @@ public:
   }
 
   Config config;
-  device::DeviceBackend &backend;
+  device::DeviceBackend& backend;
   std::shared_ptr<DeviceBudget> budget;
   SwapBuffer swap;
   CowTracker cow;
@@ -115,53 +119,54 @@ public:
   mutable std::mutex mutex;
 
   // Validates that [address, address + bytes) lies inside one managed region.
-  Region *rangeRegion(DevicePtr address, std::size_t bytes) {
-    Region *region = directory.find(address);
+  Region* rangeRegion(DevicePtr address, std::size_t bytes) {
+    Region* region = directory.find(address);
     if (region == nullptr || bytes > region->base + region->size - address) return nullptr;
     return region;
   }
 
-  Status run(DeviceWork &work, StreamHandle stream, bool wait);
-  void discardHostImage(Region &region, std::uint32_t page);
-  bool replaceHostImage(Region &region, std::uint32_t page, HostImage image);
-  std::byte *materializeSwap(Region &region, std::uint32_t page);
-  void writeHostPiece(Region &region, const Piece &piece, const std::byte *source, bool cowAllowed, DeviceWork &work,
+  Status run(DeviceWork& work, StreamHandle stream, bool wait);
+  void markResidentReferenced(const DeviceWork& work, std::vector<PageKey>& keys);
+  void discardHostImage(Region& region, std::uint32_t page);
+  bool replaceHostImage(Region& region, std::uint32_t page, HostImage image);
+  std::byte* materializeSwap(Region& region, std::uint32_t page);
+  void writeHostPiece(Region& region, const Piece& piece, const std::byte* source, bool cowAllowed, DeviceWork& work,
                       StreamHandle stream);
-  void memsetPiece(Region &region, const Piece &piece, std::uint32_t pattern, unsigned elementSize, DeviceWork &work,
+  void memsetPiece(Region& region, const Piece& piece, std::uint32_t pattern, unsigned elementSize, DeviceWork& work,
                    StreamHandle stream);
-  bool cloneImage(Region &destination, const Piece &piece, Region &source, DevicePtr sourceAddress);
-  void addDeviceUses(Region *region, DevicePtr address, std::size_t bytes, Access access, DeviceWork &work);
-  void breakCow(const CowRecord &record);
+  bool cloneImage(Region& destination, const Piece& piece, Region& source, DevicePtr sourceAddress);
+  void addDeviceUses(Region* region, DevicePtr address, std::size_t bytes, Access access, DeviceWork& work);
+  void breakCow(const CowRecord& record);
   void prepareHostWrite(std::uintptr_t address, std::size_t bytes);
 };
 
 // One use per page, with the union of the accesses: an operation may name a
 // page twice (a copy's source page spans two destination pieces).
-std::vector<PageUse> mergedUses(const std::vector<PageUse> &uses) {
+std::vector<PageUse> mergedUses(const std::vector<PageUse>& uses) {
   std::map<PageKey, PageUse> byPage;
-  for (const PageUse &use : uses) {
+  for (const PageUse& use : uses) {
     auto [it, inserted] = byPage.try_emplace(PageKey{use.region->id, use.page}, use);
     if (!inserted) it->second.access = it->second.access | use.access;
   }
   std::vector<PageUse> result;
   result.reserve(byPage.size());
-  for (auto &[key, use] : byPage)
+  for (auto& [key, use] : byPage)
     result.push_back(use);
   return result;
 }
 
-Status ManagerState::run(DeviceWork &work, StreamHandle stream, bool wait) {
+Status ManagerState::run(DeviceWork& work, StreamHandle stream, bool wait) {
   if (work.empty()) return Status::Success;
   work.uses = mergedUses(work.uses);
   MQX_TRY(residency.makeResident(work.uses, stream));
-  for (auto &operation : work.operations)
+  for (auto& operation : work.operations)
     MQX_TRY(operation());
-  for (auto &[region, page] : work.written) {
+  for (auto& [region, page] : work.written) {
     if (region->pages[page].host.kind != HostImageKind::None) residency.releaseHostImage(*region, page);
     region->pages[page].deviceValid = true;
   }
   std::vector<PageKey> keys;
-  for (const auto &use : work.uses)
+  for (const auto& use : work.uses)
     keys.push_back({use.region->id, use.page});
   device::Fence fence;
   MQX_TRY(residency.pinUntilComplete(keys, stream, &fence));
@@ -172,8 +177,23 @@ Status ManagerState::run(DeviceWork &work, StreamHandle stream, bool wait) {
   return Status::Success;
 }
 
-void ManagerState::discardHostImage(Region &region, std::uint32_t index) {
-  const PageState &page = region.pages[index];
+void ManagerState::markResidentReferenced(const DeviceWork& work, std::vector<PageKey>& keys) {
+  std::vector<RegionId> used;
+  for (const auto& use : work.uses)
+    used.push_back(use.region->id);
+  directory.forEach([&](Region& region) {
+    if (std::find(used.begin(), used.end(), region.id) != used.end()) return;
+    for (std::uint32_t i = 0; i < region.pageCount(); ++i) {
+      PageState& page = region.pages[i];
+      if (!page.backed || !page.deviceValid) continue;
+      if (page.host.kind != HostImageKind::None) residency.releaseHostImage(region, i);
+      keys.push_back({region.id, i});
+    }
+  });
+}
+
+void ManagerState::discardHostImage(Region& region, std::uint32_t index) {
+  const PageState& page = region.pages[index];
   const bool lazyData = page.host.kind == HostImageKind::CowSource || page.host.kind == HostImageKind::Swap;
   if (lazyData && !page.deviceValid) stats.bytesAvoidedLazy += region.pageDataBytes(index);
   if (page.host.kind != HostImageKind::None) residency.releaseHostImage(region, index);
@@ -181,7 +201,7 @@ void ManagerState::discardHostImage(Region &region, std::uint32_t index) {
 
 // Installs `image` as the page's only copy. The new image is acquired by
 // the caller before the old one goes, so that a failure loses nothing.
-bool ManagerState::replaceHostImage(Region &region, std::uint32_t index, HostImage image) {
+bool ManagerState::replaceHostImage(Region& region, std::uint32_t index, HostImage image) {
   discardHostImage(region, index);
   region.pages[index].host = image;
   region.pages[index].deviceValid = false;
@@ -190,10 +210,10 @@ bool ManagerState::replaceHostImage(Region &region, std::uint32_t index, HostIma
 
 // Gives the page a swap-slot image holding its current content; null when
 // the swap buffer is full.
-std::byte *ManagerState::materializeSwap(Region &region, std::uint32_t index) {
-  PageState &page = region.pages[index];
+std::byte* ManagerState::materializeSwap(Region& region, std::uint32_t index) {
+  PageState& page = region.pages[index];
   if (page.host.kind == HostImageKind::Swap) return page.host.slot;
-  std::byte *slot = residency.acquireSlot(region.pageMappedBytes(index));
+  std::byte* slot = residency.acquireSlot(region.pageMappedBytes(index));
   if (slot == nullptr) return nullptr;
   if (page.host.kind == HostImageKind::None) {
     if (!ok(residency.readDeviceToSlot(region, index, slot))) {
@@ -208,10 +228,10 @@ std::byte *ManagerState::materializeSwap(Region &region, std::uint32_t index) {
   return slot;
 }
 
-void ManagerState::addDeviceUses(Region *region, DevicePtr address, std::size_t bytes, Access access,
-                                 DeviceWork &work) {
+void ManagerState::addDeviceUses(Region* region, DevicePtr address, std::size_t bytes, Access access,
+                                 DeviceWork& work) {
   if (region == nullptr) return;
-  for (const Piece &piece : piecesOf(*region, address, bytes)) {
+  for (const Piece& piece : piecesOf(*region, address, bytes)) {
     Access pageAccess = access;
     if (writes(access) && !reads(access) && !coversPage(*region, piece)) pageAccess = Access::Both; // keep the rest
     work.uses.push_back({region, piece.page, pageAccess});
@@ -219,9 +239,9 @@ void ManagerState::addDeviceUses(Region *region, DevicePtr address, std::size_t 
   }
 }
 
-void ManagerState::writeHostPiece(Region &region, const Piece &piece, const std::byte *source, bool cowAllowed,
-                                  DeviceWork &work, StreamHandle stream) {
-  PageState &page = region.pages[piece.page];
+void ManagerState::writeHostPiece(Region& region, const Piece& piece, const std::byte* source, bool cowAllowed,
+                                  DeviceWork& work, StreamHandle stream) {
+  PageState& page = region.pages[piece.page];
   const bool lazy = config.lazyTransfer && !page.pinned();
   if (lazy && coversPage(region, piece)) {
     if (cowAllowed && cow.protect(source, piece.bytes, PageKey{region.id, piece.page})) {
@@ -234,13 +254,13 @@ void ManagerState::writeHostPiece(Region &region, const Piece &piece, const std:
       page.deviceValid = false;
       return;
     }
-    if (std::byte *slot = residency.acquireSlot(region.pageMappedBytes(piece.page))) {
+    if (std::byte* slot = residency.acquireSlot(region.pageMappedBytes(piece.page))) {
       std::memcpy(slot, source, piece.bytes);
       replaceHostImage(region, piece.page, HostImage{HostImageKind::Swap, 1, 0, nullptr, slot});
       return;
     }
   } else if (lazy && !page.dirty()) {
-    if (std::byte *slot = materializeSwap(region, piece.page)) {
+    if (std::byte* slot = materializeSwap(region, piece.page)) {
       std::memcpy(slot + piece.offset, source, piece.bytes);
       page.deviceValid = false;
       return;
@@ -256,9 +276,9 @@ void ManagerState::writeHostPiece(Region &region, const Piece &piece, const std:
   });
 }
 
-void ManagerState::memsetPiece(Region &region, const Piece &piece, std::uint32_t pattern, unsigned elementSize,
-                               DeviceWork &work, StreamHandle stream) {
-  PageState &page = region.pages[piece.page];
+void ManagerState::memsetPiece(Region& region, const Piece& piece, std::uint32_t pattern, unsigned elementSize,
+                               DeviceWork& work, StreamHandle stream) {
+  PageState& page = region.pages[piece.page];
   const bool lazy = config.lazyTransfer && !page.pinned();
   if (lazy && coversPage(region, piece) && piece.bytes % elementSize == 0) {
     HostImage image{HostImageKind::Fill, static_cast<std::uint8_t>(elementSize), pattern};
@@ -267,7 +287,7 @@ void ManagerState::memsetPiece(Region &region, const Piece &piece, std::uint32_t
     return;
   }
   if (lazy && !page.dirty()) {
-    if (std::byte *slot = materializeSwap(region, piece.page)) {
+    if (std::byte* slot = materializeSwap(region, piece.page)) {
       HostImage fill{HostImageKind::Fill, static_cast<std::uint8_t>(elementSize), pattern};
       // Fill phase: the memset starts element-aligned, and so does the piece.
       readHostImage(fill, 0, piece.bytes, slot + piece.offset);
@@ -285,13 +305,13 @@ void ManagerState::memsetPiece(Region &region, const Piece &piece, std::uint32_t
 
 // Lazy device-to-device copy of a whole page whose source is a whole page
 // held on the host: the destination shares or copies the host image.
-bool ManagerState::cloneImage(Region &destination, const Piece &piece, Region &source, DevicePtr sourceAddress) {
+bool ManagerState::cloneImage(Region& destination, const Piece& piece, Region& source, DevicePtr sourceAddress) {
   if (!config.lazyTransfer || !coversPage(destination, piece)) return false;
   const std::size_t sourceOffset = sourceAddress - source.base;
   if (sourceOffset % source.pageSize != 0) return false;
   const auto sourceIndex = static_cast<std::uint32_t>(sourceOffset / source.pageSize);
-  const PageState &from = source.pages[sourceIndex];
-  PageState &to = destination.pages[piece.page];
+  const PageState& from = source.pages[sourceIndex];
+  PageState& to = destination.pages[piece.page];
   if (source.pageDataBytes(sourceIndex) != piece.bytes || from.host.kind == HostImageKind::None || to.pinned() ||
       (&source == &destination && sourceIndex == piece.page))
     return false;
@@ -304,7 +324,7 @@ bool ManagerState::cloneImage(Region &destination, const Piece &piece, Region &s
     return true;
   }
   if (image.kind == HostImageKind::Swap) {
-    std::byte *slot = residency.acquireSlot(destination.pageMappedBytes(piece.page));
+    std::byte* slot = residency.acquireSlot(destination.pageMappedBytes(piece.page));
     if (slot == nullptr) return false;
     std::memcpy(slot, image.slot, piece.bytes);
     image.slot = slot;
@@ -312,17 +332,17 @@ bool ManagerState::cloneImage(Region &destination, const Piece &piece, Region &s
   return replaceHostImage(destination, piece.page, image);
 }
 
-void ManagerState::breakCow(const CowRecord &record) {
-  Region *region = directory.byId(record.owner.region);
+void ManagerState::breakCow(const CowRecord& record) {
+  Region* region = directory.byId(record.owner.region);
   if (region == nullptr) return;
-  PageState &page = region->pages[record.owner.page];
+  PageState& page = region->pages[record.owner.page];
   residency.waitForSourceReads(); // a load may still be reading the source
   if (page.deviceValid) {
     residency.releaseHostImage(*region, record.owner.page); // the device copy is now the only one
     return;
   }
   // Over the limit if need be: failing here would lose the application's data.
-  std::byte *slot = residency.acquireSlot(region->pageMappedBytes(record.owner.page), true);
+  std::byte* slot = residency.acquireSlot(region->pageMappedBytes(record.owner.page), true);
   std::memcpy(slot, page.host.source, record.bytes);
   residency.releaseHostImage(*region, record.owner.page);
   page.host = HostImage{HostImageKind::Swap, 1, 0, nullptr, slot};
@@ -331,20 +351,20 @@ void ManagerState::breakCow(const CowRecord &record) {
 
 void ManagerState::prepareHostWrite(std::uintptr_t address, std::size_t bytes) {
   if (cow.empty() || bytes == 0) return;
-  for (const CowRecord &record : cow.overlapping(address, bytes))
+  for (const CowRecord& record : cow.overlapping(address, bytes))
     breakCow(record);
 }
 
-MemoryManager::MemoryManager(const Config &config, device::DeviceBackend &backend, std::shared_ptr<DeviceBudget> budget)
+MemoryManager::MemoryManager(const Config& config, device::DeviceBackend& backend, std::shared_ptr<DeviceBudget> budget)
     : state_(std::make_unique<ManagerState>(config, backend, std::move(budget))) {}
 
 MemoryManager::~MemoryManager() {
   LockScope scope(state_->mutex);
   state_->residency.waitAll();
   std::vector<RegionId> ids;
-  state_->directory.forEach([&](Region &region) { ids.push_back(region.id); });
+  state_->directory.forEach([&](Region& region) { ids.push_back(region.id); });
   for (RegionId id : ids) {
-    Region *region = state_->directory.byId(id);
+    Region* region = state_->directory.byId(id);
     for (std::uint32_t i = 0; i < region->pageCount(); ++i)
       if (region->pages[i].host.kind != HostImageKind::None) state_->residency.releaseHostImage(*region, i);
     state_->residency.unbackRegion(*region);
@@ -353,10 +373,10 @@ MemoryManager::~MemoryManager() {
   }
 }
 
-Status MemoryManager::allocate(std::size_t bytes, DevicePtr *address) {
+Status MemoryManager::allocate(std::size_t bytes, DevicePtr* address) {
   if (address == nullptr || bytes == 0) return Status::InvalidValue;
   LockScope scope(state_->mutex);
-  auto &s = *state_;
+  auto& s = *state_;
   const std::size_t granularity = s.backend.granularity();
   if (bytes > (std::size_t{1} << 48)) return Status::OutOfMemory;
   const std::size_t reserved = roundUp(bytes, granularity);
@@ -385,8 +405,8 @@ Status MemoryManager::allocate(std::size_t bytes, DevicePtr *address) {
 
 Status MemoryManager::free(DevicePtr address) {
   LockScope scope(state_->mutex);
-  auto &s = *state_;
-  Region *region = s.directory.byBase(address);
+  auto& s = *state_;
+  Region* region = s.directory.byBase(address);
   if (region == nullptr) return Status::InvalidValue;
   // The driver's free waits for work using the memory; so do we.
   MQX_TRY(s.residency.waitUnpinned(*region));
@@ -404,25 +424,25 @@ bool MemoryManager::isManaged(DevicePtr address) const {
   return state_->directory.find(address) != nullptr;
 }
 
-Status MemoryManager::regionOf(DevicePtr address, RegionInfo *info) const {
+Status MemoryManager::regionOf(DevicePtr address, RegionInfo* info) const {
   LockScope scope(state_->mutex);
-  const Region *region = state_->directory.find(address);
+  const Region* region = state_->directory.find(address);
   if (region == nullptr || info == nullptr) return Status::InvalidValue;
   *info = RegionInfo{region->base, region->size};
   return Status::Success;
 }
 
-Status MemoryManager::copyHostToDevice(DevicePtr destination, const void *source, std::size_t bytes,
+Status MemoryManager::copyHostToDevice(DevicePtr destination, const void* source, std::size_t bytes,
                                        StreamHandle stream, bool synchronous) {
   if (bytes == 0) return Status::Success;
   if (source == nullptr) return Status::InvalidValue;
   LockScope scope(state_->mutex);
-  auto &s = *state_;
-  Region *region = s.rangeRegion(destination, bytes);
+  auto& s = *state_;
+  Region* region = s.rangeRegion(destination, bytes);
   if (region == nullptr) return Status::InvalidValue;
   s.residency.poll();
   s.stats.bytesRequestedToDevice += bytes;
-  const auto *bytesIn = static_cast<const std::byte *>(source);
+  const auto* bytesIn = static_cast<const std::byte*>(source);
   // Only host pages that lie wholly inside the source are write-protected:
   // the partial pages at either end hold other data (malloc's chunk headers,
   // neighbouring allocations) that any thread may write, mqx's own included.
@@ -435,34 +455,34 @@ Status MemoryManager::copyHostToDevice(DevicePtr destination, const void *source
   // pages already described (one /proc/self/maps read per copy).
   const PageKey wholeCopy{0, 0};
   const bool sourceProtected =
-      cowAllowed && s.cow.protect(reinterpret_cast<const void *>(safeStart), safeEnd - safeStart, wholeCopy);
+      cowAllowed && s.cow.protect(reinterpret_cast<const void*>(safeStart), safeEnd - safeStart, wholeCopy);
   DeviceWork work;
-  for (const Piece &piece : piecesOf(*region, destination, bytes)) {
+  for (const Piece& piece : piecesOf(*region, destination, bytes)) {
     const std::uintptr_t pieceStart = start + piece.position;
     const bool pieceSafe = sourceProtected && pieceStart / kHostPage * kHostPage >= safeStart &&
                            roundUp(pieceStart + piece.bytes, kHostPage) <= safeEnd;
     s.writeHostPiece(*region, piece, bytesIn + piece.position, pieceSafe, work, stream);
   }
-  if (sourceProtected) s.cow.unprotect(reinterpret_cast<const void *>(safeStart), safeEnd - safeStart, wholeCopy);
+  if (sourceProtected) s.cow.unprotect(reinterpret_cast<const void*>(safeStart), safeEnd - safeStart, wholeCopy);
   // Eager pieces read the application's buffer, which may be reused as soon
   // as we return: wait for them.
   return s.run(work, stream, true);
 }
 
-Status MemoryManager::copyDeviceToHost(void *destination, DevicePtr source, std::size_t bytes, StreamHandle stream,
+Status MemoryManager::copyDeviceToHost(void* destination, DevicePtr source, std::size_t bytes, StreamHandle stream,
                                        bool synchronous) {
   if (bytes == 0) return Status::Success;
   if (destination == nullptr) return Status::InvalidValue;
   LockScope scope(state_->mutex);
-  auto &s = *state_;
-  Region *region = s.rangeRegion(source, bytes);
+  auto& s = *state_;
+  Region* region = s.rangeRegion(source, bytes);
   if (region == nullptr) return Status::InvalidValue;
   s.residency.poll();
   s.prepareHostWrite(reinterpret_cast<std::uintptr_t>(destination), bytes);
-  auto *out = static_cast<std::byte *>(destination);
+  auto* out = static_cast<std::byte*>(destination);
   DeviceWork work;
   std::vector<Piece> hostPieces;
-  for (const Piece &piece : piecesOf(*region, source, bytes)) {
+  for (const Piece& piece : piecesOf(*region, source, bytes)) {
     if (region->pages[piece.page].host.kind != HostImageKind::None) {
       hostPieces.push_back(piece);
       continue;
@@ -478,7 +498,7 @@ Status MemoryManager::copyDeviceToHost(void *destination, DevicePtr source, std:
     // Earlier work on the stream may write the destination: let it finish
     // before the host-side part lands.
     MQX_TRY(s.backend.synchronize(stream));
-    for (const Piece &piece : hostPieces)
+    for (const Piece& piece : hostPieces)
       readHostImage(region->pages[piece.page].host, piece.offset, piece.bytes, out + piece.position);
   }
   // Device-to-host copies complete before returning, as the driver's do for
@@ -490,9 +510,9 @@ Status MemoryManager::copyDeviceToDevice(DevicePtr destination, DevicePtr source
                                          StreamHandle stream, bool synchronous) {
   if (bytes == 0) return Status::Success;
   LockScope scope(state_->mutex);
-  auto &s = *state_;
-  Region *to = s.directory.find(destination);
-  Region *from = s.directory.find(source);
+  auto& s = *state_;
+  Region* to = s.directory.find(destination);
+  Region* from = s.directory.find(source);
   if (to == nullptr && from == nullptr) return Status::InvalidValue;
   if ((to != nullptr && s.rangeRegion(destination, bytes) == nullptr) ||
       (from != nullptr && s.rangeRegion(source, bytes) == nullptr))
@@ -510,7 +530,7 @@ Status MemoryManager::copyDeviceToDevice(DevicePtr destination, DevicePtr source
   if (to == nullptr) {
     eager(destination, source, bytes);
   } else {
-    for (const Piece &piece : piecesOf(*to, destination, bytes)) {
+    for (const Piece& piece : piecesOf(*to, destination, bytes)) {
       const DevicePtr origin = source + piece.position;
       if (from != nullptr && s.cloneImage(*to, piece, *from, origin)) continue;
       eager(to->pageAddress(piece.page) + piece.offset, origin, piece.bytes);
@@ -526,15 +546,15 @@ Status MemoryManager::memset(DevicePtr destination, std::uint32_t pattern, unsig
   if (count == 0) return Status::Success;
   if (count > (std::size_t{1} << 48) / elementSize) return Status::InvalidValue;
   LockScope scope(state_->mutex);
-  auto &s = *state_;
+  auto& s = *state_;
   const std::size_t bytes = count * elementSize;
-  Region *region = s.rangeRegion(destination, bytes);
+  Region* region = s.rangeRegion(destination, bytes);
   if (region == nullptr) return Status::InvalidValue;
   s.residency.poll();
   if (elementSize == 1) pattern &= 0xFFU;
   if (elementSize == 2) pattern &= 0xFFFFU;
   DeviceWork work;
-  for (const Piece &piece : piecesOf(*region, destination, bytes))
+  for (const Piece& piece : piecesOf(*region, destination, bytes))
     s.memsetPiece(*region, piece, pattern, elementSize, work, stream);
   return s.run(work, stream, synchronous);
 }
@@ -542,27 +562,27 @@ Status MemoryManager::memset(DevicePtr destination, std::uint32_t pattern, unsig
 Status MemoryManager::advise(DevicePtr address, Access access) {
   if (access == Access::None || static_cast<unsigned>(access) > 3) return Status::InvalidValue;
   LockScope scope(state_->mutex);
-  Region *region = state_->directory.find(address);
+  Region* region = state_->directory.find(address);
   if (region == nullptr) return Status::InvalidValue;
   state_->references.advise(region->id, access);
   return Status::Success;
 }
 
-Status MemoryManager::launch(const device::KernelLaunch &launch) {
+Status MemoryManager::launch(const device::KernelLaunch& launch) {
   LockScope scope(state_->mutex);
-  auto &s = *state_;
+  auto& s = *state_;
   s.residency.poll();
   ++s.stats.launches;
   std::vector<RegionReference> references;
   MQX_TRY(s.references.find(launch, &references));
   DeviceWork work;
   const std::uint64_t now = s.residency.tick();
-  for (const auto &reference : references) {
-    Region &region = *reference.region;
+  for (const auto& reference : references) {
+    Region& region = *reference.region;
     region.lastUse = now;
     ++region.useCount;
     for (std::uint32_t i = 0; i < region.pageCount(); ++i) {
-      PageState &page = region.pages[i];
+      PageState& page = region.pages[i];
       page.lastUse = now;
       ++page.useCount;
       if (!reads(reference.access) && !page.deviceValid && page.host.kind != HostImageKind::Zero)
@@ -572,27 +592,28 @@ Status MemoryManager::launch(const device::KernelLaunch &launch) {
     }
   }
   work.operations.push_back([&s, &launch] { return s.backend.launch(launch); });
+  work.residentRegionsReferenced = s.config.referenceDetection == ReferenceDetection::All;
   return s.run(work, launch.stream, false);
 }
 
-void MemoryManager::prepareHostWrite(void *address, std::size_t bytes) {
+void MemoryManager::prepareHostWrite(void* address, std::size_t bytes) {
   LockScope scope(state_->mutex);
   state_->prepareHostWrite(reinterpret_cast<std::uintptr_t>(address), bytes);
 }
 
-bool MemoryManager::onHostWriteFault(void *address) {
+bool MemoryManager::onHostWriteFault(void* address) {
   if (insideManager) return false; // mqx itself wrote to protected memory: let it crash loudly
   LockScope scope(state_->mutex);
-  auto &s = *state_;
+  auto& s = *state_;
   auto records = s.cow.onHostPage(reinterpret_cast<std::uintptr_t>(address));
   if (records.empty()) return false;
   ++s.stats.cowFaults;
-  for (const CowRecord &record : records)
+  for (const CowRecord& record : records)
     s.breakCow(record);
   return true;
 }
 
-void MemoryManager::onHostRelease(void *address, std::size_t bytes) {
+void MemoryManager::onHostRelease(void* address, std::size_t bytes) {
   if (insideManager) return;
   LockScope scope(state_->mutex);
   state_->prepareHostWrite(reinterpret_cast<std::uintptr_t>(address), bytes);
@@ -600,7 +621,7 @@ void MemoryManager::onHostRelease(void *address, std::size_t bytes) {
 
 bool MemoryManager::hasProtectedHostMemory() const { return state_->cow.anyProtected(); }
 
-bool MemoryManager::isProtectedHostRange(const void *address, std::size_t bytes) const {
+bool MemoryManager::isProtectedHostRange(const void* address, std::size_t bytes) const {
   return state_->cow.anyProtected() && state_->cow.overlapsProtected(reinterpret_cast<std::uintptr_t>(address), bytes);
 }
 
@@ -614,7 +635,7 @@ Status MemoryManager::synchronizeAll() {
   return state_->residency.waitAll();
 }
 
-void MemoryManager::memoryInfo(std::size_t *freeBytes, std::size_t *totalBytes) const {
+void MemoryManager::memoryInfo(std::size_t* freeBytes, std::size_t* totalBytes) const {
   LockScope scope(state_->mutex);
   const std::size_t limit = state_->budget->limit();
   const std::size_t used = std::min(limit, state_->budget->used());
@@ -627,7 +648,7 @@ Statistics MemoryManager::statistics() const {
   return state_->stats;
 }
 
-const Config &MemoryManager::config() const { return state_->config; }
+const Config& MemoryManager::config() const { return state_->config; }
 
 std::size_t MemoryManager::allocatedBytes() const {
   LockScope scope(state_->mutex);

@@ -34,24 +34,24 @@ public:
   // `budget` may be shared with other processes (multi-process mode); when
   // null the manager keeps a private budget of config.deviceMemoryLimit (or
   // the backend's total memory when that is 0).
-  MemoryManager(const Config &config, device::DeviceBackend &backend, std::shared_ptr<DeviceBudget> budget = nullptr);
+  MemoryManager(const Config& config, device::DeviceBackend& backend, std::shared_ptr<DeviceBudget> budget = nullptr);
   ~MemoryManager();
-  MemoryManager(const MemoryManager &) = delete;
-  MemoryManager &operator=(const MemoryManager &) = delete;
+  MemoryManager(const MemoryManager&) = delete;
+  MemoryManager& operator=(const MemoryManager&) = delete;
 
   // cuMemAlloc / cuMemFree. Zero size is InvalidValue (as the driver);
   // a size that cannot fit in device budget + swap buffer is OutOfMemory.
-  Status allocate(std::size_t bytes, DevicePtr *address);
+  Status allocate(std::size_t bytes, DevicePtr* address);
   Status free(DevicePtr address);
 
   bool isManaged(DevicePtr address) const;
-  Status regionOf(DevicePtr address, RegionInfo *info) const;
+  Status regionOf(DevicePtr address, RegionInfo* info) const;
 
   // Copies. `synchronous` gives the blocking API's semantics (cuMemcpyHtoD):
   // on return the copy is complete as far as the application can observe.
-  Status copyHostToDevice(DevicePtr destination, const void *source, std::size_t bytes, StreamHandle stream,
+  Status copyHostToDevice(DevicePtr destination, const void* source, std::size_t bytes, StreamHandle stream,
                           bool synchronous);
-  Status copyDeviceToHost(void *destination, DevicePtr source, std::size_t bytes, StreamHandle stream,
+  Status copyDeviceToHost(void* destination, DevicePtr source, std::size_t bytes, StreamHandle stream,
                           bool synchronous);
   // Either side may be unmanaged device memory (but not both).
   Status copyDeviceToDevice(DevicePtr destination, DevicePtr source, std::size_t bytes, StreamHandle stream,
@@ -67,22 +67,22 @@ public:
   // A kernel launch: finds the referenced regions (advice, parameter scan or
   // all regions), makes them resident, launches through the backend and pins
   // them until the launch completes.
-  Status launch(const device::KernelLaunch &launch);
+  Status launch(const device::KernelLaunch& launch);
 
   // Before the application's host memory [address, address + bytes) is
   // written by anyone but the application itself (a device-to-host copy the
   // interposer passes through, say): breaks copy-on-write protection there.
-  void prepareHostWrite(void *address, std::size_t bytes);
+  void prepareHostWrite(void* address, std::size_t bytes);
   // The host memory observer entry points (hook/host_memory_hooks): a write
   // fault on a protected page (true if it was ours and is now writable) and
   // the release of host memory (free, realloc, munmap).
-  bool onHostWriteFault(void *address);
-  void onHostRelease(void *address, std::size_t bytes);
+  bool onHostWriteFault(void* address);
+  void onHostRelease(void* address, std::size_t bytes);
   // Lock-free: whether any host memory is write-protected right now.
   bool hasProtectedHostMemory() const;
   // Lock-free with respect to the manager: whether [address, address + bytes)
   // touches protected host memory.
-  bool isProtectedHostRange(const void *address, std::size_t bytes) const;
+  bool isProtectedHostRange(const void* address, std::size_t bytes) const;
 
   // Observes completed work and unpins its pages; called after the
   // application synchronises.
@@ -91,9 +91,9 @@ public:
   Status synchronizeAll();
 
   // cuMemGetInfo as the application sees it: the managed budget.
-  void memoryInfo(std::size_t *freeBytes, std::size_t *totalBytes) const;
+  void memoryInfo(std::size_t* freeBytes, std::size_t* totalBytes) const;
   Statistics statistics() const;
-  const Config &config() const;
+  const Config& config() const;
 
   // Total bytes of regions allocated and of device memory currently backed.
   std::size_t allocatedBytes() const;

@@ -25,8 +25,8 @@ struct HostImage {
   HostImageKind kind = HostImageKind::Zero;
   std::uint8_t elementSize = 1;      // Fill: 1, 2 or 4
   std::uint32_t pattern = 0;         // Fill
-  const std::byte *source = nullptr; // CowSource: the page's first byte in the application's buffer
-  std::byte *slot = nullptr;         // Swap
+  const std::byte* source = nullptr; // CowSource: the page's first byte in the application's buffer
+  std::byte* slot = nullptr;         // Swap
 };
 
 struct PageState {

@@ -10,12 +10,12 @@ namespace {
 // Merges duplicate regions, combining their access.
 std::vector<RegionReference> merged(std::vector<RegionReference> references) {
   std::map<RegionId, RegionReference> byRegion;
-  for (const auto &reference : references) {
+  for (const auto& reference : references) {
     auto [it, inserted] = byRegion.try_emplace(reference.region->id, reference);
     if (!inserted) it->second.access = it->second.access | reference.access;
   }
   std::vector<RegionReference> result;
-  for (auto &[id, reference] : byRegion)
+  for (auto& [id, reference] : byRegion)
     result.push_back(reference);
   return result;
 }
@@ -27,11 +27,11 @@ void ReferenceFinder::advise(RegionId region, Access access) {
 }
 
 void ReferenceFinder::forget(RegionId region) {
-  for (auto &[thread, entries] : advice_)
-    std::erase_if(entries, [&](const auto &entry) { return entry.first == region; });
+  for (auto& [thread, entries] : advice_)
+    std::erase_if(entries, [&](const auto& entry) { return entry.first == region; });
 }
 
-Status ReferenceFinder::find(const device::KernelLaunch &launch, std::vector<RegionReference> *references) {
+Status ReferenceFinder::find(const device::KernelLaunch& launch, std::vector<RegionReference>* references) {
   std::vector<std::pair<RegionId, Access>> advice;
   if (auto it = advice_.find(std::this_thread::get_id()); it != advice_.end()) {
     advice = std::move(it->second);
@@ -39,9 +39,9 @@ Status ReferenceFinder::find(const device::KernelLaunch &launch, std::vector<Reg
   }
   std::vector<RegionReference> result;
   const ReferenceDetection mode = config_.referenceDetection;
-  if (mode == ReferenceDetection::All) {
-    result = allRegions();
-  } else if (!advice.empty() && mode != ReferenceDetection::Scan) {
+  // All (the paper's NoRef) finds references like Auto; the manager then adds
+  // every resident region.
+  if (!advice.empty() && mode != ReferenceDetection::Scan) {
     result = fromAdvice(advice);
   } else if (mode == ReferenceDetection::Advice) {
     // Advice mode without advice: nothing tells us what the kernel touches.
@@ -52,37 +52,37 @@ Status ReferenceFinder::find(const device::KernelLaunch &launch, std::vector<Reg
     if (!ok(status)) result = allRegions(); // layout unknown: every region may be touched
   }
   if (!config_.accessAdvice)
-    for (auto &reference : result)
+    for (auto& reference : result)
       reference.access = Access::Both; // the paper's NoAccess variant
   *references = merged(std::move(result));
   return Status::Success;
 }
 
-std::vector<RegionReference> ReferenceFinder::fromAdvice(const std::vector<std::pair<RegionId, Access>> &advice) {
+std::vector<RegionReference> ReferenceFinder::fromAdvice(const std::vector<std::pair<RegionId, Access>>& advice) {
   std::vector<RegionReference> result;
-  for (const auto &[id, access] : advice)
-    if (Region *region = directory_.byId(id)) result.push_back({region, access});
+  for (const auto& [id, access] : advice)
+    if (Region* region = directory_.byId(id)) result.push_back({region, access});
   return result;
 }
 
-Status ReferenceFinder::fromParameters(const device::KernelLaunch &launch, std::vector<RegionReference> *out) {
+Status ReferenceFinder::fromParameters(const device::KernelLaunch& launch, std::vector<RegionReference>* out) {
   auto it = layouts_.find(launch.function);
   if (it == layouts_.end()) {
     std::vector<device::ParamInfo> layout;
     MQX_TRY(backend_.paramLayout(launch.function, &layout));
     it = layouts_.emplace(launch.function, std::move(layout)).first;
   }
-  std::vector<RegionReference> &result = *out;
+  std::vector<RegionReference>& result = *out;
   if (launch.params == nullptr) return Status::Success;
-  const auto &layout = it->second;
+  const auto& layout = it->second;
   for (std::size_t i = 0; i < layout.size(); ++i) {
-    const auto *bytes = static_cast<const std::byte *>(launch.params[i]);
+    const auto* bytes = static_cast<const std::byte*>(launch.params[i]);
     if (bytes == nullptr) continue;
     // Pointers are 8-byte aligned inside their parameter, struct members too.
     for (std::size_t offset = 0; offset + sizeof(DevicePtr) <= layout[i].size; offset += sizeof(DevicePtr)) {
       DevicePtr value;
       std::memcpy(&value, bytes + offset, sizeof value);
-      if (Region *region = directory_.find(value)) result.push_back({region, Access::Both});
+      if (Region* region = directory_.find(value)) result.push_back({region, Access::Both});
     }
   }
   return Status::Success;
@@ -90,7 +90,7 @@ Status ReferenceFinder::fromParameters(const device::KernelLaunch &launch, std::
 
 std::vector<RegionReference> ReferenceFinder::allRegions() {
   std::vector<RegionReference> result;
-  directory_.forEach([&](Region &region) { result.push_back({&region, Access::Both}); });
+  directory_.forEach([&](Region& region) { result.push_back({&region, Access::Both}); });
   return result;
 }
 

@@ -17,13 +17,13 @@
 namespace mqx {
 
 struct RegionReference {
-  Region *region = nullptr;
+  Region* region = nullptr;
   Access access = Access::Both;
 };
 
 class ReferenceFinder {
 public:
-  ReferenceFinder(const Config &config, device::DeviceBackend &backend, RegionDirectory &directory)
+  ReferenceFinder(const Config& config, device::DeviceBackend& backend, RegionDirectory& directory)
       : config_(config), backend_(backend), directory_(directory) {}
 
   // Records advice of the calling thread for its next launch.
@@ -33,16 +33,16 @@ public:
 
   // The references of `launch`, one per region; consumes the calling
   // thread's advice. InvalidHandle when the kernel is unknown to the device.
-  Status find(const device::KernelLaunch &launch, std::vector<RegionReference> *references);
+  Status find(const device::KernelLaunch& launch, std::vector<RegionReference>* references);
 
 private:
-  std::vector<RegionReference> fromAdvice(const std::vector<std::pair<RegionId, Access>> &advice);
-  Status fromParameters(const device::KernelLaunch &launch, std::vector<RegionReference> *result);
+  std::vector<RegionReference> fromAdvice(const std::vector<std::pair<RegionId, Access>>& advice);
+  Status fromParameters(const device::KernelLaunch& launch, std::vector<RegionReference>* result);
   std::vector<RegionReference> allRegions();
 
-  const Config &config_;
-  device::DeviceBackend &backend_;
-  RegionDirectory &directory_;
+  const Config& config_;
+  device::DeviceBackend& backend_;
+  RegionDirectory& directory_;
   std::map<std::thread::id, std::vector<std::pair<RegionId, Access>>> advice_;
   std::map<FunctionHandle, std::vector<device::ParamInfo>> layouts_;
 };

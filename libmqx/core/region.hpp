@@ -45,8 +45,8 @@ struct Region {
 struct PageKey {
   RegionId region = 0;
   std::uint32_t page = 0;
-  friend bool operator==(const PageKey &, const PageKey &) = default;
-  friend auto operator<=>(const PageKey &, const PageKey &) = default;
+  friend bool operator==(const PageKey&, const PageKey&) = default;
+  friend auto operator<=>(const PageKey&, const PageKey&) = default;
 };
 
 } // namespace mqx

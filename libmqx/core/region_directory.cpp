@@ -17,13 +17,13 @@ std::size_t Region::dirtyBytes() const {
 }
 
 bool Region::anyPinned() const {
-  for (const auto &page : pages)
+  for (const auto& page : pages)
     if (page.pinned()) return true;
   return false;
 }
 
-Region &RegionDirectory::add(std::unique_ptr<Region> region) {
-  Region &added = *region;
+Region& RegionDirectory::add(std::unique_ptr<Region> region) {
+  Region& added = *region;
   totalBytes_ += added.size;
   byId_[added.id] = &added;
   byBase_[added.base] = std::move(region);
@@ -39,23 +39,23 @@ void RegionDirectory::remove(RegionId id) {
   byBase_.erase(base);
 }
 
-Region *RegionDirectory::find(DevicePtr address) {
+Region* RegionDirectory::find(DevicePtr address) {
   auto it = byBase_.upper_bound(address);
   if (it == byBase_.begin()) return nullptr;
   --it;
   return it->second->contains(address) ? it->second.get() : nullptr;
 }
 
-const Region *RegionDirectory::find(DevicePtr address) const {
-  return const_cast<RegionDirectory *>(this)->find(address);
+const Region* RegionDirectory::find(DevicePtr address) const {
+  return const_cast<RegionDirectory*>(this)->find(address);
 }
 
-Region *RegionDirectory::byId(RegionId id) {
+Region* RegionDirectory::byId(RegionId id) {
   auto it = byId_.find(id);
   return it == byId_.end() ? nullptr : it->second;
 }
 
-Region *RegionDirectory::byBase(DevicePtr address) {
+Region* RegionDirectory::byBase(DevicePtr address) {
   auto it = byBase_.find(address);
   return it == byBase_.end() ? nullptr : it->second.get();
 }

@@ -12,18 +12,18 @@ namespace mqx {
 
 class RegionDirectory {
 public:
-  Region &add(std::unique_ptr<Region> region);
+  Region& add(std::unique_ptr<Region> region);
   void remove(RegionId id);
 
   // The region containing `address` (inside its requested size), or null.
-  Region *find(DevicePtr address);
-  const Region *find(DevicePtr address) const;
-  Region *byId(RegionId id);
+  Region* find(DevicePtr address);
+  const Region* find(DevicePtr address) const;
+  Region* byId(RegionId id);
   // The region starting exactly at `address`, or null.
-  Region *byBase(DevicePtr address);
+  Region* byBase(DevicePtr address);
 
-  template <typename Function> void forEach(Function &&function) {
-    for (auto &[base, region] : byBase_)
+  template <typename Function> void forEach(Function&& function) {
+    for (auto& [base, region] : byBase_)
       function(*region);
   }
   std::size_t count() const { return byBase_.size(); }
@@ -31,7 +31,7 @@ public:
 
 private:
   std::map<DevicePtr, std::unique_ptr<Region>> byBase_;
-  std::unordered_map<RegionId, Region *> byId_;
+  std::unordered_map<RegionId, Region*> byId_;
   std::size_t totalBytes_ = 0;
 };
 

@@ -8,7 +8,7 @@
 namespace mqx {
 namespace {
 
-bool contains(const std::vector<RegionId> &ids, RegionId id) {
+bool contains(const std::vector<RegionId>& ids, RegionId id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
 }
 
@@ -26,7 +26,7 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
   const auto start = std::chrono::steady_clock::now();
   std::vector<RegionId> keep;
   std::size_t needed = 0;
-  for (const auto &use : uses) {
+  for (const auto& use : uses) {
     if (!contains(keep, use.region->id)) keep.push_back(use.region->id);
     needed += use.region->pages[use.page].backed ? 0 : use.region->pageMappedBytes(use.page);
   }
@@ -39,21 +39,21 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
   }
 
   bool loaded = false;
-  for (const auto &use : uses) {
-    PageState &page = use.region->pages[use.page];
+  for (const auto& use : uses) {
+    PageState& page = use.region->pages[use.page];
     if (!page.backed) MQX_TRY(back(*use.region, use.page, keep));
     if (reads(use.access) && !page.deviceValid) {
       MQX_TRY(load(*use.region, use.page));
       loaded = true;
     }
   }
-  auto &backend = context_.backend;
+  auto& backend = context_.backend;
   if (loaded) MQX_TRY(backend.order(backend.transferStream(device::TransferDirection::ToDevice), stream));
   context_.statistics.residencyWaitNanoseconds += nanosecondsSince(start);
   return Status::Success;
 }
 
-Status ResidencyManager::back(Region &region, std::uint32_t index, const std::vector<RegionId> &keep) {
+Status ResidencyManager::back(Region& region, std::uint32_t index, const std::vector<RegionId>& keep) {
   const std::size_t bytes = region.pageMappedBytes(index);
   for (;;) {
     if (context_.budget.tryAcquire(bytes)) {
@@ -79,13 +79,13 @@ Status ResidencyManager::back(Region &region, std::uint32_t index, const std::ve
   }
 }
 
-Status ResidencyManager::load(Region &region, std::uint32_t index) {
-  PageState &page = region.pages[index];
-  auto &backend = context_.backend;
+Status ResidencyManager::load(Region& region, std::uint32_t index) {
+  PageState& page = region.pages[index];
+  auto& backend = context_.backend;
   const StreamHandle stream = backend.transferStream(device::TransferDirection::ToDevice);
   const DevicePtr address = region.pageAddress(index);
   const std::size_t bytes = region.pageDataBytes(index);
-  auto &stats = context_.statistics;
+  auto& stats = context_.statistics;
   switch (page.host.kind) {
   case HostImageKind::None: return Status::Unknown; // invariant: never both gone
   case HostImageKind::Zero:
@@ -113,29 +113,29 @@ Status ResidencyManager::load(Region &region, std::uint32_t index) {
 
 void ResidencyManager::waitForSourceReads() {
   if (!sourceReadsInFlight_) return;
-  auto &backend = context_.backend;
+  auto& backend = context_.backend;
   backend.synchronize(backend.transferStream(device::TransferDirection::ToDevice));
   sourceReadsInFlight_ = false;
 }
 
-Status ResidencyManager::pinUntilComplete(std::span<const PageKey> pages, StreamHandle stream, device::Fence *fence) {
+Status ResidencyManager::pinUntilComplete(std::span<const PageKey> pages, StreamHandle stream, device::Fence* fence) {
   device::Fence point;
   MQX_TRY(context_.backend.enqueueFence(stream, &point));
   PendingWork work{point, {pages.begin(), pages.end()}};
-  for (const auto &key : work.pages)
-    if (Region *region = context_.directory.byId(key.region)) ++region->pages[key.page].pins;
+  for (const auto& key : work.pages)
+    if (Region* region = context_.directory.byId(key.region)) ++region->pages[key.page].pins;
   pending_.push_back(std::move(work));
   if (fence != nullptr) *fence = point;
   return Status::Success;
 }
 
-void ResidencyManager::unpin(const PendingWork &work) {
-  for (const auto &key : work.pages)
-    if (Region *region = context_.directory.byId(key.region)) --region->pages[key.page].pins;
+void ResidencyManager::unpin(const PendingWork& work) {
+  for (const auto& key : work.pages)
+    if (Region* region = context_.directory.byId(key.region)) --region->pages[key.page].pins;
 }
 
-void ResidencyManager::quarantine(std::byte *slot, std::size_t bytes) {
-  auto &backend = context_.backend;
+void ResidencyManager::quarantine(std::byte* slot, std::size_t bytes) {
+  auto& backend = context_.backend;
   device::Fence fence;
   if (!loadsInFlight_ ||
       !ok(backend.enqueueFence(backend.transferStream(device::TransferDirection::ToDevice), &fence))) {
@@ -146,8 +146,8 @@ void ResidencyManager::quarantine(std::byte *slot, std::size_t bytes) {
   quarantine_.push_back({fence, slot, bytes});
 }
 
-std::byte *ResidencyManager::acquireSlot(std::size_t bytes, bool overLimit) {
-  std::byte *slot = context_.swap.acquire(bytes);
+std::byte* ResidencyManager::acquireSlot(std::size_t bytes, bool overLimit) {
+  std::byte* slot = context_.swap.acquire(bytes);
   if (slot == nullptr && !quarantine_.empty()) {
     reclaimQuarantine(true);
     slot = context_.swap.acquire(bytes);
@@ -157,7 +157,7 @@ std::byte *ResidencyManager::acquireSlot(std::size_t bytes, bool overLimit) {
 }
 
 void ResidencyManager::reclaimQuarantine(bool wait) {
-  std::erase_if(quarantine_, [&](const QuarantinedSlot &entry) {
+  std::erase_if(quarantine_, [&](const QuarantinedSlot& entry) {
     if (wait) context_.backend.waitFence(entry.fence);
     if (!context_.backend.fenceReached(entry.fence)) return false;
     context_.swap.release(entry.slot, entry.bytes);
@@ -179,7 +179,7 @@ void ResidencyManager::poll() {
   }
 }
 
-Status ResidencyManager::waitUnpinned(const Region &region) {
+Status ResidencyManager::waitUnpinned(const Region& region) {
   poll();
   while (region.anyPinned()) {
     if (pending_.empty()) return Status::Unknown; // pins without pending work: a bug
@@ -199,15 +199,15 @@ Status ResidencyManager::waitAll() {
   return Status::Success;
 }
 
-std::vector<ResidencyManager::Victim> ResidencyManager::candidates(const std::vector<RegionId> &keep,
-                                                                   std::vector<EvictionCandidate> *out) {
+std::vector<ResidencyManager::Victim> ResidencyManager::candidates(const std::vector<RegionId>& keep,
+                                                                   std::vector<EvictionCandidate>* out) {
   std::vector<Victim> victims;
   const bool pageGranular = context_.config.evictionGranularity == EvictionGranularity::Page;
-  context_.directory.forEach([&](Region &region) {
+  context_.directory.forEach([&](Region& region) {
     if (contains(keep, region.id)) return;
     if (pageGranular) {
       for (std::uint32_t i = 0; i < region.pageCount(); ++i) {
-        const PageState &page = region.pages[i];
+        const PageState& page = region.pages[i];
         if (!page.backed || page.pinned()) continue;
         out->push_back({victims.size(), region.pageMappedBytes(i), page.dirty() ? region.pageDataBytes(i) : 0,
                         page.lastUse, page.useCount});
@@ -228,7 +228,7 @@ std::vector<ResidencyManager::Victim> ResidencyManager::candidates(const std::ve
   return victims;
 }
 
-Status ResidencyManager::evictOne(const std::vector<RegionId> &keep) {
+Status ResidencyManager::evictOne(const std::vector<RegionId>& keep) {
   for (;;) {
     poll();
     std::vector<EvictionCandidate> list;
@@ -244,22 +244,22 @@ Status ResidencyManager::evictOne(const std::vector<RegionId> &keep) {
   }
 }
 
-Status ResidencyManager::evict(const Victim &victim) {
-  auto &backend = context_.backend;
-  auto &stats = context_.statistics;
-  Region &region = *victim.region;
+Status ResidencyManager::evict(const Victim& victim) {
+  auto& backend = context_.backend;
+  auto& stats = context_.statistics;
+  Region& region = *victim.region;
   const StreamHandle toHost = backend.transferStream(device::TransferDirection::ToHost);
   // Loads into these pages ran on the other DMA stream; write-backs must see
   // them.
   MQX_TRY(backend.order(backend.transferStream(device::TransferDirection::ToDevice), toHost));
 
-  std::vector<std::pair<std::uint32_t, std::byte *>> writeBacks;
+  std::vector<std::pair<std::uint32_t, std::byte*>> writeBacks;
   for (std::uint32_t index : victim.pages) {
-    PageState &page = region.pages[index];
+    PageState& page = region.pages[index];
     if (!page.dirty()) continue;
-    std::byte *slot = acquireSlot(region.pageMappedBytes(index));
+    std::byte* slot = acquireSlot(region.pageMappedBytes(index));
     if (slot == nullptr) {
-      for (auto &[done, doneSlot] : writeBacks)
+      for (auto& [done, doneSlot] : writeBacks)
         context_.swap.release(doneSlot, region.pageMappedBytes(done));
       log(LogLevel::Warn, "swap buffer full ({} bytes): cannot evict dirty data", context_.swap.limit());
       return Status::OutOfMemory;
@@ -273,16 +273,16 @@ Status ResidencyManager::evict(const Victim &victim) {
     MQX_TRY(backend.enqueueFence(toHost, &done));
     MQX_TRY(backend.waitFence(done));
   }
-  for (auto &[index, slot] : writeBacks) {
-    PageState &page = region.pages[index];
+  for (auto& [index, slot] : writeBacks) {
+    PageState& page = region.pages[index];
     page.host = HostImage{HostImageKind::Swap, 1, 0, nullptr, slot};
     stats.bytesWrittenBack += region.pageDataBytes(index);
     stats.bytesToHost += region.pageDataBytes(index);
   }
   for (std::uint32_t index : victim.pages) {
-    PageState &page = region.pages[index];
+    PageState& page = region.pages[index];
     if (writeBacks.empty() ||
-        std::none_of(writeBacks.begin(), writeBacks.end(), [&](const auto &w) { return w.first == index; }))
+        std::none_of(writeBacks.begin(), writeBacks.end(), [&](const auto& w) { return w.first == index; }))
       stats.bytesDroppedClean += page.deviceValid ? region.pageDataBytes(index) : 0;
     MQX_TRY(backend.unmap(region.pageAddress(index), region.pageMappedBytes(index)));
     context_.budget.release(region.pageMappedBytes(index));
@@ -294,8 +294,8 @@ Status ResidencyManager::evict(const Victim &victim) {
   return Status::Success;
 }
 
-Status ResidencyManager::readDeviceToSlot(Region &region, std::uint32_t index, std::byte *slot) {
-  auto &backend = context_.backend;
+Status ResidencyManager::readDeviceToSlot(Region& region, std::uint32_t index, std::byte* slot) {
+  auto& backend = context_.backend;
   const StreamHandle toHost = backend.transferStream(device::TransferDirection::ToHost);
   MQX_TRY(backend.order(backend.transferStream(device::TransferDirection::ToDevice), toHost));
   MQX_TRY(
@@ -307,9 +307,9 @@ Status ResidencyManager::readDeviceToSlot(Region &region, std::uint32_t index, s
   return Status::Success;
 }
 
-void ResidencyManager::unbackRegion(Region &region) {
+void ResidencyManager::unbackRegion(Region& region) {
   for (std::uint32_t index = 0; index < region.pageCount(); ++index) {
-    PageState &page = region.pages[index];
+    PageState& page = region.pages[index];
     if (!page.backed) continue;
     context_.backend.unmap(region.pageAddress(index), region.pageMappedBytes(index));
     context_.budget.release(region.pageMappedBytes(index));
@@ -318,8 +318,8 @@ void ResidencyManager::unbackRegion(Region &region) {
   }
 }
 
-void ResidencyManager::releaseHostImage(Region &region, std::uint32_t index) {
-  HostImage &image = region.pages[index].host;
+void ResidencyManager::releaseHostImage(Region& region, std::uint32_t index) {
+  HostImage& image = region.pages[index].host;
   if (image.kind == HostImageKind::CowSource) {
     waitForSourceReads();
     context_.cow.unprotect(image.source, region.pageDataBytes(index), PageKey{region.id, index});

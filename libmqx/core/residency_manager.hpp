@@ -23,19 +23,19 @@ namespace mqx {
 
 // One page that an operation needs on the device, and how it uses it.
 struct PageUse {
-  Region *region = nullptr;
+  Region* region = nullptr;
   std::uint32_t page = 0;
   Access access = Access::Both;
 };
 
 struct ResidencyContext {
-  const Config &config;
-  device::DeviceBackend &backend;
-  DeviceBudget &budget;
-  SwapBuffer &swap;
-  CowTracker &cow;
-  RegionDirectory &directory;
-  Statistics &statistics;
+  const Config& config;
+  device::DeviceBackend& backend;
+  DeviceBudget& budget;
+  SwapBuffer& swap;
+  CowTracker& cow;
+  RegionDirectory& directory;
+  Statistics& statistics;
 };
 
 class ResidencyManager {
@@ -46,25 +46,25 @@ public:
   // needed; work enqueued on `stream` afterwards sees the loaded content.
   Status makeResident(std::span<const PageUse> uses, StreamHandle stream);
   // Pins `pages` until the work enqueued on `stream` so far completes.
-  Status pinUntilComplete(std::span<const PageKey> pages, StreamHandle stream, device::Fence *fence = nullptr);
+  Status pinUntilComplete(std::span<const PageKey> pages, StreamHandle stream, device::Fence* fence = nullptr);
 
   // Unpins pages whose work has completed.
   void poll();
   // Waits until no page of `region` is pinned.
-  Status waitUnpinned(const Region &region);
+  Status waitUnpinned(const Region& region);
   Status waitAll();
 
   // Copies a page's device content into a new swap slot (the page must not
   // be pinned by work that writes it). Used to materialise a host image.
-  Status readDeviceToSlot(Region &region, std::uint32_t page, std::byte *slot);
+  Status readDeviceToSlot(Region& region, std::uint32_t page, std::byte* slot);
   // Drops the device backing of every page of `region` (not pinned).
-  void unbackRegion(Region &region);
+  void unbackRegion(Region& region);
   // Releases the page's host image (swap slot, copy-on-write protection).
-  void releaseHostImage(Region &region, std::uint32_t page);
+  void releaseHostImage(Region& region, std::uint32_t page);
 
   // A swap slot, reclaiming quarantined slots if the buffer is full; null
   // when there is none (overLimit: past the limit rather than fail).
-  std::byte *acquireSlot(std::size_t bytes, bool overLimit = false);
+  std::byte* acquireSlot(std::size_t bytes, bool overLimit = false);
 
   // Marks the content of a host image to be the data of `page`: the
   // copy-on-write source must not change while a load reads it.
@@ -78,29 +78,29 @@ private:
     std::vector<PageKey> pages;
   };
   struct Victim {
-    Region *region;
+    Region* region;
     std::vector<std::uint32_t> pages;
   };
 
-  Status back(Region &region, std::uint32_t page, const std::vector<RegionId> &keep);
-  Status load(Region &region, std::uint32_t page);
+  Status back(Region& region, std::uint32_t page, const std::vector<RegionId>& keep);
+  Status load(Region& region, std::uint32_t page);
   // Frees device memory by evicting one victim; NotFound when nothing is
   // evictable, after waiting for in-flight work if there is any.
-  Status evictOne(const std::vector<RegionId> &keep);
-  std::vector<Victim> candidates(const std::vector<RegionId> &keep, std::vector<EvictionCandidate> *out);
-  Status evict(const Victim &victim);
-  void unpin(const PendingWork &work);
+  Status evictOne(const std::vector<RegionId>& keep);
+  std::vector<Victim> candidates(const std::vector<RegionId>& keep, std::vector<EvictionCandidate>* out);
+  Status evict(const Victim& victim);
+  void unpin(const PendingWork& work);
 
   ResidencyContext context_;
   std::unique_ptr<ReplacementPolicy> policy_;
   struct QuarantinedSlot {
     device::Fence fence; // loads enqueued before it may still read the slot
-    std::byte *slot;
+    std::byte* slot;
     std::size_t bytes;
   };
   // Swap slots whose page was loaded by a transfer that may still run: they
   // go back to the swap buffer only once the transfer stream passes.
-  void quarantine(std::byte *slot, std::size_t bytes);
+  void quarantine(std::byte* slot, std::size_t bytes);
   void reclaimQuarantine(bool wait);
 
   std::deque<PendingWork> pending_;

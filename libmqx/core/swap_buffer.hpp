@@ -13,16 +13,16 @@ namespace mqx {
 
 class SwapBuffer {
 public:
-  SwapBuffer(device::DeviceBackend &backend, std::size_t limit, bool pinned);
+  SwapBuffer(device::DeviceBackend& backend, std::size_t limit, bool pinned);
   ~SwapBuffer();
-  SwapBuffer(const SwapBuffer &) = delete;
-  SwapBuffer &operator=(const SwapBuffer &) = delete;
+  SwapBuffer(const SwapBuffer&) = delete;
+  SwapBuffer& operator=(const SwapBuffer&) = delete;
 
   // A slot of `bytes`, or null when the limit is reached. `overLimit` allows
   // going past the limit: used where failing would lose application data
   // (a copy-on-write fault must succeed).
-  std::byte *acquire(std::size_t bytes, bool overLimit = false);
-  void release(std::byte *slot, std::size_t bytes);
+  std::byte* acquire(std::size_t bytes, bool overLimit = false);
+  void release(std::byte* slot, std::size_t bytes);
 
   bool pinned() const { return pinned_; }
   std::size_t limit() const { return limit_; }
@@ -31,19 +31,19 @@ public:
 
 private:
   struct Chunk {
-    std::byte *base;
+    std::byte* base;
     std::size_t bytes;
     bool pinned;
   };
   bool grow(std::size_t slotBytes, bool overLimit);
 
-  device::DeviceBackend &backend_;
+  device::DeviceBackend& backend_;
   std::size_t limit_;
   bool pinned_;
   std::size_t reserved_ = 0;
   std::size_t used_ = 0;
   std::vector<Chunk> chunks_;
-  std::map<std::size_t, std::vector<std::byte *>> freeSlots_; // by slot size
+  std::map<std::size_t, std::vector<std::byte*>> freeSlots_; // by slot size
 };
 
 } // namespace mqx

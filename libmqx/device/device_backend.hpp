@@ -34,8 +34,8 @@ struct KernelLaunch {
   unsigned block[3] = {1, 1, 1};
   unsigned sharedBytes = 0;
   StreamHandle stream = 0;
-  void **params = nullptr; // kernelParams: one pointer per parameter
-  const void *native = nullptr;
+  void** params = nullptr; // kernelParams: one pointer per parameter
+  const void* native = nullptr;
 };
 
 // A point in a stream's work: reached once everything enqueued on the stream
@@ -61,7 +61,7 @@ public:
   virtual std::size_t freeMemory() const = 0;
 
   // Stable virtual ranges. `bytes` is a multiple of granularity().
-  virtual Status reserve(std::size_t bytes, DevicePtr *base) = 0;
+  virtual Status reserve(std::size_t bytes, DevicePtr* base) = 0;
   virtual Status release(DevicePtr base, std::size_t bytes) = 0;
   // Back [address, address + bytes) with physical memory, readable and
   // writable by the device. Fails with OutOfMemory when the device is full.
@@ -72,8 +72,8 @@ public:
 
   // Host memory for the swap buffer: pinned where the device can, so that DMA
   // runs at full speed.
-  virtual Status allocateHost(std::size_t bytes, void **out) = 0;
-  virtual void freeHost(void *pointer, std::size_t bytes) = 0;
+  virtual Status allocateHost(std::size_t bytes, void** out) = 0;
+  virtual void freeHost(void* pointer, std::size_t bytes) = 0;
 
   // The backend's own stream for transfers in one direction (paper §6: a
   // dedicated DMA stream per direction avoids false synchronisation).
@@ -82,26 +82,26 @@ public:
   // Asynchronous copies and fills, in order on `stream`. The host side of a
   // copy must stay valid until the stream passes the copy; `hostIsPinned`
   // says whether it is device-accessible pinned memory.
-  virtual Status copyToDevice(DevicePtr destination, const void *source, std::size_t bytes, StreamHandle stream,
+  virtual Status copyToDevice(DevicePtr destination, const void* source, std::size_t bytes, StreamHandle stream,
                               bool hostIsPinned) = 0;
-  virtual Status copyToHost(void *destination, DevicePtr source, std::size_t bytes, StreamHandle stream,
+  virtual Status copyToHost(void* destination, DevicePtr source, std::size_t bytes, StreamHandle stream,
                             bool hostIsPinned) = 0;
   virtual Status copyOnDevice(DevicePtr destination, DevicePtr source, std::size_t bytes, StreamHandle stream) = 0;
   // Writes `count` elements of `elementSize` (1, 2 or 4) bytes of `pattern`.
   virtual Status fill(DevicePtr destination, std::uint32_t pattern, unsigned elementSize, std::size_t count,
                       StreamHandle stream) = 0;
 
-  virtual Status launch(const KernelLaunch &launch) = 0;
+  virtual Status launch(const KernelLaunch& launch) = 0;
   // The parameter layout of a kernel, for reference discovery by scanning
   // parameter bytes. NotSupported when the backend cannot tell.
-  virtual Status paramLayout(FunctionHandle function, std::vector<ParamInfo> *layout) = 0;
+  virtual Status paramLayout(FunctionHandle function, std::vector<ParamInfo>* layout) = 0;
 
   // Work enqueued on `waiter` after this call starts only after the work
   // enqueued on `signaller` before this call has completed.
   virtual Status order(StreamHandle signaller, StreamHandle waiter) = 0;
-  virtual Status enqueueFence(StreamHandle stream, Fence *fence) = 0;
-  virtual bool fenceReached(const Fence &fence) = 0;
-  virtual Status waitFence(const Fence &fence) = 0;
+  virtual Status enqueueFence(StreamHandle stream, Fence* fence) = 0;
+  virtual bool fenceReached(const Fence& fence) = 0;
+  virtual Status waitFence(const Fence& fence) = 0;
   virtual Status synchronize(StreamHandle stream) = 0;
 };
 

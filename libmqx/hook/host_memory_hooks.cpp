@@ -12,19 +12,19 @@
 #include "core/memory_manager.hpp"
 
 extern "C" {
-void __libc_free(void *);
-void *__libc_realloc(void *, size_t);
+void __libc_free(void*);
+void* __libc_realloc(void*, size_t);
 }
 
 namespace mqx::hook {
 namespace {
 
-std::atomic<MemoryManager *> registered{nullptr};
+std::atomic<MemoryManager*> registered{nullptr};
 struct sigaction previousHandler;
 std::once_flag installed;
 
 // Hands a fault we do not own to whoever handled SIGSEGV before us.
-void chain(int signal, siginfo_t *info, void *context) {
+void chain(int signal, siginfo_t* info, void* context) {
   if ((previousHandler.sa_flags & SA_SIGINFO) != 0 && previousHandler.sa_sigaction != nullptr) {
     previousHandler.sa_sigaction(signal, info, context);
     return;
@@ -39,8 +39,8 @@ void chain(int signal, siginfo_t *info, void *context) {
   ::signal(SIGSEGV, SIG_DFL);
 }
 
-void onSegmentationFault(int signal, siginfo_t *info, void *context) {
-  MemoryManager *manager = registered.load(std::memory_order_acquire);
+void onSegmentationFault(int signal, siginfo_t* info, void* context) {
+  MemoryManager* manager = registered.load(std::memory_order_acquire);
   if (manager != nullptr && info->si_code == SEGV_ACCERR && manager->hasProtectedHostMemory() &&
       manager->onHostWriteFault(info->si_addr))
     return; // the page is writable now: the access is retried
@@ -58,14 +58,14 @@ void install() {
 // The manager to notify when [address, address + bytes) goes away: only if
 // that memory is protected, so that threads freeing other memory never wait
 // for the manager's lock.
-MemoryManager *watching(const void *address, std::size_t bytes) {
-  MemoryManager *manager = registered.load(std::memory_order_acquire);
+MemoryManager* watching(const void* address, std::size_t bytes) {
+  MemoryManager* manager = registered.load(std::memory_order_acquire);
   return manager != nullptr && manager->isProtectedHostRange(address, bytes) ? manager : nullptr;
 }
 
 } // namespace
 
-void registerHostMemoryManager(MemoryManager *manager) {
+void registerHostMemoryManager(MemoryManager* manager) {
   if (manager != nullptr) std::call_once(installed, install);
   registered.store(manager, std::memory_order_release);
 }
@@ -74,24 +74,24 @@ void registerHostMemoryManager(MemoryManager *manager) {
 
 extern "C" {
 
-__attribute__((visibility("default"))) void free(void *pointer) {
+__attribute__((visibility("default"))) void free(void* pointer) {
   if (pointer != nullptr) {
     const std::size_t bytes = malloc_usable_size(pointer);
-    if (auto *manager = mqx::hook::watching(pointer, bytes)) manager->onHostRelease(pointer, bytes);
+    if (auto* manager = mqx::hook::watching(pointer, bytes)) manager->onHostRelease(pointer, bytes);
   }
   __libc_free(pointer);
 }
 
-__attribute__((visibility("default"))) void *realloc(void *pointer, size_t bytes) {
+__attribute__((visibility("default"))) void* realloc(void* pointer, size_t bytes) {
   if (pointer != nullptr) {
     const std::size_t size = malloc_usable_size(pointer);
-    if (auto *manager = mqx::hook::watching(pointer, size)) manager->onHostRelease(pointer, size);
+    if (auto* manager = mqx::hook::watching(pointer, size)) manager->onHostRelease(pointer, size);
   }
   return __libc_realloc(pointer, bytes);
 }
 
-__attribute__((visibility("default"))) int munmap(void *address, size_t bytes) {
-  if (auto *manager = mqx::hook::watching(address, bytes)) manager->onHostRelease(address, bytes);
+__attribute__((visibility("default"))) int munmap(void* address, size_t bytes) {
+  if (auto* manager = mqx::hook::watching(address, bytes)) manager->onHostRelease(address, bytes);
   return static_cast<int>(::syscall(SYS_munmap, address, bytes));
 }
 

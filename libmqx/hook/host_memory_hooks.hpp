@@ -14,6 +14,6 @@ namespace mqx::hook {
 // Registers `manager` (null to unregister) and installs the fault handler on
 // first use. The previous SIGSEGV handler is chained for faults that are not
 // ours.
-void registerHostMemoryManager(MemoryManager *manager);
+void registerHostMemoryManager(MemoryManager* manager);
 
 } // namespace mqx::hook

@@ -41,7 +41,7 @@ public:
   }
 
 private:
-  double cost(const EvictionCandidate &candidate, std::size_t rank, std::size_t n) const {
+  double cost(const EvictionCandidate& candidate, std::size_t rank, std::size_t n) const {
     double l = static_cast<double>(rank) / static_cast<double>(n);
     return static_cast<double>(candidate.dirtyBytes) + latencyFactor_ * static_cast<double>(candidate.bytes) * l;
   }

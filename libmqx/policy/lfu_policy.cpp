@@ -11,8 +11,8 @@ public:
   std::size_t chooseVictim(std::span<const EvictionCandidate> candidates) override {
     std::size_t best = 0;
     for (std::size_t i = 1; i < candidates.size(); ++i) {
-      const auto &c = candidates[i];
-      const auto &b = candidates[best];
+      const auto& c = candidates[i];
+      const auto& b = candidates[best];
       if (c.useCount < b.useCount || (c.useCount == b.useCount && c.lastUse < b.lastUse)) best = i;
     }
     return best;

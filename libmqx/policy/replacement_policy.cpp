@@ -9,7 +9,7 @@ std::size_t leastRecentlyUsed(std::span<const EvictionCandidate> candidates) {
   return best;
 }
 
-std::unique_ptr<ReplacementPolicy> makeReplacementPolicy(const Config &config) {
+std::unique_ptr<ReplacementPolicy> makeReplacementPolicy(const Config& config) {
   switch (config.replacement) {
   case ReplacementKind::Cdr: return makeCdrPolicy(config.latencyFactor);
   case ReplacementKind::Lru: return makeLruPolicy();

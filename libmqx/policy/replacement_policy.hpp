@@ -36,7 +36,7 @@ std::unique_ptr<ReplacementPolicy> makeLfuPolicy();
 std::unique_ptr<ReplacementPolicy> makeRandomPolicy(std::uint64_t seed);
 
 // The policy the configuration names.
-std::unique_ptr<ReplacementPolicy> makeReplacementPolicy(const Config &config);
+std::unique_ptr<ReplacementPolicy> makeReplacementPolicy(const Config& config);
 
 // Index of the least recently used candidate (ties: the first).
 std::size_t leastRecentlyUsed(std::span<const EvictionCandidate> candidates);

@@ -8,10 +8,10 @@
 namespace mqx {
 namespace {
 
-std::string errorOf(const std::string &toml) {
+std::string errorOf(const std::string& toml) {
   try {
     parseConfig(toml, "test.toml");
-  } catch (const ConfigError &error) {
+  } catch (const ConfigError& error) {
     return error.what();
   }
   return {};
@@ -62,10 +62,10 @@ reference_detection = "scan"
 
 TEST(Config, BadInputNamesTheKeyOnOneLine) {
   struct Case {
-    const char *toml;
-    const char *key;
+    const char* toml;
+    const char* key;
   };
-  for (const Case &c : {Case{"[memory]\npage_sise = 1", "memory.page_sise"}, Case{"[memroy]\npage_size = 1", "memroy"},
+  for (const Case& c : {Case{"[memory]\npage_sise = 1", "memory.page_sise"}, Case{"[memroy]\npage_size = 1", "memroy"},
                         Case{"[policy]\nreplacement = \"fifo\"", "policy.replacement"},
                         Case{"[policy]\nlatency_factor = 2.0", "policy.latency_factor"},
                         Case{"[policy]\nlatency_factor = \"x\"", "policy.latency_factor"},
@@ -99,7 +99,7 @@ TEST(Config, EnvironmentOverridesAndRejectsUnknownVariables) {
   try {
     applyEnvironment(untouched, {{"MQX_POLICY_LATENCY_FACTOR", "-1"}});
     FAIL();
-  } catch (const ConfigError &error) {
+  } catch (const ConfigError& error) {
     EXPECT_NE(std::string(error.what()).find("MQX_POLICY_LATENCY_FACTOR"), std::string::npos);
   }
 }

@@ -16,7 +16,7 @@ constexpr std::size_t KiB = 1024;
 
 TEST_F(ManagerTest, WriteAfterLazyCopyKeepsTheOldData) {
   auto expected = pattern(256 * KiB);
-  auto *buffer = static_cast<std::uint8_t *>(std::malloc(expected.size()));
+  auto* buffer = static_cast<std::uint8_t*>(std::malloc(expected.size()));
   std::memcpy(buffer, expected.data(), expected.size());
   DevicePtr region = allocate(expected.size());
   ASSERT_EQ(manager_->copyHostToDevice(region, buffer, expected.size(), 0, true), Status::Success);
@@ -33,7 +33,7 @@ TEST_F(ManagerTest, WriteAfterLazyCopyKeepsTheOldData) {
 
 TEST_F(ManagerTest, WriteAfterTheDataWasLoadedCopiesNothing) {
   auto expected = pattern(256 * KiB);
-  auto *buffer = static_cast<std::uint8_t *>(std::malloc(expected.size()));
+  auto* buffer = static_cast<std::uint8_t*>(std::malloc(expected.size()));
   std::memcpy(buffer, expected.data(), expected.size());
   DevicePtr region = allocate(expected.size());
   DevicePtr out = allocate(expected.size());
@@ -51,9 +51,9 @@ TEST_F(ManagerTest, WriteAfterTheDataWasLoadedCopiesNothing) {
 
 TEST_F(ManagerTest, FreeAndMunmapOfASourceKeepThePendingData) {
   auto expected = pattern(320 * KiB);
-  auto *heap = static_cast<std::uint8_t *>(std::malloc(expected.size()));
+  auto* heap = static_cast<std::uint8_t*>(std::malloc(expected.size()));
   std::memcpy(heap, expected.data(), expected.size());
-  auto *mapped = static_cast<std::uint8_t *>(
+  auto* mapped = static_cast<std::uint8_t*>(
       ::mmap(nullptr, expected.size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   ASSERT_NE(mapped, MAP_FAILED);
   std::memcpy(mapped, expected.data(), expected.size());
@@ -75,11 +75,11 @@ TEST_F(ManagerTest, FreeAndMunmapOfASourceKeepThePendingData) {
 
 TEST_F(ManagerTest, ReadOnlySourcesStayReadOnlyAndWritableOnesComeBack) {
   const std::size_t bytes = 128 * KiB;
-  auto *readOnly =
-      static_cast<std::uint8_t *>(::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  auto* readOnly =
+      static_cast<std::uint8_t*>(::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   std::memset(readOnly, 3, bytes);
   ASSERT_EQ(::mprotect(readOnly, bytes, PROT_READ), 0);
-  auto *writable = static_cast<std::uint8_t *>(std::malloc(bytes));
+  auto* writable = static_cast<std::uint8_t*>(std::malloc(bytes));
   std::memset(writable, 4, bytes);
   DevicePtr a = allocate(bytes);
   DevicePtr b = allocate(bytes);
@@ -116,8 +116,8 @@ void faultOnForeignPage(bool ownHandler) {
   DevicePtr region = 0;
   manager.allocate(source.size(), &region);
   manager.copyHostToDevice(region, source.data(), source.size(), 0, true);
-  auto *page =
-      static_cast<volatile std::uint8_t *>(::mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  auto* page =
+      static_cast<volatile std::uint8_t*>(::mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   page[0] = 1;
   _exit(0);
 }

@@ -21,21 +21,21 @@ namespace mqx::test {
 namespace {
 
 struct Variant {
-  const char *name;
-  void (*apply)(Config &);
+  const char* name;
+  void (*apply)(Config&);
 };
 
 // A host buffer the application owns: a lazy copy source that it may later
 // modify or release.
 struct HostBuffer {
-  std::uint8_t *data = nullptr;
+  std::uint8_t* data = nullptr;
   std::size_t bytes = 0;
   bool mapped = false; // mmap'ed (released with munmap) rather than malloc'ed
 };
 
 class Sequence {
 public:
-  Sequence(const Config &config, std::uint64_t seed) : random_(seed), backend_(config), kernels_(backend_) {
+  Sequence(const Config& config, std::uint64_t seed) : random_(seed), backend_(config), kernels_(backend_) {
     if (std::getenv("MQX_TEST_VERBOSE") != nullptr || std::getenv("MQX_TEST_LOG") != nullptr)
       setLogLevel(LogLevel::Debug);
     manager_ = std::make_unique<MemoryManager>(config, backend_);
@@ -43,7 +43,7 @@ public:
     streams_ = {0, backend_.createStream(), backend_.createStream()};
   }
   ~Sequence() {
-    for (auto &buffer : buffers_)
+    for (auto& buffer : buffers_)
       release(buffer);
     manager_.reset();
     hook::registerHostMemoryManager(nullptr);
@@ -57,11 +57,11 @@ public:
       if (verbose_) std::fprintf(stderr, "-- step %d\n", step);
       std::string error = this->step();
       if (error.empty() && std::getenv("MQX_TEST_CHECK_EVERY_STEP") != nullptr)
-        for (auto &[address, expected] : model_)
+        for (auto& [address, expected] : model_)
           if (error.empty()) error = check(address, 0, expected.size());
       if (!error.empty()) return "step " + std::to_string(step) + ": " + error;
     }
-    for (auto &[address, expected] : model_) {
+    for (auto& [address, expected] : model_) {
       std::string error = check(address, 0, expected.size());
       if (!error.empty()) return "final check: " + error;
     }
@@ -125,15 +125,15 @@ private:
     return {};
   }
 
-  HostBuffer &newBuffer(std::size_t bytes) {
+  HostBuffer& newBuffer(std::size_t bytes) {
     HostBuffer buffer;
     buffer.bytes = bytes;
     buffer.mapped = pick(4) == 0;
     if (buffer.mapped) {
-      buffer.data = static_cast<std::uint8_t *>(
+      buffer.data = static_cast<std::uint8_t*>(
           ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
     } else {
-      buffer.data = static_cast<std::uint8_t *>(std::malloc(bytes));
+      buffer.data = static_cast<std::uint8_t*>(std::malloc(bytes));
     }
     for (std::size_t i = 0; i < bytes; ++i)
       buffer.data[i] = static_cast<std::uint8_t>(random_());
@@ -141,7 +141,7 @@ private:
     return buffers_.back();
   }
 
-  void release(HostBuffer &buffer) {
+  void release(HostBuffer& buffer) {
     if (buffer.data == nullptr) return;
     if (buffer.mapped)
       ::munmap(buffer.data, buffer.bytes);
@@ -152,10 +152,10 @@ private:
 
   std::string copyToDevice() {
     DevicePtr address = anyRegion();
-    auto &expected = model_[address];
+    auto& expected = model_[address];
     const std::size_t offset = pick(3) == 0 ? pick(expected.size()) : 0;
     const std::size_t bytes = pick(3) == 0 ? between(1, expected.size() - offset) : expected.size() - offset;
-    HostBuffer &buffer = newBuffer(bytes);
+    HostBuffer& buffer = newBuffer(bytes);
     std::memcpy(expected.data() + offset, buffer.data, bytes);
     trace("h2d", address + offset, bytes, 0);
     Status status = manager_->copyHostToDevice(address + offset, buffer.data, bytes, useStream(), pick(2) == 0);
@@ -166,7 +166,7 @@ private:
     std::vector<std::uint8_t> actual(bytes, 0xEE);
     Status status = manager_->copyDeviceToHost(actual.data(), address + offset, bytes, useStream(), true);
     if (!ok(status)) return "copyDeviceToHost: " + std::string(toString(status));
-    const auto &expected = model_[address];
+    const auto& expected = model_[address];
     for (std::size_t i = 0; i < bytes; ++i)
       if (actual[i] != expected[offset + i])
         return "mismatch in region of " + std::to_string(expected.size()) + " bytes at offset " +
@@ -187,8 +187,8 @@ private:
   std::string copyOnDevice() {
     DevicePtr to = anyRegion();
     DevicePtr from = anyRegion();
-    auto &target = model_[to];
-    auto &source = model_[from];
+    auto& target = model_[to];
+    auto& source = model_[from];
     std::size_t offsetTo = pick(3) == 0 ? pick(target.size()) : 0;
     std::size_t offsetFrom = pick(3) == 0 ? pick(source.size()) : 0;
     if (to == from) return {}; // overlapping copies are undefined in CUDA too
@@ -202,7 +202,7 @@ private:
 
   std::string memset() {
     DevicePtr address = anyRegion();
-    auto &expected = model_[address];
+    auto& expected = model_[address];
     const unsigned elementSize = std::vector<unsigned>{1, 2, 4}[pick(3)];
     const std::size_t elements = expected.size() / elementSize;
     if (elements == 0) return {};
@@ -220,8 +220,8 @@ private:
   std::string transform() {
     DevicePtr in = anyRegion();
     DevicePtr out = anyRegion();
-    auto &source = model_[in];
-    auto &target = model_[out];
+    auto& source = model_[in];
+    auto& target = model_[out];
     std::size_t offsetIn = pick(3) == 0 ? pick(source.size()) : 0;
     std::size_t offsetOut = pick(3) == 0 ? pick(target.size()) : 0;
     if (in == out) offsetOut = offsetIn; // in place
@@ -236,11 +236,11 @@ private:
       manager_->advise(in, in == out ? Access::Both : Access::Input);
       if (in != out) manager_->advise(out + offsetOut, overwritesAll ? Access::Output : Access::Both);
     }
-    void *inPointer = reinterpret_cast<void *>(in + offsetIn); // interior pointers
-    void *outPointer = reinterpret_cast<void *>(out + offsetOut);
+    void* inPointer = reinterpret_cast<void*>(in + offsetIn); // interior pointers
+    void* outPointer = reinterpret_cast<void*>(out + offsetOut);
     std::uint64_t count = n;
     std::uint8_t seedValue = seed;
-    void *params[] = {&inPointer, &outPointer, &count, &seedValue};
+    void* params[] = {&inPointer, &outPointer, &count, &seedValue};
     device::KernelLaunch launch;
     launch.function = kernels_.transform;
     launch.stream = useStream();
@@ -253,14 +253,14 @@ private:
     DevicePtr source = anyRegion();
     DevicePtr target = anyRegion();
     if (source == target) return {};
-    auto &from = model_[source];
-    auto &to = model_[target];
+    auto& from = model_[source];
+    auto& to = model_[target];
     const std::uint64_t n = std::min(from.size(), to.size());
     xorReference(from.data(), to.data(), n);
     trace("xor-src", source, n, 0);
     trace("xor-dst", target, n, 0);
-    XorArguments arguments{reinterpret_cast<std::uint8_t *>(source), reinterpret_cast<std::uint8_t *>(target), n};
-    void *params[] = {&arguments};
+    XorArguments arguments{reinterpret_cast<std::uint8_t*>(source), reinterpret_cast<std::uint8_t*>(target), n};
+    void* params[] = {&arguments};
     device::KernelLaunch launch;
     launch.function = kernels_.xorStruct;
     launch.stream = useStream();
@@ -272,7 +272,7 @@ private:
   // The application writes to, or releases, a buffer it copied from earlier.
   std::string touchHostBuffer() {
     if (buffers_.empty()) return {};
-    HostBuffer &buffer = buffers_[pick(buffers_.size())];
+    HostBuffer& buffer = buffers_[pick(buffers_.size())];
     if (buffer.data == nullptr) return {};
     if (pick(3) == 0) {
       release(buffer);
@@ -284,7 +284,7 @@ private:
     return {};
   }
 
-  void trace(const char *what, DevicePtr a, std::size_t x, std::size_t y, std::size_t z = 0) {
+  void trace(const char* what, DevicePtr a, std::size_t x, std::size_t y, std::size_t z = 0) {
     if (!verbose_) return;
     auto id = [&](DevicePtr p) {
       auto it = model_.upper_bound(p);
@@ -320,13 +320,13 @@ Config tightConfig() {
 }
 
 int sequencesPerVariant() {
-  const char *value = std::getenv("MQX_DIFFERENTIAL_SEQUENCES");
+  const char* value = std::getenv("MQX_DIFFERENTIAL_SEQUENCES");
   return value != nullptr ? std::atoi(value) : 120;
 }
 
-void runVariant(const Config &config, const std::string &name, std::uint64_t firstSeed, bool expectEvictions = true) {
+void runVariant(const Config& config, const std::string& name, std::uint64_t firstSeed, bool expectEvictions = true) {
   const int count = sequencesPerVariant();
-  if (const char *seed = std::getenv("MQX_DIFFERENTIAL_FIRST_SEED")) firstSeed = std::strtoull(seed, nullptr, 10);
+  if (const char* seed = std::getenv("MQX_DIFFERENTIAL_FIRST_SEED")) firstSeed = std::strtoull(seed, nullptr, 10);
   std::uint64_t evictions = 0;
   for (int i = 0; i < count; ++i) {
     const std::uint64_t seed = firstSeed + static_cast<std::uint64_t>(i);
@@ -370,7 +370,7 @@ INSTANTIATE_TEST_SUITE_P(AllPolicies, DifferentialPolicies,
                                            PolicyCase{ReplacementKind::Lfu, EvictionGranularity::Page},
                                            PolicyCase{ReplacementKind::Random, EvictionGranularity::Region},
                                            PolicyCase{ReplacementKind::Random, EvictionGranularity::Page}),
-                         [](const auto &info) {
+                         [](const auto& info) {
                            return toString(info.param.policy) + (info.param.granularity == EvictionGranularity::Page
                                                                      ? std::string("Page")
                                                                      : std::string("Region"));
@@ -378,21 +378,15 @@ INSTANTIATE_TEST_SUITE_P(AllPolicies, DifferentialPolicies,
 
 // The paper's ablations (§7.3) and the reference-detection modes must be
 // just as correct as the full system.
-const std::vector<Variant> &ablations() {
+const std::vector<Variant>& ablations() {
   static const std::vector<Variant> variants = {
-      {"NoLazy", [](Config &c) { c.lazyTransfer = false; }},
-      {"NoCow", [](Config &c) { c.copyOnWrite = false; }},
-      // Every launch references every region, so all of them must fit at
-      // once: a device large enough for the whole footprint.
-      {"NoRef",
-       [](Config &c) {
-         c.referenceDetection = ReferenceDetection::All;
-         c.simCapacity = 8 << 20;
-       }},
-      {"NoAccess", [](Config &c) { c.accessAdvice = false; }},
-      {"NoPage", [](Config &c) { c.pageCoherence = false; }},
-      {"ScanOnly", [](Config &c) { c.referenceDetection = ReferenceDetection::Scan; }},
-      {"UnpinnedSwap", [](Config &c) { c.pinnedSwap = false; }},
+      {"NoLazy", [](Config& c) { c.lazyTransfer = false; }},
+      {"NoCow", [](Config& c) { c.copyOnWrite = false; }},
+      {"NoRef", [](Config& c) { c.referenceDetection = ReferenceDetection::All; }},
+      {"NoAccess", [](Config& c) { c.accessAdvice = false; }},
+      {"NoPage", [](Config& c) { c.pageCoherence = false; }},
+      {"ScanOnly", [](Config& c) { c.referenceDetection = ReferenceDetection::Scan; }},
+      {"UnpinnedSwap", [](Config& c) { c.pinnedSwap = false; }},
   };
   return variants;
 }
@@ -400,14 +394,14 @@ const std::vector<Variant> &ablations() {
 class DifferentialAblations : public ::testing::TestWithParam<std::size_t> {};
 
 TEST_P(DifferentialAblations, MatchesUnlimitedReference) {
-  const Variant &variant = ablations()[GetParam()];
+  const Variant& variant = ablations()[GetParam()];
   Config config = tightConfig();
   variant.apply(config);
-  runVariant(config, variant.name, 50000 + 1000 * GetParam(), config.referenceDetection != ReferenceDetection::All);
+  runVariant(config, variant.name, 50000 + 1000 * GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(Ablations, DifferentialAblations, ::testing::Range<std::size_t>(0, 7),
-                         [](const auto &info) { return std::string(ablations()[info.param].name); });
+                         [](const auto& info) { return std::string(ablations()[info.param].name); });
 
 } // namespace
 } // namespace mqx::test

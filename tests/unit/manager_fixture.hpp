@@ -26,7 +26,7 @@ inline Config smallConfig() {
 
 class ManagerTest : public ::testing::Test {
 protected:
-  void start(const Config &config = smallConfig()) {
+  void start(const Config& config = smallConfig()) {
     config_ = config;
     backend_ = std::make_unique<device::SimBackend>(config_);
     kernels_ = std::make_unique<SimKernels>(*backend_);
@@ -50,9 +50,9 @@ protected:
     return out;
   }
   Status transform(DevicePtr in, DevicePtr out, std::uint64_t n, std::uint8_t seed, StreamHandle stream = 0) {
-    void *inPointer = reinterpret_cast<void *>(in);
-    void *outPointer = reinterpret_cast<void *>(out);
-    void *params[] = {&inPointer, &outPointer, &n, &seed};
+    void* inPointer = reinterpret_cast<void*>(in);
+    void* outPointer = reinterpret_cast<void*>(out);
+    void* params[] = {&inPointer, &outPointer, &n, &seed};
     device::KernelLaunch launch;
     launch.function = kernels_->transform;
     launch.params = params;

@@ -144,9 +144,9 @@ TEST_F(ManagerTest, ParameterScanFindsInteriorAndStructPointers) {
   DevicePtr target = allocate(data.size());
   manager_->copyHostToDevice(source, data.data(), data.size(), 0, true);
   manager_->memset(target, 0x11, 1, data.size(), 0, true);
-  XorArguments arguments{reinterpret_cast<std::uint8_t *>(source + 1000),
-                         reinterpret_cast<std::uint8_t *>(target + 1000), data.size() - 1000};
-  void *params[] = {&arguments};
+  XorArguments arguments{reinterpret_cast<std::uint8_t*>(source + 1000), reinterpret_cast<std::uint8_t*>(target + 1000),
+                         data.size() - 1000};
+  void* params[] = {&arguments};
   device::KernelLaunch launch;
   launch.function = kernels_->xorStruct;
   launch.params = params;

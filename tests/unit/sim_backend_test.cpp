@@ -76,12 +76,12 @@ TEST(SimBackend, StreamsRunInOrderAndOrderAcrossStreams) {
     seen.push_back(value);
   };
   FunctionHandle slow = backend.registerKernel(
-      [&](const SimKernelContext &, void **) {
+      [&](const SimKernelContext&, void**) {
         std::this_thread::sleep_for(std::chrono::milliseconds(30));
         record(1);
       },
       {});
-  FunctionHandle fast = backend.registerKernel([&](const SimKernelContext &, void **) { record(2); }, {});
+  FunctionHandle fast = backend.registerKernel([&](const SimKernelContext&, void**) { record(2); }, {});
   StreamHandle a = backend.createStream();
   StreamHandle b = backend.createStream();
   KernelLaunch first;
@@ -113,14 +113,14 @@ TEST(SimBackend, KernelParametersAreCopiedAtLaunch) {
   SimBackend backend(smallDevice());
   std::atomic<std::uint64_t> seenValue{0};
   FunctionHandle kernel = backend.registerKernel(
-      [&](const SimKernelContext &, void **params) { seenValue = *static_cast<std::uint64_t *>(params[0]); }, {{0, 8}});
+      [&](const SimKernelContext&, void** params) { seenValue = *static_cast<std::uint64_t*>(params[0]); }, {{0, 8}});
   std::uint64_t value = 7;
-  void *params[] = {&value};
+  void* params[] = {&value};
   KernelLaunch launch;
   launch.function = kernel;
   launch.params = params;
   FunctionHandle blocker = backend.registerKernel(
-      [](const SimKernelContext &, void **) { std::this_thread::sleep_for(std::chrono::milliseconds(20)); }, {});
+      [](const SimKernelContext&, void**) { std::this_thread::sleep_for(std::chrono::milliseconds(20)); }, {});
   KernelLaunch wait;
   wait.function = blocker;
   ASSERT_EQ(backend.launch(wait), Status::Success);

@@ -17,11 +17,11 @@ constexpr std::uint8_t kPoison = 0xA5; // fresh device memory holds garbage, nev
 constexpr StreamHandle kToDeviceStream = 0x5001;
 constexpr StreamHandle kToHostStream = 0x5002;
 
-void *toPointer(DevicePtr address) { return reinterpret_cast<void *>(static_cast<std::uintptr_t>(address)); }
+void* toPointer(DevicePtr address) { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)); }
 
 } // namespace
 
-SimBackend::SimBackend(const Config &config)
+SimBackend::SimBackend(const Config& config)
     : capacity_(config.simCapacity), granularity_(config.simGranularity), copyBandwidth_(config.simCopyBandwidthGBps),
       deviceBandwidth_(config.simDeviceBandwidthGBps), realtime_(config.simRealtime),
       fenceWords_(new std::atomic<std::uint64_t>[kMaxFenceSlots]) {
@@ -34,7 +34,7 @@ SimBackend::SimBackend(const Config &config)
 SimBackend::~SimBackend() {
   // Streams first: their workers may still be touching mappings.
   streams_.clear();
-  for (const auto &[base, bytes] : reservations_)
+  for (const auto& [base, bytes] : reservations_)
     ::munmap(toPointer(base), bytes);
 }
 
@@ -82,18 +82,18 @@ std::size_t SimBackend::freeMemory() const {
   return capacity_ - mapped_;
 }
 
-Status SimBackend::reserve(std::size_t bytes, DevicePtr *base) {
+Status SimBackend::reserve(std::size_t bytes, DevicePtr* base) {
   if (bytes == 0 || bytes % granularity_ != 0 || base == nullptr) return Status::InvalidValue;
   // Over-reserve so that the range can start at a granularity boundary, as
   // cuMemAddressReserve's ranges do; trim the slack.
-  void *raw = ::mmap(nullptr, bytes + granularity_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* raw = ::mmap(nullptr, bytes + granularity_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (raw == MAP_FAILED) return Status::OutOfMemory;
   auto start = reinterpret_cast<std::uintptr_t>(raw);
   std::uintptr_t aligned = roundUp(start, granularity_);
   if (aligned > start) ::munmap(raw, aligned - start);
   std::uintptr_t tail = aligned + bytes;
   std::uintptr_t end = start + bytes + granularity_;
-  if (end > tail) ::munmap(reinterpret_cast<void *>(tail), end - tail);
+  if (end > tail) ::munmap(reinterpret_cast<void*>(tail), end - tail);
   std::lock_guard lock(mutex_);
   reservations_[aligned] = bytes;
   *base = aligned;
@@ -123,7 +123,7 @@ Status SimBackend::map(DevicePtr address, std::size_t bytes) {
   if (next != mappings_.begin() && std::prev(next)->first + std::prev(next)->second > address)
     return Status::InvalidValue;
   if (mapped_ + bytes > capacity_) return Status::OutOfMemory;
-  void *result =
+  void* result =
       ::mmap(toPointer(address), bytes, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (result == MAP_FAILED) return Status::OutOfMemory;
   std::memset(result, kPoison, bytes);
@@ -144,19 +144,19 @@ Status SimBackend::unmap(DevicePtr address, std::size_t bytes) {
   return Status::Success;
 }
 
-Status SimBackend::allocateHost(std::size_t bytes, void **out) {
+Status SimBackend::allocateHost(std::size_t bytes, void** out) {
   if (bytes == 0 || out == nullptr) return Status::InvalidValue;
   *out = std::aligned_alloc(4096, roundUp(bytes, 4096));
   return *out != nullptr ? Status::Success : Status::OutOfMemory;
 }
 
-void SimBackend::freeHost(void *pointer, std::size_t) { std::free(pointer); }
+void SimBackend::freeHost(void* pointer, std::size_t) { std::free(pointer); }
 
 StreamHandle SimBackend::transferStream(TransferDirection direction) {
   return direction == TransferDirection::ToDevice ? kToDeviceStream : kToHostStream;
 }
 
-SimStream *SimBackend::streamFor(StreamHandle handle, std::uint32_t *fenceSlot) {
+SimStream* SimBackend::streamFor(StreamHandle handle, std::uint32_t* fenceSlot) {
   std::lock_guard lock(mutex_);
   auto it = streams_.find(handle);
   if (it == streams_.end()) return nullptr;
@@ -190,9 +190,9 @@ void SimBackend::charge(std::uint64_t bytes, double gigabytesPerSecond, std::uin
   if (realtime_) std::this_thread::sleep_for(std::chrono::duration<double>(time));
 }
 
-Status SimBackend::copyToDevice(DevicePtr destination, const void *source, std::size_t bytes, StreamHandle stream,
+Status SimBackend::copyToDevice(DevicePtr destination, const void* source, std::size_t bytes, StreamHandle stream,
                                 bool) {
-  SimStream *target = streamFor(stream);
+  SimStream* target = streamFor(stream);
   if (target == nullptr) return Status::InvalidHandle;
   if (source == nullptr || !rangeMapped(destination, bytes)) return Status::InvalidValue;
   target->enqueue([=, this] {
@@ -202,8 +202,8 @@ Status SimBackend::copyToDevice(DevicePtr destination, const void *source, std::
   return Status::Success;
 }
 
-Status SimBackend::copyToHost(void *destination, DevicePtr source, std::size_t bytes, StreamHandle stream, bool) {
-  SimStream *target = streamFor(stream);
+Status SimBackend::copyToHost(void* destination, DevicePtr source, std::size_t bytes, StreamHandle stream, bool) {
+  SimStream* target = streamFor(stream);
   if (target == nullptr) return Status::InvalidHandle;
   if (destination == nullptr || !rangeMapped(source, bytes)) return Status::InvalidValue;
   target->enqueue([=, this] {
@@ -214,7 +214,7 @@ Status SimBackend::copyToHost(void *destination, DevicePtr source, std::size_t b
 }
 
 Status SimBackend::copyOnDevice(DevicePtr destination, DevicePtr source, std::size_t bytes, StreamHandle stream) {
-  SimStream *target = streamFor(stream);
+  SimStream* target = streamFor(stream);
   if (target == nullptr) return Status::InvalidHandle;
   if (!rangeMapped(destination, bytes) || !rangeMapped(source, bytes)) return Status::InvalidValue;
   target->enqueue([=, this] {
@@ -226,12 +226,12 @@ Status SimBackend::copyOnDevice(DevicePtr destination, DevicePtr source, std::si
 
 Status SimBackend::fill(DevicePtr destination, std::uint32_t pattern, unsigned elementSize, std::size_t count,
                         StreamHandle stream) {
-  SimStream *target = streamFor(stream);
+  SimStream* target = streamFor(stream);
   if (target == nullptr) return Status::InvalidHandle;
   if (elementSize != 1 && elementSize != 2 && elementSize != 4) return Status::InvalidValue;
   if (destination % elementSize != 0 || !rangeMapped(destination, count * elementSize)) return Status::InvalidValue;
   target->enqueue([=, this] {
-    auto *out = static_cast<std::byte *>(toPointer(destination));
+    auto* out = static_cast<std::byte*>(toPointer(destination));
     if (elementSize == 1) {
       std::memset(out, static_cast<int>(pattern & 0xFF), count);
     } else {
@@ -244,8 +244,8 @@ Status SimBackend::fill(DevicePtr destination, std::uint32_t pattern, unsigned e
   return Status::Success;
 }
 
-Status SimBackend::launch(const KernelLaunch &launch) {
-  SimStream *target = streamFor(launch.stream);
+Status SimBackend::launch(const KernelLaunch& launch) {
+  SimStream* target = streamFor(launch.stream);
   if (target == nullptr) return Status::InvalidHandle;
   Kernel kernel;
   {
@@ -258,7 +258,7 @@ Status SimBackend::launch(const KernelLaunch &launch) {
   // Parameters are copied at launch, as the driver does: the caller may
   // reuse its argument storage as soon as the launch returns.
   std::size_t bytes = 0;
-  for (const auto &param : kernel.layout)
+  for (const auto& param : kernel.layout)
     bytes = std::max(bytes, param.offset + param.size);
   auto storage = std::make_shared<std::vector<std::byte>>(bytes);
   for (std::size_t i = 0; i < kernel.layout.size(); ++i)
@@ -267,15 +267,15 @@ Status SimBackend::launch(const KernelLaunch &launch) {
   std::copy(std::begin(launch.grid), std::end(launch.grid), context.grid);
   std::copy(std::begin(launch.block), std::end(launch.block), context.block);
   target->enqueue([kernel = std::move(kernel), storage, context] {
-    std::vector<void *> params;
-    for (const auto &param : kernel.layout)
+    std::vector<void*> params;
+    for (const auto& param : kernel.layout)
       params.push_back(storage->data() + param.offset);
     kernel.function(context, params.data());
   });
   return Status::Success;
 }
 
-Status SimBackend::paramLayout(FunctionHandle function, std::vector<ParamInfo> *layout) {
+Status SimBackend::paramLayout(FunctionHandle function, std::vector<ParamInfo>* layout) {
   std::lock_guard lock(mutex_);
   auto it = kernels_.find(function);
   if (it == kernels_.end()) return Status::InvalidHandle;
@@ -284,8 +284,8 @@ Status SimBackend::paramLayout(FunctionHandle function, std::vector<ParamInfo> *
 }
 
 Status SimBackend::order(StreamHandle signaller, StreamHandle waiter) {
-  SimStream *from = streamFor(signaller);
-  SimStream *to = streamFor(waiter);
+  SimStream* from = streamFor(signaller);
+  SimStream* to = streamFor(waiter);
   if (from == nullptr || to == nullptr) return Status::InvalidHandle;
   if (from == to) return Status::Success;
   struct Event {
@@ -306,9 +306,9 @@ Status SimBackend::order(StreamHandle signaller, StreamHandle waiter) {
   return Status::Success;
 }
 
-Status SimBackend::enqueueFence(StreamHandle stream, Fence *fence) {
+Status SimBackend::enqueueFence(StreamHandle stream, Fence* fence) {
   std::uint32_t slot = 0;
-  SimStream *target = streamFor(stream, &slot);
+  SimStream* target = streamFor(stream, &slot);
   if (target == nullptr) return Status::InvalidHandle;
   std::uint64_t value;
   {
@@ -320,11 +320,11 @@ Status SimBackend::enqueueFence(StreamHandle stream, Fence *fence) {
   return Status::Success;
 }
 
-bool SimBackend::fenceReached(const Fence &fence) {
+bool SimBackend::fenceReached(const Fence& fence) {
   return fence.slot < kMaxFenceSlots && fenceWords_[fence.slot].load(std::memory_order_acquire) >= fence.value;
 }
 
-Status SimBackend::waitFence(const Fence &fence) {
+Status SimBackend::waitFence(const Fence& fence) {
   if (fence.slot >= kMaxFenceSlots) return Status::InvalidValue;
   while (!fenceReached(fence))
     std::this_thread::yield();
@@ -332,7 +332,7 @@ Status SimBackend::waitFence(const Fence &fence) {
 }
 
 Status SimBackend::synchronize(StreamHandle stream) {
-  SimStream *target = streamFor(stream);
+  SimStream* target = streamFor(stream);
   if (target == nullptr) return Status::InvalidHandle;
   target->synchronize();
   return Status::Success;

@@ -28,7 +28,7 @@ struct SimKernelContext {
 
 // A simulated kernel: reads its parameters like a CUDA kernel would, from
 // an array of pointers to parameter values.
-using SimKernel = std::function<void(const SimKernelContext &, void **params)>;
+using SimKernel = std::function<void(const SimKernelContext&, void** params)>;
 
 struct SimTransferTotals {
   std::uint64_t bytesToDevice = 0;
@@ -41,7 +41,7 @@ struct SimTransferTotals {
 
 class SimBackend final : public DeviceBackend {
 public:
-  explicit SimBackend(const Config &config);
+  explicit SimBackend(const Config& config);
   ~SimBackend() override;
 
   // Application-side helpers (what cuStreamCreate and module loading are on a
@@ -57,28 +57,28 @@ public:
   std::size_t totalMemory() const override { return capacity_; }
   std::size_t freeMemory() const override;
 
-  Status reserve(std::size_t bytes, DevicePtr *base) override;
+  Status reserve(std::size_t bytes, DevicePtr* base) override;
   Status release(DevicePtr base, std::size_t bytes) override;
   Status map(DevicePtr address, std::size_t bytes) override;
   Status unmap(DevicePtr address, std::size_t bytes) override;
 
-  Status allocateHost(std::size_t bytes, void **out) override;
-  void freeHost(void *pointer, std::size_t bytes) override;
+  Status allocateHost(std::size_t bytes, void** out) override;
+  void freeHost(void* pointer, std::size_t bytes) override;
 
   StreamHandle transferStream(TransferDirection direction) override;
-  Status copyToDevice(DevicePtr destination, const void *source, std::size_t bytes, StreamHandle stream,
+  Status copyToDevice(DevicePtr destination, const void* source, std::size_t bytes, StreamHandle stream,
                       bool hostIsPinned) override;
-  Status copyToHost(void *destination, DevicePtr source, std::size_t bytes, StreamHandle stream,
+  Status copyToHost(void* destination, DevicePtr source, std::size_t bytes, StreamHandle stream,
                     bool hostIsPinned) override;
   Status copyOnDevice(DevicePtr destination, DevicePtr source, std::size_t bytes, StreamHandle stream) override;
   Status fill(DevicePtr destination, std::uint32_t pattern, unsigned elementSize, std::size_t count,
               StreamHandle stream) override;
-  Status launch(const KernelLaunch &launch) override;
-  Status paramLayout(FunctionHandle function, std::vector<ParamInfo> *layout) override;
+  Status launch(const KernelLaunch& launch) override;
+  Status paramLayout(FunctionHandle function, std::vector<ParamInfo>* layout) override;
   Status order(StreamHandle signaller, StreamHandle waiter) override;
-  Status enqueueFence(StreamHandle stream, Fence *fence) override;
-  bool fenceReached(const Fence &fence) override;
-  Status waitFence(const Fence &fence) override;
+  Status enqueueFence(StreamHandle stream, Fence* fence) override;
+  bool fenceReached(const Fence& fence) override;
+  Status waitFence(const Fence& fence) override;
   Status synchronize(StreamHandle stream) override;
 
 private:
@@ -92,7 +92,7 @@ private:
     std::uint64_t nextFence = 0;
   };
 
-  SimStream *streamFor(StreamHandle handle, std::uint32_t *fenceSlot = nullptr);
+  SimStream* streamFor(StreamHandle handle, std::uint32_t* fenceSlot = nullptr);
   bool rangeMapped(DevicePtr address, std::size_t bytes) const;
   void charge(std::uint64_t bytes, double gigabytesPerSecond, std::uint64_t SimTransferTotals::*counter,
               double SimTransferTotals::*seconds);

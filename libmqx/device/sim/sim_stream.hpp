@@ -15,8 +15,8 @@ class SimStream {
 public:
   SimStream();
   ~SimStream();
-  SimStream(const SimStream &) = delete;
-  SimStream &operator=(const SimStream &) = delete;
+  SimStream(const SimStream&) = delete;
+  SimStream& operator=(const SimStream&) = delete;
 
   void enqueue(std::function<void()> task);
   // Blocks until every task enqueued before the call has run.
