@@ -106,6 +106,7 @@ int runChild(const Options& options) {
   if (options.child == "native") {
     measureNativeTransfers(setup, results);
     measureStaging(setup, results);
+    measureManagerLaunch(setup, results);
   } else {
     measureLazyLoad(setup, results);
     measureEviction(setup, results);
@@ -153,6 +154,10 @@ Results derive(const Results& native, const Results& mqx, const Results& mqx64) 
   double launchAdded = mqx.get("launch_us") - native.get("launch_us");
   derived.set("launch_added_us", launchAdded);
   derived.note("launch_added_target_lt_1us", verdict(launchAdded, 1.0, true));
+  derived.set("manager_launch_added_us_fence_each",
+              native.get("manager_launch_us_fence_coalesce_0us") - native.get("launch_us"));
+  derived.set("manager_launch_added_us_fence_coalesced",
+              native.get("manager_launch_us_fence_coalesce_50us") - native.get("launch_us"));
   double lazy = std::max(mqx.get("lazy_load_then_kernel_GBps"), mqx64.get("lazy_load_then_kernel_GBps"));
   double lazyVsPageable = lazy / native.get("load_pageable_then_kernel_GBps");
   derived.set("lazy_load_vs_native_pageable", lazyVsPageable);

@@ -11,6 +11,8 @@
 #include <memory>
 #include <vector>
 
+#include "config/config.hpp"
+#include "core/memory_manager.hpp"
 #include "device/cuda/cuda_backend.hpp"
 
 namespace mqx::bench {
@@ -203,6 +205,40 @@ void measureStaging(const Setup& setup, Results& results) {
     best = std::max(best, up);
   }
   results.set("staged_h2d_best_GBps", best);
+}
+
+void measureManagerLaunch(const Setup& setup, Results& results) {
+  static device::cuda::DriverApi api;
+  std::string error;
+  if (!device::cuda::DriverApi::load(api, error)) return;
+  constexpr int kLaunches = 20000;
+  for (unsigned coalesce : {0U, 50U}) {
+    device::cuda::CudaBackendOptions options;
+    options.fenceCoalesceMicroseconds = coalesce;
+    std::unique_ptr<device::cuda::CudaBackend> backend;
+    if (!ok(device::cuda::CudaBackend::create(api, options, &backend))) return;
+    Config config;
+    MemoryManager manager(config, *backend);
+    DevicePtr region = 0;
+    if (!ok(manager.allocate(1 << 20, &region))) return;
+    void* params[] = {&region};
+    device::KernelLaunch launch;
+    launch.function = reinterpret_cast<FunctionHandle>(setup.empty);
+    launch.block[0] = 32;
+    launch.stream = reinterpret_cast<StreamHandle>(setup.stream);
+    launch.params = params;
+    auto run = [&](int count) {
+      for (int i = 0; i < count; ++i)
+        if (!ok(manager.launch(launch))) std::exit(1);
+      synchronize(setup);
+      manager.poll();
+    };
+    run(1000);
+    double best = fastest(setup.repetitions, [&] { run(kLaunches); });
+    results.set("manager_launch_us_fence_coalesce_" + std::to_string(coalesce) + "us", best / kLaunches * 1e6);
+    manager.synchronizeAll();
+    manager.free(region);
+  }
 }
 
 void measureLazyLoad(const Setup& setup, Results& results) {

@@ -33,6 +33,11 @@ void measureNativeTransfers(const Setup& setup, Results& results);
 // ring, with 1, 4 and 8 copy threads.
 void measureStaging(const Setup& setup, Results& results);
 
+// Native process, mqx's MemoryManager and CudaBackend driven directly: the
+// launch path without the hooks, with every fence written and with fences
+// coalesced over 50 us (manager_launch_us_fence_coalesce_<n>us).
+void measureManagerLaunch(const Setup& setup, Results& results);
+
 // Under mqx: a lazy host-to-device copy from pageable memory completed by a
 // kernel that needs the data.
 void measureLazyLoad(const Setup& setup, Results& results);

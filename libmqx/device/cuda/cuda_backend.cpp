@@ -14,7 +14,7 @@ StreamHandle toHandle(CUstream stream) { return reinterpret_cast<StreamHandle>(s
 } // namespace
 
 CudaBackend::CudaBackend(const DriverApi& api, CUcontext context, CUdevice device, const CudaBackendOptions& options)
-    : api_(api), context_(context), device_(device), mappings_(api, device), fences_(api),
+    : api_(api), context_(context), device_(device), mappings_(api, device), fences_(api, options.fenceCoalesceMicroseconds),
       staging_(api, options.staging), layouts_(api) {}
 
 CudaBackend::~CudaBackend() = default;
@@ -200,7 +200,10 @@ Status CudaBackend::enqueueFence(StreamHandle stream, Fence* fence) {
   return fences_.enqueue(stream, fence);
 }
 
-bool CudaBackend::fenceReached(const Fence& fence) { return fences_.reached(fence); }
+bool CudaBackend::fenceReached(const Fence& fence) {
+  ContextGuard guard(api_, context_); // an owed fence write may be made now
+  return fences_.reached(fence);
+}
 
 Status CudaBackend::waitFence(const Fence& fence) {
   ContextGuard guard(api_, context_);

@@ -30,6 +30,8 @@ namespace mqx::device::cuda {
 
 struct CudaBackendOptions {
   StagingOptions staging;
+  // FenceTable coalescing window; 0 writes every fence (the default).
+  unsigned fenceCoalesceMicroseconds = 0;
 };
 
 class CudaBackend final : public DeviceBackend {

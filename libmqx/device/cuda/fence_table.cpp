@@ -17,7 +17,8 @@ bool isPerThread(CUstream stream) { return stream == CU_STREAM_PER_THREAD; }
 
 } // namespace
 
-FenceTable::FenceTable(const DriverApi& api) : api_(api) {}
+FenceTable::FenceTable(const DriverApi& api, unsigned coalesceMicroseconds)
+    : api_(api), coalesce_(coalesceMicroseconds) {}
 
 Status FenceTable::addBlock() {
   Block block;
@@ -59,7 +60,7 @@ Status FenceTable::slotFor(CUstream stream, std::uint32_t* slot) {
   }
   if (slots_.size() == blocks_.size() * kSlotsPerBlock) MQX_TRY(addBlock());
   *slot = static_cast<std::uint32_t>(slots_.size());
-  slots_.push_back(Slot{0, stream});
+  slots_.push_back(Slot{0, 0, stream, isPerThread(stream), {}});
   if (byId) {
     byStreamId_[streamId] = *slot;
   } else {
@@ -68,41 +69,64 @@ Status FenceTable::slotFor(CUstream stream, std::uint32_t* slot) {
   return Status::Success;
 }
 
+Status FenceTable::write(std::uint32_t slot) {
+  Slot& entry = slots_[slot];
+  // The default flags put a memory barrier before the write: everything the
+  // stream did before is visible once the value is.
+  CUresult result = api_.cuStreamWriteValue64_v2(entry.stream, deviceWord(slot), entry.next,
+                                                 CU_STREAM_WRITE_VALUE_DEFAULT);
+  if (result != CUDA_SUCCESS) {
+    log(LogLevel::Warn, "fence: {}", api_.describe("cuStreamWriteValue64", result));
+    return toStatus(result);
+  }
+  entry.written = entry.next;
+  if (coalesce_.count() > 0) entry.lastWrite = std::chrono::steady_clock::now();
+  return Status::Success;
+}
+
 Status FenceTable::enqueue(StreamHandle handle, Fence* fence) {
   auto stream = reinterpret_cast<CUstream>(handle);
   std::lock_guard lock(mutex_);
   std::uint32_t slot = 0;
   MQX_TRY(slotFor(stream, &slot));
-  std::uint64_t value = slots_[slot].next + 1;
-  // The default flags put a memory barrier before the write: everything the
-  // stream did before is visible once the value is.
-  CUresult result = api_.cuStreamWriteValue64_v2(stream, deviceWord(slot), value, CU_STREAM_WRITE_VALUE_DEFAULT);
-  if (result != CUDA_SUCCESS) {
-    log(LogLevel::Warn, "fence: {}", api_.describe("cuStreamWriteValue64", result));
-    return toStatus(result);
+  Slot& entry = slots_[slot];
+  ++entry.next;
+  bool owe = coalesce_.count() > 0 && !entry.perThread &&
+             std::chrono::steady_clock::now() - entry.lastWrite < coalesce_;
+  if (!owe) {
+    if (Status status = write(slot); !ok(status)) {
+      --entry.next;
+      return status;
+    }
   }
-  slots_[slot].next = value;
   fence->slot = slot;
-  fence->value = value;
+  fence->value = entry.next;
   return Status::Success;
 }
 
-bool FenceTable::reached(const Fence& fence) const {
-  std::lock_guard lock(mutex_);
-  if (fence.slot >= slots_.size()) return false;
-  // The device writes the word over PCIe; an acquire load orders what the
+bool FenceTable::seen(const Fence& fence) const {
+  // The device writes the word over PCIe; an acquire fence orders what the
   // caller reads next after it.
-  std::uint64_t seen = *word(fence.slot);
+  std::uint64_t value = *word(fence.slot);
   std::atomic_thread_fence(std::memory_order_acquire);
-  return seen >= fence.value;
+  return value >= fence.value;
 }
 
-Status FenceTable::wait(const Fence& fence) const {
+bool FenceTable::reached(const Fence& fence) {
+  std::lock_guard lock(mutex_);
+  if (fence.slot >= slots_.size()) return false;
+  if (seen(fence)) return true;
+  if (fence.value > slots_[fence.slot].written) write(fence.slot); // owed: make it now
+  return false;
+}
+
+Status FenceTable::wait(const Fence& fence) {
   using namespace std::chrono;
   CUstream stream = nullptr;
   {
     std::lock_guard lock(mutex_);
     if (fence.slot >= slots_.size() || fence.value > slots_[fence.slot].next) return Status::InvalidValue;
+    if (fence.value > slots_[fence.slot].written) MQX_TRY(write(fence.slot));
     stream = slots_[fence.slot].stream;
   }
   auto start = steady_clock::now();

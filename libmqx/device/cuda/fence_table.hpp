@@ -5,8 +5,17 @@
 // number into the slot's word; it is reached when the host reads a value at
 // least as large. Sequence numbers only grow, so one read answers for every
 // earlier fence of the slot.
+//
+// Coalescing (off unless coalesceMicroseconds > 0): a fence enqueued less
+// than that long after the slot's last write is only numbered; its write is
+// owed and made by a later fence of the slot, or when someone asks whether
+// it was reached. One write then covers many launches (a write costs about as
+// much as a launch), at the price of learning completion later. The
+// per-thread default stream is never coalesced: its handle means another
+// stream on another thread, so the write cannot be made later elsewhere.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -23,16 +32,17 @@ namespace mqx::device::cuda {
 
 class FenceTable {
 public:
-  explicit FenceTable(const DriverApi& api);
+  FenceTable(const DriverApi& api, unsigned coalesceMicroseconds);
   FenceTable(const FenceTable&) = delete;
   FenceTable& operator=(const FenceTable&) = delete;
 
   Status enqueue(StreamHandle stream, Fence* fence);
-  bool reached(const Fence& fence) const;
+  // Makes an owed write first (then the answer is "not yet").
+  bool reached(const Fence& fence);
   // Polls (spinning briefly, then sleeping) until the fence is reached. Fails
   // instead of hanging when the stream reports an error or drained without
   // writing the value.
-  Status wait(const Fence& fence) const;
+  Status wait(const Fence& fence);
 
 private:
   static constexpr std::size_t kSlotsPerBlock = 512;
@@ -41,17 +51,24 @@ private:
     CUdeviceptr devicePointer = 0;
   };
   struct Slot {
-    std::uint64_t next = 0;  // last sequence number handed out
+    std::uint64_t next = 0;    // last sequence number handed out
+    std::uint64_t written = 0; // last sequence number enqueued for writing
     CUstream stream = nullptr;
+    bool perThread = false;
+    std::chrono::steady_clock::time_point lastWrite{};
   };
 
   // Under mutex_: the slot of a stream, created on first use.
   Status slotFor(CUstream stream, std::uint32_t* slot);
   Status addBlock();
+  // Under mutex_: enqueues the write of the slot's newest number.
+  Status write(std::uint32_t slot);
+  bool seen(const Fence& fence) const;
   volatile std::uint64_t* word(std::uint32_t slot) const;
   CUdeviceptr deviceWord(std::uint32_t slot) const;
 
   const DriverApi& api_;
+  const std::chrono::microseconds coalesce_;
   mutable std::mutex mutex_;
   std::vector<Block> blocks_;
   std::vector<Slot> slots_;
