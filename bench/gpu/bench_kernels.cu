@@ -8,7 +8,8 @@ extern "C" __global__ void empty(std::uint32_t* data) {}
 
 // Writes every word: makes a region dirty without reading it.
 extern "C" __global__ void fill(std::uint32_t* data, std::size_t n, std::uint32_t value) {
-  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) data[i] = value;
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    data[i] = value;
 }
 
 // Reads one word per 4 KiB: "a kernel needs this data" at almost no cost.

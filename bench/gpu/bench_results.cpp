@@ -14,8 +14,10 @@ double Results::get(const std::string& name) const {
 
 bool Results::save(const std::string& path) const {
   std::ofstream out(path);
-  for (const auto& [name, value] : numbers_) out << name << ' ' << value << '\n';
-  for (const auto& [name, text] : texts_) out << name << " =" << text << '\n';
+  for (const auto& [name, value] : numbers_)
+    out << name << ' ' << value << '\n';
+  for (const auto& [name, text] : texts_)
+    out << name << " =" << text << '\n';
   return static_cast<bool>(out);
 }
 

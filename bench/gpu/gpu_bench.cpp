@@ -46,14 +46,22 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string key = argv[i];
     std::string value = argv[i + 1];
-    if (key == "--kernels") options.kernels = value;
-    else if (key == "--libmqx") options.libmqx = value;
-    else if (key == "--out") options.out = value;
-    else if (key == "--commit") options.commit = value;
-    else if (key == "--size-mib") options.sizeMiB = std::stoul(value);
-    else if (key == "--repetitions") options.repetitions = std::stoi(value);
-    else if (key == "--child") options.child = value;
-    else if (key == "--child-out") options.childOut = value;
+    if (key == "--kernels")
+      options.kernels = value;
+    else if (key == "--libmqx")
+      options.libmqx = value;
+    else if (key == "--out")
+      options.out = value;
+    else if (key == "--commit")
+      options.commit = value;
+    else if (key == "--size-mib")
+      options.sizeMiB = std::stoul(value);
+    else if (key == "--repetitions")
+      options.repetitions = std::stoi(value);
+    else if (key == "--child")
+      options.child = value;
+    else if (key == "--child-out")
+      options.childOut = value;
     else {
       std::fprintf(stderr, "unknown option %s\n", key.c_str());
       std::exit(2);
@@ -67,12 +75,12 @@ Options parse(int argc, char** argv) {
   return options;
 }
 
-#define CHILD_CU(call)                                                                             \
-  do {                                                                                             \
-    if (CUresult child_result_ = (call); child_result_ != CUDA_SUCCESS) {                          \
-      std::fprintf(stderr, "%s failed: %d\n", #call, static_cast<int>(child_result_));            \
-      return child_result_ == CUDA_ERROR_NO_DEVICE ? 77 : 1;                                       \
-    }                                                                                              \
+#define CHILD_CU(call)                                                                                                 \
+  do {                                                                                                                 \
+    if (CUresult child_result_ = (call); child_result_ != CUDA_SUCCESS) {                                              \
+      std::fprintf(stderr, "%s failed: %d\n", #call, static_cast<int>(child_result_));                                 \
+      return child_result_ == CUDA_ERROR_NO_DEVICE ? 77 : 1;                                                           \
+    }                                                                                                                  \
   } while (0)
 
 int runChild(const Options& options) {
@@ -121,7 +129,8 @@ bool spawn(const char* self, const Options& options, const std::string& mode,
   std::string out = options.out + "." + mode + ".txt";
   pid_t pid = fork();
   if (pid == 0) {
-    for (const auto& [key, value] : environment) setenv(key.c_str(), value.c_str(), 1);
+    for (const auto& [key, value] : environment)
+      setenv(key.c_str(), value.c_str(), 1);
     std::string size = std::to_string(options.sizeMiB);
     std::string reps = std::to_string(options.repetitions);
     execl(self, self, "--kernels", options.kernels.c_str(), "--child", mode == "native" ? "native" : "mqx",
@@ -182,13 +191,12 @@ int runParent(const char* self, const Options& options) {
   std::string limit = std::to_string(options.sizeMiB + 4) + "MiB";
   Results native, mqx, mqx64;
   if (!spawn(self, options, "native", {}, native)) return 1;
-  bool mqxOk = spawn(self, options, "mqx",
-                     {{"LD_PRELOAD", options.libmqx}, {"MQX_MEMORY_DEVICE_MEMORY_LIMIT", limit}}, mqx);
-  bool mqx64Ok = spawn(self, options, "mqx_page_64MiB",
-                       {{"LD_PRELOAD", options.libmqx},
-                        {"MQX_MEMORY_DEVICE_MEMORY_LIMIT", limit},
-                        {"MQX_MEMORY_PAGE_SIZE", "64MiB"}},
-                       mqx64);
+  bool mqxOk =
+      spawn(self, options, "mqx", {{"LD_PRELOAD", options.libmqx}, {"MQX_MEMORY_DEVICE_MEMORY_LIMIT", limit}}, mqx);
+  bool mqx64Ok = spawn(
+      self, options, "mqx_page_64MiB",
+      {{"LD_PRELOAD", options.libmqx}, {"MQX_MEMORY_DEVICE_MEMORY_LIMIT", limit}, {"MQX_MEMORY_PAGE_SIZE", "64MiB"}},
+      mqx64);
   Results derived = derive(native, mqx, mqx64);
   std::ofstream out(options.out);
   out << "{\n  \"benchmark\": \"mqx-gpu-bench\",\n";

@@ -18,15 +18,15 @@
 namespace mqx::bench {
 namespace {
 
-#define BENCH_CU(call)                                                                             \
-  do {                                                                                             \
-    CUresult bench_result_ = (call);                                                               \
-    if (bench_result_ != CUDA_SUCCESS) {                                                           \
-      const char* bench_name_ = "?";                                                               \
-      cuGetErrorName(bench_result_, &bench_name_);                                                 \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, bench_name_);             \
-      std::exit(1);                                                                                \
-    }                                                                                              \
+#define BENCH_CU(call)                                                                                                 \
+  do {                                                                                                                 \
+    CUresult bench_result_ = (call);                                                                                   \
+    if (bench_result_ != CUDA_SUCCESS) {                                                                               \
+      const char* bench_name_ = "?";                                                                                   \
+      cuGetErrorName(bench_result_, &bench_name_);                                                                     \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, bench_name_);                                 \
+      std::exit(1);                                                                                                    \
+    }                                                                                                                  \
   } while (0)
 
 double seconds(const std::function<void()>& work) {
@@ -37,7 +37,8 @@ double seconds(const std::function<void()>& work) {
 
 double fastest(int repetitions, const std::function<void()>& work) {
   double best = 1e300;
-  for (int i = 0; i < repetitions; ++i) best = std::min(best, seconds(work));
+  for (int i = 0; i < repetitions; ++i)
+    best = std::min(best, seconds(work));
   return best;
 }
 
@@ -162,7 +163,8 @@ void measureNativeTransfers(const Setup& setup, Results& results) {
   BENCH_CU(cuMemHostGetDevicePointer(&deviceWord, word, 0));
   constexpr int kWrites = 10000;
   double writes = fastest(reps, [&] {
-    for (int i = 0; i < kWrites; ++i) BENCH_CU(cuStreamWriteValue64(setup.stream, deviceWord, i, 0));
+    for (int i = 0; i < kWrites; ++i)
+      BENCH_CU(cuStreamWriteValue64(setup.stream, deviceWord, i, 0));
     synchronize(setup);
   });
   results.set("stream_write_value_us", writes / kWrites * 1e6);

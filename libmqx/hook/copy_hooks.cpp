@@ -18,8 +18,7 @@ CUresult hostToDevice(const char* call, CUdeviceptr destination, const void* sou
   MemoryManager* manager = Runtime::instance().manager();
   if (manager == nullptr || !manager->isManaged(destination)) return passThrough();
   return guarded(call, [&] {
-    return managedResult(call,
-                         manager->copyHostToDevice(destination, source, bytes, order.stream, order.synchronous));
+    return managedResult(call, manager->copyHostToDevice(destination, source, bytes, order.stream, order.synchronous));
   });
 }
 
@@ -33,8 +32,7 @@ CUresult deviceToHost(const char* call, void* destination, CUdeviceptr source, s
     // threads): protection goes first.
     beforeHostWrite(*manager, destination, bytes);
     if (!manager->isManaged(source)) return passThrough();
-    return managedResult(call,
-                         manager->copyDeviceToHost(destination, source, bytes, order.stream, order.synchronous));
+    return managedResult(call, manager->copyDeviceToHost(destination, source, bytes, order.stream, order.synchronous));
   });
 }
 
@@ -80,14 +78,15 @@ CUresult unified(const char* call, CUdeviceptr destination, CUdeviceptr source, 
   });
 }
 
-
 } // namespace
 
 MQX_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
-  return unified("cuMemcpy", dst, src, bytes, blocking(false), [&] { return callReal(&DriverApi::cuMemcpy, dst, src, bytes); });
+  return unified("cuMemcpy", dst, src, bytes, blocking(false),
+                 [&] { return callReal(&DriverApi::cuMemcpy, dst, src, bytes); });
 }
 MQX_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
-  return unified("cuMemcpy", dst, src, bytes, blocking(true), [&] { return callReal(&DriverApi::cuMemcpy_ptds, dst, src, bytes); });
+  return unified("cuMemcpy", dst, src, bytes, blocking(true),
+                 [&] { return callReal(&DriverApi::cuMemcpy_ptds, dst, src, bytes); });
 }
 MQX_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s) {
   return unified("cuMemcpyAsync", dst, src, bytes, async(s, false),

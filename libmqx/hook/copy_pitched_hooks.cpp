@@ -18,8 +18,8 @@ struct Endpoint {
   bool array = false;
 };
 
-Endpoint endpoint(const MemoryManager& manager, CUmemorytype type, const void* host, CUdeviceptr device,
-                  CopySide side, std::size_t width, std::size_t height) {
+Endpoint endpoint(const MemoryManager& manager, CUmemorytype type, const void* host, CUdeviceptr device, CopySide side,
+                  std::size_t width, std::size_t height) {
   Endpoint result;
   result.side = side;
   switch (type) {
@@ -50,7 +50,10 @@ CUresult pitchedCopy(const char* call, MemoryManager& manager, const CopyShape& 
     return passThrough();
   }
   if (from.array || to.array) {
-    log(LogLevel::Warn, "{}: copies between CUDA arrays and mqx-managed memory are not supported", call);
+    log(LogLevel::Warn,
+        "{}: copies between CUDA arrays and mqx-managed memory are not "
+        "supported",
+        call);
     return CUDA_ERROR_NOT_SUPPORTED;
   }
   return shape.forEachRun([&](std::uintptr_t source, std::uintptr_t destination, std::size_t bytes) -> CUresult {
@@ -79,10 +82,10 @@ CUresult copy2D(const char* call, const CUDA_MEMCPY2D* copy, Order order, PassTh
     shape.height = copy->Height;
     CopySide source{0, copy->srcXInBytes, copy->srcY, 0, copy->srcPitch, 0};
     CopySide destination{0, copy->dstXInBytes, copy->dstY, 0, copy->dstPitch, 0};
-    Endpoint from = endpoint(*manager, copy->srcMemoryType, copy->srcHost, copy->srcDevice, source, shape.width,
-                             shape.height);
-    Endpoint to = endpoint(*manager, copy->dstMemoryType, copy->dstHost, copy->dstDevice, destination, shape.width,
-                           shape.height);
+    Endpoint from =
+        endpoint(*manager, copy->srcMemoryType, copy->srcHost, copy->srcDevice, source, shape.width, shape.height);
+    Endpoint to =
+        endpoint(*manager, copy->dstMemoryType, copy->dstHost, copy->dstDevice, destination, shape.width, shape.height);
     shape.source = from.side;
     shape.destination = to.side;
     return pitchedCopy(call, *manager, shape, from, to, order, passThrough);
@@ -100,16 +103,15 @@ CUresult copy3D(const char* call, const CUDA_MEMCPY3D* copy, Order order, PassTh
     shape.depth = copy->Depth;
     CopySide source{0, copy->srcXInBytes, copy->srcY, copy->srcZ, copy->srcPitch, copy->srcHeight};
     CopySide destination{0, copy->dstXInBytes, copy->dstY, copy->dstZ, copy->dstPitch, copy->dstHeight};
-    Endpoint from = endpoint(*manager, copy->srcMemoryType, copy->srcHost, copy->srcDevice, source, shape.width,
-                             shape.height);
-    Endpoint to = endpoint(*manager, copy->dstMemoryType, copy->dstHost, copy->dstDevice, destination, shape.width,
-                           shape.height);
+    Endpoint from =
+        endpoint(*manager, copy->srcMemoryType, copy->srcHost, copy->srcDevice, source, shape.width, shape.height);
+    Endpoint to =
+        endpoint(*manager, copy->dstMemoryType, copy->dstHost, copy->dstDevice, destination, shape.width, shape.height);
     shape.source = from.side;
     shape.destination = to.side;
     return pitchedCopy(call, *manager, shape, from, to, order, passThrough);
   });
 }
-
 
 } // namespace
 

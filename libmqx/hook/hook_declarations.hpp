@@ -8,7 +8,9 @@
 #include "device/cuda/driver_api.hpp"
 #include "hook/export.hpp"
 
-#define MQX_HOOK(family, name) MQX_EXPORT std::remove_pointer_t<decltype(mqx::device::cuda::DriverApi::name)> name;
+#define MQX_HOOK(family, name)                                                                                         \
+  MQX_EXPORT                                                                                                           \
+  std::remove_pointer_t<decltype(mqx::device::cuda::DriverApi::name)> name;
 #include "hook/hook_list.inc"
 #undef MQX_HOOK
 

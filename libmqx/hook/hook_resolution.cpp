@@ -51,7 +51,8 @@ void* hookForProcAddress(const char* symbol, void* real, int cudaVersion, std::u
   }
   static std::atomic<bool> said{false};
   if (!said.exchange(true)) {
-    log(LogLevel::Info, "cuGetProcAddress hands out unexported addresses; hooks chosen by version rules");
+    log(LogLevel::Info, "cuGetProcAddress hands out unexported addresses; "
+                        "hooks chosen by version rules");
   }
   return hook->function;
 }

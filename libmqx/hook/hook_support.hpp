@@ -17,8 +17,7 @@ using device::cuda::toCuResult;
 
 // Calls the real driver function DriverApi::*member. CUDA_ERROR_NOT_FOUND
 // when the driver (or that entry point of it) is missing.
-template <typename Function, typename... Args>
-CUresult callReal(Function DriverApi::*member, Args... args) noexcept {
+template <typename Function, typename... Args> CUresult callReal(Function DriverApi::*member, Args... args) noexcept {
   const DriverApi* api = Runtime::instance().driver();
   if (api == nullptr || api->*member == nullptr) return CUDA_ERROR_NOT_FOUND;
   return (api->*member)(args...);
@@ -26,8 +25,7 @@ CUresult callReal(Function DriverApi::*member, Args... args) noexcept {
 
 // Runs the managed path of a hook: a C entry point must not let an exception
 // out, and an error must not pass silently.
-template <typename Body>
-CUresult guarded(const char* call, Body&& body) noexcept {
+template <typename Body> CUresult guarded(const char* call, Body&& body) noexcept {
   try {
     return body();
   } catch (const std::bad_alloc&) {

@@ -100,9 +100,8 @@ CUresult launchKernelEx(const CUlaunchConfig* config, CUfunction f, void** param
 }
 
 template <typename PassThrough>
-CUresult launchCooperative(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                           unsigned bz, unsigned shared, CUstream stream, void** params, bool perThread,
-                           PassThrough passThrough) {
+CUresult launchCooperative(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                           unsigned shared, CUstream stream, void** params, bool perThread, PassThrough passThrough) {
   NativeLaunch native{NativeLaunch::Kind::Cooperative, f, params, nullptr, nullptr};
   Geometry geometry{{gx, gy, gz}, {bx, by, bz}, shared, streamOf(stream, perThread)};
   return launch("cuLaunchCooperativeKernel", native, geometry, passThrough);

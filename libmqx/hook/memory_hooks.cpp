@@ -27,8 +27,7 @@ CUresult allocate(const char* call, CUdeviceptr* address, std::size_t bytes, Pas
   });
 }
 
-template <typename PassThrough>
-CUresult release(const char* call, CUdeviceptr address, PassThrough passThrough) {
+template <typename PassThrough> CUresult release(const char* call, CUdeviceptr address, PassThrough passThrough) {
   MemoryManager* manager = Runtime::instance().manager();
   if (manager == nullptr || !manager->isManaged(address)) return passThrough();
   return guarded(call, [&] { return managedResult(call, manager->free(address)); });
@@ -46,8 +45,8 @@ MQX_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* address, size_t* pitch, size
     return callReal(&DriverApi::cuMemAllocPitch_v2, address, pitch, width, height, elementSize);
   };
   // The driver's own checks: element size 4, 8 or 16, a non-empty area.
-  bool valid = pitch != nullptr && width != 0 && height != 0 &&
-               (elementSize == 4 || elementSize == 8 || elementSize == 16);
+  bool valid =
+      pitch != nullptr && width != 0 && height != 0 && (elementSize == 4 || elementSize == 8 || elementSize == 16);
   std::size_t rowBytes = roundUp(width, kPitchAlignment);
   CUresult result = allocate("cuMemAllocPitch", address, valid ? rowBytes * height : 0, passThrough);
   if (result == CUDA_SUCCESS && Runtime::instance().manager() != nullptr) *pitch = rowBytes;
@@ -76,6 +75,5 @@ MQX_EXPORT CUresult cuMemFreeAsync(CUdeviceptr address, CUstream stream) {
 }
 
 MQX_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr address, CUstream stream) {
-  return release("cuMemFreeAsync", address,
-                 [&] { return callReal(&DriverApi::cuMemFreeAsync_ptsz, address, stream); });
+  return release("cuMemFreeAsync", address, [&] { return callReal(&DriverApi::cuMemFreeAsync_ptsz, address, stream); });
 }

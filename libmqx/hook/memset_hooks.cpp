@@ -32,8 +32,8 @@ CUresult fill2D(const char* call, CUdeviceptr destination, std::size_t pitch, st
 }
 
 template <typename PassThrough>
-CUresult fill(const char* call, CUdeviceptr destination, std::uint32_t pattern, unsigned elementSize,
-              std::size_t count, Order order, PassThrough passThrough) {
+CUresult fill(const char* call, CUdeviceptr destination, std::uint32_t pattern, unsigned elementSize, std::size_t count,
+              Order order, PassThrough passThrough) {
   return fill2D(call, destination, count * elementSize, pattern, elementSize, count, 1, order, passThrough);
 }
 
@@ -44,17 +44,20 @@ MQX_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) {
   return fill("cuMemsetD8", d, v, 1, n, blocking(false), [&] { return callReal(&DriverApi::cuMemsetD8_v2, d, v, n); });
 }
 MQX_EXPORT CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n) {
-  return fill("cuMemsetD8", d, v, 1, n, blocking(true), [&] { return callReal(&DriverApi::cuMemsetD8_v2_ptds, d, v, n); });
+  return fill("cuMemsetD8", d, v, 1, n, blocking(true),
+              [&] { return callReal(&DriverApi::cuMemsetD8_v2_ptds, d, v, n); });
 }
 MQX_EXPORT CUresult cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n) {
-  return fill("cuMemsetD16", d, v, 2, n, blocking(false), [&] { return callReal(&DriverApi::cuMemsetD16_v2, d, v, n); });
+  return fill("cuMemsetD16", d, v, 2, n, blocking(false),
+              [&] { return callReal(&DriverApi::cuMemsetD16_v2, d, v, n); });
 }
 MQX_EXPORT CUresult cuMemsetD16_v2_ptds(CUdeviceptr d, unsigned short v, size_t n) {
   return fill("cuMemsetD16", d, v, 2, n, blocking(true),
               [&] { return callReal(&DriverApi::cuMemsetD16_v2_ptds, d, v, n); });
 }
 MQX_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n) {
-  return fill("cuMemsetD32", d, v, 4, n, blocking(false), [&] { return callReal(&DriverApi::cuMemsetD32_v2, d, v, n); });
+  return fill("cuMemsetD32", d, v, 4, n, blocking(false),
+              [&] { return callReal(&DriverApi::cuMemsetD32_v2, d, v, n); });
 }
 MQX_EXPORT CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n) {
   return fill("cuMemsetD32", d, v, 4, n, blocking(true),
@@ -122,8 +125,7 @@ MQX_EXPORT CUresult cuMemsetD2D16Async(CUdeviceptr d, size_t p, unsigned short v
   return fill2D("cuMemsetD2D16Async", d, p, v, 2, w, h, async(s, false),
                 [&] { return callReal(&DriverApi::cuMemsetD2D16Async, d, p, v, w, h, s); });
 }
-MQX_EXPORT CUresult cuMemsetD2D16Async_ptsz(CUdeviceptr d, size_t p, unsigned short v, size_t w, size_t h,
-                                            CUstream s) {
+MQX_EXPORT CUresult cuMemsetD2D16Async_ptsz(CUdeviceptr d, size_t p, unsigned short v, size_t w, size_t h, CUstream s) {
   return fill2D("cuMemsetD2D16Async", d, p, v, 2, w, h, async(s, true),
                 [&] { return callReal(&DriverApi::cuMemsetD2D16Async_ptsz, d, p, v, w, h, s); });
 }
@@ -131,8 +133,7 @@ MQX_EXPORT CUresult cuMemsetD2D32Async(CUdeviceptr d, size_t p, unsigned int v, 
   return fill2D("cuMemsetD2D32Async", d, p, v, 4, w, h, async(s, false),
                 [&] { return callReal(&DriverApi::cuMemsetD2D32Async, d, p, v, w, h, s); });
 }
-MQX_EXPORT CUresult cuMemsetD2D32Async_ptsz(CUdeviceptr d, size_t p, unsigned int v, size_t w, size_t h,
-                                            CUstream s) {
+MQX_EXPORT CUresult cuMemsetD2D32Async_ptsz(CUdeviceptr d, size_t p, unsigned int v, size_t w, size_t h, CUstream s) {
   return fill2D("cuMemsetD2D32Async", d, p, v, 4, w, h, async(s, true),
                 [&] { return callReal(&DriverApi::cuMemsetD2D32Async_ptsz, d, p, v, w, h, s); });
 }

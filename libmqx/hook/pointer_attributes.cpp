@@ -5,8 +5,7 @@
 namespace mqx::hook {
 namespace {
 
-template <typename T>
-CUresult put(void* data, T value) {
+template <typename T> CUresult put(void* data, T value) {
   std::memcpy(data, &value, sizeof(T));
   return CUDA_SUCCESS;
 }
@@ -21,7 +20,7 @@ CUresult describeManagedPointer(const ManagedPointer& pointer, CUpointer_attribu
   case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: return put(data, static_cast<unsigned>(CU_MEMORYTYPE_DEVICE));
   case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: return put(data, pointer.address);
   case CU_POINTER_ATTRIBUTE_HOST_POINTER: return CUDA_ERROR_INVALID_VALUE; // device memory, as for cuMemAlloc
-  case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: return put(data, true); // mqx's blocking copies always synchronise
+  case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: return put(data, true);           // mqx's blocking copies always synchronise
   case CU_POINTER_ATTRIBUTE_BUFFER_ID: return put(data, static_cast<unsigned long long>(pointer.region.base));
   case CU_POINTER_ATTRIBUTE_IS_MANAGED: return put(data, false); // not cudaMallocManaged memory
   case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: return put(data, pointer.deviceOrdinal);

@@ -47,7 +47,9 @@ bool Runtime::configureLocked() {
     return true;
   } catch (const std::exception& error) {
     state_.store(State::Failed, std::memory_order_release);
-    log(LogLevel::Error, "{}: refusing to run unmanaged; CUDA calls fail with CUDA_ERROR_NOT_INITIALIZED",
+    log(LogLevel::Error,
+        "{}: refusing to run unmanaged; CUDA calls fail with "
+        "CUDA_ERROR_NOT_INITIALIZED",
         error.what());
     return false;
   }
@@ -87,7 +89,8 @@ MemoryManager* Runtime::activate() {
     passThrough(fmt::format("the memory manager cannot start ({})", error.what()));
     return nullptr;
   }
-  // Copy-on-write faults and frees of protected host buffers go to it from now on.
+  // Copy-on-write faults and frees of protected host buffers go to it from now
+  // on.
   registerHostMemoryManager(managerStorage_.get());
   backendStorage_ = std::move(backend);
   backend_.store(backendStorage_.get(), std::memory_order_release);

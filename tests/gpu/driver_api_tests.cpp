@@ -21,15 +21,15 @@ using gpu_test::mqxActive;
 using gpu_test::mqxStatistic;
 using gpu_test::pattern;
 
-#define CU_OK(call)                                                                                \
-  do {                                                                                             \
-    CUresult cu_ok_result_ = (call);                                                               \
-    if (cu_ok_result_ != CUDA_SUCCESS) {                                                           \
-      const char* cu_ok_name_ = "?";                                                               \
-      cuGetErrorName(cu_ok_result_, &cu_ok_name_);                                                 \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cu_ok_name_);             \
-      std::exit(1);                                                                                \
-    }                                                                                              \
+#define CU_OK(call)                                                                                                    \
+  do {                                                                                                                 \
+    CUresult cu_ok_result_ = (call);                                                                                   \
+    if (cu_ok_result_ != CUDA_SUCCESS) {                                                                               \
+      const char* cu_ok_name_ = "?";                                                                                   \
+      cuGetErrorName(cu_ok_result_, &cu_ok_name_);                                                                     \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cu_ok_name_);                                 \
+      std::exit(1);                                                                                                    \
+    }                                                                                                                  \
   } while (0)
 
 namespace {
@@ -39,7 +39,9 @@ struct Kernels {
 } kernels;
 
 constexpr unsigned kThreads = 256;
-unsigned blocksFor(std::size_t n) { return static_cast<unsigned>(std::min<std::size_t>((n + kThreads - 1) / kThreads, 4096)); }
+unsigned blocksFor(std::size_t n) {
+  return static_cast<unsigned>(std::min<std::size_t>((n + kThreads - 1) / kThreads, 4096));
+}
 
 void launch(CUfunction function, std::size_t n, std::vector<void*> params, CUstream stream = nullptr) {
   CU_OK(cuLaunchKernel(function, blocksFor(n), 1, 1, kThreads, 1, 1, 0, stream, params.data(), nullptr));
@@ -65,7 +67,8 @@ std::vector<std::uint32_t> download(CUdeviceptr device, std::size_t elements) {
 }
 
 void expectPattern(const std::vector<std::uint32_t>& host, std::uint32_t seed, std::uint32_t plus) {
-  for (std::size_t i = 0; i < host.size(); ++i) GPU_CHECK_EQ(host[i], pattern(seed, i) + plus);
+  for (std::size_t i = 0; i < host.size(); ++i)
+    GPU_CHECK_EQ(host[i], pattern(seed, i) + plus);
 }
 
 void pressure(std::uint32_t seed) {
@@ -85,10 +88,13 @@ void oversubscribe() {
     buffers[b] = allocate(bytes);
     fill(buffers[b], n, b + 1);
   }
-  for (int b = 0; b < kBuffers; ++b) add(buffers[b], n, 3);
+  for (int b = 0; b < kBuffers; ++b)
+    add(buffers[b], n, 3);
   CU_OK(cuCtxSynchronize());
-  for (int b = 0; b < kBuffers; ++b) expectPattern(download(buffers[b], n), b + 1, 3);
-  for (CUdeviceptr buffer : buffers) CU_OK(cuMemFree(buffer));
+  for (int b = 0; b < kBuffers; ++b)
+    expectPattern(download(buffers[b], n), b + 1, 3);
+  for (CUdeviceptr buffer : buffers)
+    CU_OK(cuMemFree(buffer));
   if (mqxActive()) GPU_CHECK(mqxStatistic("evictions") > 0);
 }
 
@@ -179,7 +185,8 @@ void pitchedCopies() {
   GPU_CHECK(pitch >= width);
   std::size_t hostPitch = 3072;
   std::vector<std::uint8_t> source(hostPitch * height);
-  for (std::size_t i = 0; i < source.size(); ++i) source[i] = static_cast<std::uint8_t>(i * 7 + 3);
+  for (std::size_t i = 0; i < source.size(); ++i)
+    source[i] = static_cast<std::uint8_t>(i * 7 + 3);
   CUDA_MEMCPY2D up{};
   up.srcMemoryType = CU_MEMORYTYPE_HOST;
   up.srcHost = source.data();
@@ -208,7 +215,8 @@ void pitchedCopies() {
   // 3D: a 64 x 32 x 8 box out of a larger host volume, through a managed one.
   std::size_t w = 64, h = 32, d = 8, hostW = 100, hostH = 40;
   std::vector<std::uint8_t> volume(hostW * hostH * 10);
-  for (std::size_t i = 0; i < volume.size(); ++i) volume[i] = static_cast<std::uint8_t>(i * 13 + 1);
+  for (std::size_t i = 0; i < volume.size(); ++i)
+    volume[i] = static_cast<std::uint8_t>(i * 13 + 1);
   CUdeviceptr box = allocate(w * h * d);
   CUDA_MEMCPY3D in{};
   in.srcMemoryType = CU_MEMORYTYPE_HOST;
@@ -238,7 +246,8 @@ void pitchedCopies() {
   CUdeviceptr a = allocate(n * 4);
   CUdeviceptr b = allocate(n * 4);
   std::vector<std::uint32_t> words(n);
-  for (std::size_t i = 0; i < n; ++i) words[i] = pattern(17, i);
+  for (std::size_t i = 0; i < n; ++i)
+    words[i] = pattern(17, i);
   CU_OK(cuMemcpy(a, reinterpret_cast<CUdeviceptr>(words.data()), n * 4));
   CU_OK(cuMemcpyDtoD(b, a, n * 4));
   add(b, n, 1);
@@ -247,7 +256,8 @@ void pitchedCopies() {
   expectPattern(result, 17, 1);
   CU_OK(cuMemcpy(a, b, n * 4));
   expectPattern(download(a, n), 17, 1);
-  for (CUdeviceptr p : {pitched, box, a, b}) CU_OK(cuMemFree(p));
+  for (CUdeviceptr p : {pitched, box, a, b})
+    CU_OK(cuMemFree(p));
 }
 
 void pointerQueries() {
@@ -287,7 +297,8 @@ void pointerQueries() {
 void lazyCopyThenModify() {
   std::size_t n = (32u << 20) / 4;
   std::vector<std::uint32_t> source(n);
-  for (std::size_t i = 0; i < n; ++i) source[i] = pattern(5, i);
+  for (std::size_t i = 0; i < n; ++i)
+    source[i] = pattern(5, i);
   CUdeviceptr data = allocate(n * 4);
   CU_OK(cuMemcpyHtoD(data, source.data(), n * 4));
   std::fill(source.begin(), source.end(), 0U);
@@ -351,7 +362,7 @@ int main(int argc, char** argv) {
   CU_OK(cuModuleGetFunction(&kernels.pair, module, "pair"));
 
   const std::map<std::string, std::function<void()>> scenarios = {
-      {"oversubscribe", oversubscribe}, {"launch_forms", launchForms},     {"memsets", memsets},
+      {"oversubscribe", oversubscribe},  {"launch_forms", launchForms},       {"memsets", memsets},
       {"pitched_copies", pitchedCopies}, {"pointer_queries", pointerQueries}, {"lazy_copy", lazyCopyThenModify},
       {"streams", severalStreams},
   };

@@ -15,11 +15,13 @@ extern "C" __global__ void fill(std::uint32_t* data, std::size_t n, std::uint32_
 }
 
 extern "C" __global__ void add(std::uint32_t* data, std::size_t n, std::uint32_t delta) {
-  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) data[i] += delta;
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    data[i] += delta;
 }
 
 extern "C" __global__ void copy(const std::uint32_t* in, std::uint32_t* out, std::size_t n) {
-  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) out[i] = in[i];
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    out[i] = in[i];
 }
 
 struct Pair {

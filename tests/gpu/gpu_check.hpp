@@ -11,23 +11,23 @@
 #include <cstring>
 #include <string>
 
-#define GPU_CHECK(condition)                                                                        \
-  do {                                                                                              \
-    if (!(condition)) {                                                                             \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #condition);           \
-      std::exit(1);                                                                                 \
-    }                                                                                               \
+#define GPU_CHECK(condition)                                                                                           \
+  do {                                                                                                                 \
+    if (!(condition)) {                                                                                                \
+      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #condition);                               \
+      std::exit(1);                                                                                                    \
+    }                                                                                                                  \
   } while (0)
 
-#define GPU_CHECK_EQ(actual, expected)                                                              \
-  do {                                                                                              \
-    auto gpu_a_ = (actual);                                                                         \
-    auto gpu_e_ = (expected);                                                                       \
-    if (!(gpu_a_ == gpu_e_)) {                                                                      \
-      std::fprintf(stderr, "%s:%d: %s == %s failed: %lld != %lld\n", __FILE__, __LINE__, #actual,   \
-                   #expected, static_cast<long long>(gpu_a_), static_cast<long long>(gpu_e_));      \
-      std::exit(1);                                                                                 \
-    }                                                                                               \
+#define GPU_CHECK_EQ(actual, expected)                                                                                 \
+  do {                                                                                                                 \
+    auto gpu_a_ = (actual);                                                                                            \
+    auto gpu_e_ = (expected);                                                                                          \
+    if (!(gpu_a_ == gpu_e_)) {                                                                                         \
+      std::fprintf(stderr, "%s:%d: %s == %s failed: %lld != %lld\n", __FILE__, __LINE__, #actual, #expected,           \
+                   static_cast<long long>(gpu_a_), static_cast<long long>(gpu_e_));                                    \
+      std::exit(1);                                                                                                    \
+    }                                                                                                                  \
   } while (0)
 
 namespace gpu_test {

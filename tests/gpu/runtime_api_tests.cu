@@ -23,14 +23,13 @@ using gpu_test::mqxActive;
 using gpu_test::mqxStatistic;
 using gpu_test::pattern;
 
-#define CUDA_OK(call)                                                                              \
-  do {                                                                                             \
-    cudaError_t cuda_ok_error_ = (call);                                                           \
-    if (cuda_ok_error_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                          \
-                   cudaGetErrorString(cuda_ok_error_));                                            \
-      std::exit(1);                                                                                \
-    }                                                                                              \
+#define CUDA_OK(call)                                                                                                  \
+  do {                                                                                                                 \
+    cudaError_t cuda_ok_error_ = (call);                                                                               \
+    if (cuda_ok_error_ != cudaSuccess) {                                                                               \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(cuda_ok_error_));          \
+      std::exit(1);                                                                                                    \
+    }                                                                                                                  \
   } while (0)
 
 namespace {
@@ -45,11 +44,13 @@ __global__ void fillKernel(std::uint32_t* data, std::size_t n, std::uint32_t see
 }
 
 __global__ void addKernel(std::uint32_t* data, std::size_t n, std::uint32_t delta) {
-  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) data[i] += delta;
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    data[i] += delta;
 }
 
 __global__ void copyKernel(const std::uint32_t* in, std::uint32_t* out, std::size_t n) {
-  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) out[i] = in[i];
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    out[i] = in[i];
 }
 
 // Pointers inside structs passed by value: found by scanning parameter bytes.
@@ -72,7 +73,8 @@ struct Gather {
 __global__ void gatherKernel(Gather gather) {
   for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < gather.n; i += gridDim.x * blockDim.x) {
     std::uint32_t sum = 0;
-    for (int k = 0; k < 4; ++k) sum += gather.parts[k][i];
+    for (int k = 0; k < 4; ++k)
+      sum += gather.parts[k][i];
     gather.out[i] = sum;
   }
 }
@@ -84,7 +86,9 @@ __global__ void tableKernel(std::uint32_t* const* table, std::size_t n) {
 }
 
 constexpr unsigned kThreads = 256;
-unsigned blocksFor(std::size_t n) { return static_cast<unsigned>(std::min<std::size_t>((n + kThreads - 1) / kThreads, 4096)); }
+unsigned blocksFor(std::size_t n) {
+  return static_cast<unsigned>(std::min<std::size_t>((n + kThreads - 1) / kThreads, 4096));
+}
 
 std::uint32_t* deviceBuffer(std::size_t elements) {
   std::uint32_t* pointer = nullptr;
@@ -110,7 +114,8 @@ void expectPattern(const std::vector<std::uint32_t>& host, std::uint32_t seed, s
 
 std::vector<std::uint32_t> hostPattern(std::uint32_t seed, std::size_t elements) {
   std::vector<std::uint32_t> host(elements);
-  for (std::size_t i = 0; i < elements; ++i) host[i] = pattern(seed, i);
+  for (std::size_t i = 0; i < elements; ++i)
+    host[i] = pattern(seed, i);
   return host;
 }
 
@@ -130,14 +135,19 @@ void oversubscribe() {
   std::size_t bytes = 2 * deviceLimit() / kBuffers;
   std::size_t n = bytes / sizeof(std::uint32_t);
   std::uint32_t* buffers[kBuffers];
-  for (auto& buffer : buffers) buffer = deviceBuffer(n);
-  for (int b = 0; b < kBuffers; ++b) fillKernel<<<blocksFor(n), kThreads>>>(buffers[b], n, b + 1);
+  for (auto& buffer : buffers)
+    buffer = deviceBuffer(n);
+  for (int b = 0; b < kBuffers; ++b)
+    fillKernel<<<blocksFor(n), kThreads>>>(buffers[b], n, b + 1);
   for (int round = 0; round < 2; ++round)
-    for (int b = 0; b < kBuffers; ++b) addKernel<<<blocksFor(n), kThreads>>>(buffers[b], n, 1);
+    for (int b = 0; b < kBuffers; ++b)
+      addKernel<<<blocksFor(n), kThreads>>>(buffers[b], n, 1);
   CUDA_OK(cudaGetLastError());
   CUDA_OK(cudaDeviceSynchronize());
-  for (int b = 0; b < kBuffers; ++b) expectPattern(download(buffers[b], n), b + 1, 2);
-  for (auto* buffer : buffers) CUDA_OK(cudaFree(buffer));
+  for (int b = 0; b < kBuffers; ++b)
+    expectPattern(download(buffers[b], n), b + 1, 2);
+  for (auto* buffer : buffers)
+    CUDA_OK(cudaFree(buffer));
   if (mqxActive()) GPU_CHECK(mqxStatistic("evictions") > 0);
 }
 
@@ -159,7 +169,8 @@ void lazyCopyThenModify() {
   CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   source = hostPattern(8, n);
   CUDA_OK(cudaMemcpyAsync(device, source.data(), n * sizeof(std::uint32_t), cudaMemcpyHostToDevice, stream));
-  for (std::size_t i = 0; i < n; i += 1024) source[i] = 0; // sparse writes: one fault per page
+  for (std::size_t i = 0; i < n; i += 1024)
+    source[i] = 0; // sparse writes: one fault per page
   pressure(deviceLimit() / 2, 99);
   addKernel<<<blocksFor(n), kThreads, 0, stream>>>(device, n, 5);
   CUDA_OK(cudaStreamSynchronize(stream));
@@ -179,7 +190,8 @@ void freeSource() {
   };
   // Large malloc: mmap-backed, free() unmaps it; the range is then reused.
   auto* big = static_cast<std::uint32_t*>(std::malloc(n * sizeof(std::uint32_t)));
-  for (std::size_t i = 0; i < n; ++i) big[i] = pattern(31, i);
+  for (std::size_t i = 0; i < n; ++i)
+    big[i] = pattern(31, i);
   CUDA_OK(cudaMemcpy(device, big, n * sizeof(std::uint32_t), cudaMemcpyHostToDevice));
   std::free(big);
   auto* reuse = static_cast<std::uint32_t*>(std::malloc(n * sizeof(std::uint32_t)));
@@ -189,13 +201,15 @@ void freeSource() {
   // Small heap buffer (below any copy-on-write threshold is fine too).
   std::size_t small = 4096;
   auto* heap = new std::uint32_t[small];
-  for (std::size_t i = 0; i < small; ++i) heap[i] = pattern(32, i);
+  for (std::size_t i = 0; i < small; ++i)
+    heap[i] = pattern(32, i);
   CUDA_OK(cudaMemcpy(device, heap, small * sizeof(std::uint32_t), cudaMemcpyHostToDevice));
   delete[] heap;
   check(32, small);
   // realloc moves the buffer.
   auto* moving = static_cast<std::uint32_t*>(std::malloc(n / 2 * sizeof(std::uint32_t)));
-  for (std::size_t i = 0; i < n / 2; ++i) moving[i] = pattern(33, i);
+  for (std::size_t i = 0; i < n / 2; ++i)
+    moving[i] = pattern(33, i);
   CUDA_OK(cudaMemcpy(device, moving, n / 2 * sizeof(std::uint32_t), cudaMemcpyHostToDevice));
   moving = static_cast<std::uint32_t*>(std::realloc(moving, n * sizeof(std::uint32_t)));
   std::memset(moving, 0x55, n * sizeof(std::uint32_t));
@@ -220,7 +234,8 @@ void memsets() {
   CUDA_OK(cudaMemset(device, 0x01, bytes));
   addKernel<<<blocksFor(bytes / 4), kThreads>>>(words, bytes / 4, 1);
   CUDA_OK(cudaGetLastError());
-  for (std::uint32_t value : download(words, bytes / 4)) GPU_CHECK_EQ(value, 0x01010102U);
+  for (std::uint32_t value : download(words, bytes / 4))
+    GPU_CHECK_EQ(value, 0x01010102U);
   // Asynchronous memset on a stream, evicted before it is read.
   cudaStream_t stream;
   CUDA_OK(cudaStreamCreate(&stream));
@@ -228,7 +243,8 @@ void memsets() {
   addKernel<<<blocksFor(bytes / 4), kThreads, 0, stream>>>(words, bytes / 4, 9);
   CUDA_OK(cudaStreamSynchronize(stream));
   pressure(deviceLimit() * 3 / 4, 97);
-  for (std::uint32_t value : download(words, bytes / 4)) GPU_CHECK_EQ(value, 9U);
+  for (std::uint32_t value : download(words, bytes / 4))
+    GPU_CHECK_EQ(value, 9U);
   CUDA_OK(cudaStreamDestroy(stream));
   CUDA_OK(cudaFree(device));
   // Pitched memset and pitched copy back.
@@ -241,7 +257,8 @@ void memsets() {
   CUDA_OK(cudaMemset2D(pitched, pitch, 0x33, width, height));
   std::vector<std::uint8_t> rows(width * height);
   CUDA_OK(cudaMemcpy2D(rows.data(), width, pitched, pitch, width, height, cudaMemcpyDeviceToHost));
-  for (std::uint8_t value : rows) GPU_CHECK_EQ(value, 0x33);
+  for (std::uint8_t value : rows)
+    GPU_CHECK_EQ(value, 0x33);
   CUDA_OK(cudaFree(pitched));
 }
 
@@ -266,7 +283,8 @@ void evictThenRead() {
     CUDA_OK(cudaMemcpy(piece.data(), buffers[b] + n - 200, 200 * 4, cudaMemcpyDeviceToHost));
     expectPattern(piece, 40 + b, 0, n - 200);
   }
-  for (int b = 0; b < kBuffers; ++b) expectPattern(download(buffers[b], n), 40 + b, 0);
+  for (int b = 0; b < kBuffers; ++b)
+    expectPattern(download(buffers[b], n), 40 + b, 0);
   // A partial host-to-device copy into an evicted region merges with it.
   std::vector<std::uint32_t> patch(1024, 0xABCDEF01U);
   CUDA_OK(cudaMemcpy(buffers[0] + 4096, patch.data(), patch.size() * 4, cudaMemcpyHostToDevice));
@@ -276,7 +294,8 @@ void evictThenRead() {
     std::uint32_t expected = (i >= 4096 && i < 4096 + 1024) ? 0xABCDEF02U : pattern(40, i) + 1;
     GPU_CHECK_EQ(all[i], expected);
   }
-  for (auto* buffer : buffers) CUDA_OK(cudaFree(buffer));
+  for (auto* buffer : buffers)
+    CUDA_OK(cudaFree(buffer));
   if (mqxActive()) GPU_CHECK(mqxStatistic("bytes_written_back") > 0);
 }
 
@@ -308,10 +327,12 @@ void structParameters() {
   std::vector<std::uint32_t> result = download(out, partElements);
   for (std::size_t i = 0; i < partElements; ++i) {
     std::uint32_t sum = 0;
-    for (int k = 0; k < 4; ++k) sum += pattern(60 + k, i);
+    for (int k = 0; k < 4; ++k)
+      sum += pattern(60 + k, i);
     GPU_CHECK_EQ(result[i], sum);
   }
-  for (int k = 0; k < 4; ++k) CUDA_OK(cudaFree(const_cast<std::uint32_t*>(gather.parts[k])));
+  for (int k = 0; k < 4; ++k)
+    CUDA_OK(cudaFree(const_cast<std::uint32_t*>(gather.parts[k])));
   CUDA_OK(cudaFree(in));
   CUDA_OK(cudaFree(out));
 }
@@ -341,7 +362,8 @@ void advice() {
   tableKernel<<<blocksFor(n), kThreads>>>(table, n);
   CUDA_OK(cudaGetLastError());
   std::vector<std::uint32_t> result = download(out, n);
-  for (std::size_t i = 0; i < n; ++i) GPU_CHECK_EQ(result[i], pattern(71, i) * 2);
+  for (std::size_t i = 0; i < n; ++i)
+    GPU_CHECK_EQ(result[i], pattern(71, i) * 2);
   CUDA_OK(cudaFree(table));
   CUDA_OK(cudaFree(in));
   CUDA_OK(cudaFree(out));
@@ -399,9 +421,14 @@ void severalStreams() {
 
 int main(int argc, char** argv) {
   const std::map<std::string, std::function<void()>> scenarios = {
-      {"oversubscribe", oversubscribe}, {"lazy_copy", lazyCopyThenModify}, {"free_source", freeSource},
-      {"memsets", memsets},             {"evict_read", evictThenRead},     {"struct_params", structParameters},
-      {"advice", advice},               {"streams", severalStreams},
+      {"oversubscribe", oversubscribe},
+      {"lazy_copy", lazyCopyThenModify},
+      {"free_source", freeSource},
+      {"memsets", memsets},
+      {"evict_read", evictThenRead},
+      {"struct_params", structParameters},
+      {"advice", advice},
+      {"streams", severalStreams},
   };
   std::string which = argc > 1 ? argv[1] : "all";
   int devices = 0;

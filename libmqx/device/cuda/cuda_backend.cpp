@@ -14,8 +14,8 @@ StreamHandle toHandle(CUstream stream) { return reinterpret_cast<StreamHandle>(s
 } // namespace
 
 CudaBackend::CudaBackend(const DriverApi& api, CUcontext context, CUdevice device, const CudaBackendOptions& options)
-    : api_(api), context_(context), device_(device), mappings_(api, device), fences_(api, options.fenceCoalesceMicroseconds),
-      staging_(api, options.staging), layouts_(api) {}
+    : api_(api), context_(context), device_(device), mappings_(api, device),
+      fences_(api, options.fenceCoalesceMicroseconds), staging_(api, options.staging), layouts_(api) {}
 
 CudaBackend::~CudaBackend() = default;
 
@@ -24,8 +24,7 @@ Status CudaBackend::check(const char* call, CUresult result) const {
   return toStatus(result);
 }
 
-Status CudaBackend::create(const DriverApi& api, const CudaBackendOptions& options,
-                           std::unique_ptr<CudaBackend>* out) {
+Status CudaBackend::create(const DriverApi& api, const CudaBackendOptions& options, std::unique_ptr<CudaBackend>* out) {
   CUcontext context = nullptr;
   if (api.cuCtxGetCurrent(&context) != CUDA_SUCCESS || context == nullptr) return Status::InvalidContext;
   CUdevice device = 0;
@@ -137,9 +136,11 @@ Status CudaBackend::fill(DevicePtr destination, std::uint32_t pattern, unsigned 
   ContextGuard guard(api_, context_);
   CUstream s = toStream(stream);
   switch (elementSize) {
-  case 1: return check("cuMemsetD8Async", api_.cuMemsetD8Async(destination, static_cast<unsigned char>(pattern), count, s));
+  case 1:
+    return check("cuMemsetD8Async", api_.cuMemsetD8Async(destination, static_cast<unsigned char>(pattern), count, s));
   case 2:
-    return check("cuMemsetD16Async", api_.cuMemsetD16Async(destination, static_cast<unsigned short>(pattern), count, s));
+    return check("cuMemsetD16Async",
+                 api_.cuMemsetD16Async(destination, static_cast<unsigned short>(pattern), count, s));
   case 4: return check("cuMemsetD32Async", api_.cuMemsetD32Async(destination, pattern, count, s));
   default: return Status::InvalidValue;
   }

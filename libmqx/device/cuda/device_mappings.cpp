@@ -12,7 +12,8 @@ DeviceMappings::DeviceMappings(const DriverApi& api, CUdevice device) : api_(api
 DeviceMappings::~DeviceMappings() {
   // Give the address space back; the process may still run after mqx goes.
   std::vector<std::pair<DevicePtr, std::size_t>> ranges(reservations_.begin(), reservations_.end());
-  for (const auto& [base, bytes] : ranges) release(base, bytes);
+  for (const auto& [base, bytes] : ranges)
+    release(base, bytes);
 }
 
 CUmemAllocationProp DeviceMappings::allocationProperties() const {

@@ -31,7 +31,7 @@ bool DriverApi::load(DriverApi& api, std::string& error) {
 
 bool DriverApi::complete(std::string& missing) const {
   missing.clear();
-#define MQX_CU_FN(name, type, need)                                                                \
+#define MQX_CU_FN(name, type, need)                                                                                    \
   if (name == nullptr && (need)) missing += (missing.empty() ? "" : ", ") + std::string(#name);
 #include "device/cuda/driver_functions.inc"
 #undef MQX_CU_FN

@@ -13,8 +13,7 @@
 namespace mqx::device::cuda {
 
 // A handle plus the function that releases it.
-template <typename Handle, typename Releaser>
-class UniqueHandle {
+template <typename Handle, typename Releaser> class UniqueHandle {
 public:
   UniqueHandle() = default;
   UniqueHandle(Handle handle, Releaser releaser) : handle_(handle), releaser_(releaser) {}

@@ -34,7 +34,8 @@ Status FenceTable::addBlock() {
     return toStatus(result);
   }
   auto* words = static_cast<std::uint64_t*>(block.memory.get());
-  for (std::size_t i = 0; i < kSlotsPerBlock; ++i) words[i] = 0;
+  for (std::size_t i = 0; i < kSlotsPerBlock; ++i)
+    words[i] = 0;
   blocks_.push_back(std::move(block));
   return Status::Success;
 }
@@ -51,8 +52,8 @@ CUdeviceptr FenceTable::deviceWord(std::uint32_t slot) const {
 Status FenceTable::slotFor(CUstream stream, std::uint32_t* slot) {
   if (isLegacy(stream)) stream = nullptr;
   unsigned long long streamId = 0;
-  bool byId = isPerThread(stream) && api_.cuStreamGetId != nullptr &&
-              api_.cuStreamGetId(stream, &streamId) == CUDA_SUCCESS;
+  bool byId =
+      isPerThread(stream) && api_.cuStreamGetId != nullptr && api_.cuStreamGetId(stream, &streamId) == CUDA_SUCCESS;
   if (byId) {
     if (auto it = byStreamId_.find(streamId); it != byStreamId_.end()) return *slot = it->second, Status::Success;
   } else if (auto it = byStream_.find(stream); it != byStream_.end()) {
@@ -73,8 +74,8 @@ Status FenceTable::write(std::uint32_t slot) {
   Slot& entry = slots_[slot];
   // The default flags put a memory barrier before the write: everything the
   // stream did before is visible once the value is.
-  CUresult result = api_.cuStreamWriteValue64_v2(entry.stream, deviceWord(slot), entry.next,
-                                                 CU_STREAM_WRITE_VALUE_DEFAULT);
+  CUresult result =
+      api_.cuStreamWriteValue64_v2(entry.stream, deviceWord(slot), entry.next, CU_STREAM_WRITE_VALUE_DEFAULT);
   if (result != CUDA_SUCCESS) {
     log(LogLevel::Warn, "fence: {}", api_.describe("cuStreamWriteValue64", result));
     return toStatus(result);
@@ -91,8 +92,8 @@ Status FenceTable::enqueue(StreamHandle handle, Fence* fence) {
   MQX_TRY(slotFor(stream, &slot));
   Slot& entry = slots_[slot];
   ++entry.next;
-  bool owe = coalesce_.count() > 0 && !entry.perThread &&
-             std::chrono::steady_clock::now() - entry.lastWrite < coalesce_;
+  bool owe =
+      coalesce_.count() > 0 && !entry.perThread && std::chrono::steady_clock::now() - entry.lastWrite < coalesce_;
   if (!owe) {
     if (Status status = write(slot); !ok(status)) {
       --entry.next;
@@ -155,8 +156,7 @@ Status FenceTable::wait(const Fence& fence) {
     // thread, so "drained" proves nothing for it. Elsewhere a drained stream
     // seen three times in a row (60 ms) has lost the write.
     if (!isPerThread(stream) && ++drained >= 3) {
-      log(LogLevel::Error, "fence wait: stream drained without writing fence {} of slot {}", fence.value,
-          fence.slot);
+      log(LogLevel::Error, "fence wait: stream drained without writing fence {} of slot {}", fence.value, fence.slot);
       return Status::Unknown;
     }
   }

@@ -24,9 +24,9 @@
 
 #include "common/status.hpp"
 #include "common/types.hpp"
-#include "device/device_backend.hpp"
 #include "device/cuda/driver_api.hpp"
 #include "device/cuda/driver_handles.hpp"
+#include "device/device_backend.hpp"
 
 namespace mqx::device::cuda {
 

@@ -17,7 +17,7 @@ struct NativeLaunch {
   Kind kind = Kind::Kernel;
   CUfunction function = nullptr;
   void** kernelParams = nullptr;
-  void** extra = nullptr;            // Kernel and KernelEx
+  void** extra = nullptr;                 // Kernel and KernelEx
   const CUlaunchConfig* config = nullptr; // KernelEx: attributes come from here
 };
 

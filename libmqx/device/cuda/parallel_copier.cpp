@@ -9,7 +9,8 @@ namespace mqx::device::cuda {
 
 ParallelCopier::ParallelCopier(unsigned workers) {
   threads_.reserve(workers);
-  for (unsigned i = 0; i < workers; ++i) threads_.emplace_back([this] { workerLoop(); });
+  for (unsigned i = 0; i < workers; ++i)
+    threads_.emplace_back([this] { workerLoop(); });
 }
 
 ParallelCopier::~ParallelCopier() {
@@ -18,7 +19,8 @@ ParallelCopier::~ParallelCopier() {
     stop_ = true;
   }
   wake_.notify_all();
-  for (auto& thread : threads_) thread.join();
+  for (auto& thread : threads_)
+    thread.join();
 }
 
 void ParallelCopier::runPieces() {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "common/status.hpp"
-#include "device/device_backend.hpp"
 #include "device/cuda/driver_api.hpp"
+#include "device/device_backend.hpp"
 
 namespace mqx::device::cuda {
 

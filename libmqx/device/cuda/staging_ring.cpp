@@ -91,13 +91,15 @@ Status StagingRing::toHost(void* destination, CUdeviceptr source, std::size_t by
     if (result == CUDA_SUCCESS) result = api_.cuEventRecord(buffer.done.get(), stream);
     if (result != CUDA_SUCCESS) {
       log(LogLevel::Warn, "staging: {}", api_.describe("cuMemcpyDtoHAsync", result));
-      while (!inFlight.empty()) retire(); // leave no buffer half-owned
+      while (!inFlight.empty())
+        retire(); // leave no buffer half-owned
       return toStatus(result);
     }
     buffer.pending = true;
     inFlight.push_back({&buffer, offset, length});
   }
-  while (!inFlight.empty()) MQX_TRY(retire());
+  while (!inFlight.empty())
+    MQX_TRY(retire());
   return Status::Success;
 }
 

@@ -43,7 +43,7 @@ public:
 private:
   struct Buffer {
     PinnedHostMemory memory;
-    Event done;          // recorded after the buffer's last DMA
+    Event done;           // recorded after the buffer's last DMA
     bool pending = false; // `done` was recorded and not yet waited for
   };
 

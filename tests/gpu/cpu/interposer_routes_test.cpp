@@ -35,8 +35,7 @@ class InterposerRoutes : public testing::Test {
 protected:
   void SetUp() override {
     ASSERT_NE(driver(), nullptr) << "the fake libcuda.so.1 is not loaded";
-    ASSERT_NE(fileOf(hookOf("cuMemAlloc_v2")).find("libmqx"), std::string::npos)
-        << "run with LD_PRELOAD=libmqx.so";
+    ASSERT_NE(fileOf(hookOf("cuMemAlloc_v2")).find("libmqx"), std::string::npos) << "run with LD_PRELOAD=libmqx.so";
     unsetenv("FAKE_CUDA_HIDDEN_POINTERS");
   }
 };

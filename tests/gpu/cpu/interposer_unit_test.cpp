@@ -85,7 +85,7 @@ TEST(ProcAddressRules, PerThreadFlagPicksThePerThreadVariant) {
   EXPECT_EQ(exportedNameFor("cuMemcpyHtoD", 13000, true), "cuMemcpyHtoD_v2_ptds");
   EXPECT_EQ(exportedNameFor("cuMemcpyHtoDAsync", 13000, true), "cuMemcpyHtoDAsync_v2_ptsz");
   EXPECT_EQ(exportedNameFor("cuLaunchKernel", 13000, true), "cuLaunchKernel_ptsz");
-  EXPECT_EQ(exportedNameFor("cuMemAlloc", 13000, true), "cuMemAlloc_v2"); // no stream: no variant
+  EXPECT_EQ(exportedNameFor("cuMemAlloc", 13000, true), "cuMemAlloc_v2");    // no stream: no variant
   EXPECT_EQ(exportedNameFor("cuMemcpyHtoD", 6050, true), "cuMemcpyHtoD_v2"); // before CUDA 7
 }
 
