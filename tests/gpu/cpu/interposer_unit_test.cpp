@@ -1,10 +1,13 @@
-// Pure parts of the hook layer, on the CPU: the decomposition of 2D/3D copies
-// into linear runs and the cuGetProcAddress version rules.
+// Pure parts of the hook layer and the CUDA backend, on the CPU: the
+// decomposition of 2D/3D copies into linear runs, the cuGetProcAddress
+// version rules, and the staging ring's multi-threaded memcpy.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <tuple>
 #include <vector>
 
+#include "device/cuda/parallel_copier.hpp"
 #include "hook/copy_shape.hpp"
 #include "hook/proc_address_rules.hpp"
 
@@ -87,6 +90,37 @@ TEST(ProcAddressRules, PerThreadFlagPicksThePerThreadVariant) {
   EXPECT_EQ(exportedNameFor("cuLaunchKernel", 13000, true), "cuLaunchKernel_ptsz");
   EXPECT_EQ(exportedNameFor("cuMemAlloc", 13000, true), "cuMemAlloc_v2");    // no stream: no variant
   EXPECT_EQ(exportedNameFor("cuMemcpyHtoD", 6050, true), "cuMemcpyHtoD_v2"); // before CUDA 7
+}
+
+TEST(ParallelCopier, CopiesEverySizeExactly) {
+  device::cuda::ParallelCopier copier(3);
+  std::vector<unsigned char> source(21 << 20);
+  for (std::size_t i = 0; i < source.size(); ++i)
+    source[i] = static_cast<unsigned char>(i * 131 + i / 4096);
+  for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, std::size_t{4095}, std::size_t{1} << 20,
+                            (std::size_t{5} << 20) + 7, source.size()}) {
+    std::vector<unsigned char> destination(bytes + 2, 0xEE);
+    copier.copy(destination.data() + 1, source.data(), bytes);
+    EXPECT_TRUE(
+        std::equal(source.begin(), source.begin() + static_cast<std::ptrdiff_t>(bytes), destination.begin() + 1))
+        << bytes;
+    EXPECT_EQ(destination.front(), 0xEE);
+    EXPECT_EQ(destination.back(), 0xEE) << "wrote past the end for " << bytes;
+  }
+}
+
+TEST(ParallelCopier, ManyCallsInARowAndNoWorkers) {
+  device::cuda::ParallelCopier copier(2);
+  device::cuda::ParallelCopier alone(0);
+  std::vector<int> source(1 << 20);
+  for (std::size_t i = 0; i < source.size(); ++i)
+    source[i] = static_cast<int>(i);
+  std::vector<int> destination(source.size());
+  for (int round = 0; round < 50; ++round) {
+    std::fill(destination.begin(), destination.end(), -1);
+    (round % 2 == 0 ? copier : alone).copy(destination.data(), source.data(), source.size() * sizeof(int));
+    ASSERT_EQ(destination, source) << round;
+  }
 }
 
 } // namespace
