@@ -201,10 +201,7 @@ Status CudaBackend::enqueueFence(StreamHandle stream, Fence* fence) {
   return fences_.enqueue(stream, fence);
 }
 
-bool CudaBackend::fenceReached(const Fence& fence) {
-  ContextGuard guard(api_, context_); // an owed fence write may be made now
-  return fences_.reached(fence);
-}
+bool CudaBackend::fenceReached(const Fence& fence) { return fences_.reached(fence); }
 
 Status CudaBackend::waitFence(const Fence& fence) {
   ContextGuard guard(api_, context_);

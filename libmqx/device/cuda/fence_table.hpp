@@ -8,8 +8,8 @@
 //
 // Coalescing (off unless coalesceMicroseconds > 0): a fence enqueued less
 // than that long after the slot's last write is only numbered; its write is
-// owed and made by a later fence of the slot, or when someone asks whether
-// it was reached. One write then covers many launches (a write costs about as
+// owed and made by a later fence of the slot, or when someone waits for it
+// (until then it reads as not reached). One write then covers many launches (a write costs about as
 // much as a launch), at the price of learning completion later. The
 // per-thread default stream is never coalesced: its handle means another
 // stream on another thread, so the write cannot be made later elsewhere.
@@ -37,11 +37,10 @@ public:
   FenceTable& operator=(const FenceTable&) = delete;
 
   Status enqueue(StreamHandle stream, Fence* fence);
-  // Makes an owed write first (then the answer is "not yet").
   bool reached(const Fence& fence);
-  // Polls (spinning briefly, then sleeping) until the fence is reached. Fails
-  // instead of hanging when the stream reports an error or drained without
-  // writing the value.
+  // Makes an owed write, then polls (spinning briefly, then sleeping) until
+  // the fence is reached. Fails instead of hanging when the stream reports an
+  // error or drained without writing the value.
   Status wait(const Fence& fence);
 
 private:
