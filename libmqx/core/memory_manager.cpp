@@ -256,12 +256,14 @@ void ManagerState::writeHostPiece(Region& region, const Piece& piece, const std:
     }
     if (std::byte* slot = residency.acquireSlot(region.pageMappedBytes(piece.page))) {
       std::memcpy(slot, source, piece.bytes);
+      stats.bytesCopiedOnHost += piece.bytes;
       replaceHostImage(region, piece.page, HostImage{HostImageKind::Swap, 1, 0, nullptr, slot});
       return;
     }
   } else if (lazy && !page.dirty()) {
     if (std::byte* slot = materializeSwap(region, piece.page)) {
       std::memcpy(slot + piece.offset, source, piece.bytes);
+      stats.bytesCopiedOnHost += piece.bytes;
       page.deviceValid = false;
       return;
     }

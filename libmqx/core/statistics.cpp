@@ -9,12 +9,12 @@ std::string Statistics::toJson() const {
                      "\"bytes_on_device\": {}, \"bytes_filled_on_device\": {}, "
                      "\"bytes_requested_to_device\": {}, "
                      "\"bytes_avoided_lazy\": {}, \"bytes_written_back\": {}, "
-                     "\"bytes_dropped_clean\": {}, \"evictions\": {}, "
+                     "\"bytes_dropped_clean\": {}, \"bytes_copied_on_host\": {}, \"evictions\": {}, "
                      "\"pages_evicted\": {}, \"cow_faults\": {}, "
                      "\"cow_bytes_saved\": {}, \"launches\": {}, "
                      "\"residency_wait_ns\": {}, \"fence_waits\": {}}}",
                      bytesToDevice, bytesToHost, bytesOnDevice, bytesFilledOnDevice, bytesRequestedToDevice,
-                     bytesAvoidedLazy, bytesWrittenBack, bytesDroppedClean, evictions, pagesEvicted, cowFaults,
+                     bytesAvoidedLazy, bytesWrittenBack, bytesDroppedClean, bytesCopiedOnHost, evictions, pagesEvicted, cowFaults,
                      cowBytesSaved, launches, residencyWaitNanoseconds, fenceWaits);
 }
 

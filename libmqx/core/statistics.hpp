@@ -18,6 +18,7 @@ struct Statistics {
   std::uint64_t bytesDroppedClean = 0;      // clean bytes evicted without a transfer
   std::uint64_t evictions = 0;              // eviction decisions (regions or pages)
   std::uint64_t pagesEvicted = 0;
+  std::uint64_t bytesCopiedOnHost = 0;     // application data buffered into the swap buffer by the CPU
   std::uint64_t cowFaults = 0;     // write faults on protected copy sources
   std::uint64_t cowBytesSaved = 0; // bytes copied to the swap buffer by faults and frees
   std::uint64_t launches = 0;
