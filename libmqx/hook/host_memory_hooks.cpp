@@ -65,7 +65,7 @@ MemoryManager* watching(const void* address, std::size_t bytes) {
 
 } // namespace
 
-void registerHostMemoryManager(MemoryManager* manager) {
+__attribute__((visibility("hidden"))) void registerHostMemoryManager(MemoryManager* manager) {
   if (manager != nullptr) std::call_once(installed, install);
   registered.store(manager, std::memory_order_release);
 }
