@@ -11,6 +11,7 @@
 //   launch overhead added per kernel, everything resident   < 1 us
 //   lazy pageable load vs native pageable copy (+ kernel)   >= 4x
 //   eviction vs pinned device-to-host copy                  <= 1.2x the time
+#include <initializer_list>
 #include <cuda.h>
 #include <sys/wait.h>
 #include <unistd.h>

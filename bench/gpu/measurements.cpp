@@ -1,5 +1,6 @@
 #include "measurements.hpp"
 
+#include <initializer_list>
 #include <dlfcn.h>
 
 #include <algorithm>

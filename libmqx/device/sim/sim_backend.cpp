@@ -1,5 +1,6 @@
 #include "device/sim/sim_backend.hpp"
 
+#include <initializer_list>
 #include <sys/mman.h>
 
 #include <chrono>
