@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 
@@ -22,11 +23,16 @@ struct TrackerLock {
   std::lock_guard<std::mutex> guard;
 };
 
-// The protection of every host page in [first, last) from /proc/self/maps;
-// -1 where nothing is mapped. Read once per protect call that touches pages
-// not yet protected: we must restore read-only memory as read-only.
-std::vector<int> readProtections(std::uintptr_t first, std::uintptr_t last, std::uintptr_t pageSize) {
-  std::vector<int> result((last - first) / pageSize, -1);
+struct Mapping {
+  std::uintptr_t begin, end;
+  int protection;
+};
+
+// The mappings that overlap [first, last), from /proc/self/maps: we must
+// restore read-only memory as read-only. Read once per protect call that
+// finds unprotected pages.
+std::vector<Mapping> readMappings(std::uintptr_t first, std::uintptr_t last) {
+  std::vector<Mapping> result;
   FILE* maps = std::fopen("/proc/self/maps", "re");
   if (maps == nullptr) return result;
   char line[512];
@@ -37,9 +43,7 @@ std::vector<int> readProtections(std::uintptr_t first, std::uintptr_t last, std:
     if (end <= first || begin >= last) continue;
     int protection =
         (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) | (perms[2] == 'x' ? PROT_EXEC : 0);
-    for (std::uintptr_t page = std::max<std::uintptr_t>(begin, first); page < std::min<std::uintptr_t>(end, last);
-         page += pageSize)
-      result[(page - first) / pageSize] = protection;
+    result.push_back({std::max<std::uintptr_t>(begin, first), std::min<std::uintptr_t>(end, last), protection});
   }
   std::fclose(maps);
   return result;
@@ -53,40 +57,88 @@ std::uintptr_t CowTracker::hostPageSize() {
 }
 
 CowTracker::~CowTracker() {
-  for (const auto& [address, page] : hostPages_)
-    if (page.writeProtected) ::mprotect(reinterpret_cast<void*>(address), hostPageSize(), page.originalProtection);
+  for (const auto& [start, segment] : segments_)
+    if (segment.writeProtected)
+      ::mprotect(reinterpret_cast<void*>(start), segment.end - start, segment.originalProtection);
+}
+
+void CowTracker::split(std::uintptr_t at) {
+  auto it = segments_.upper_bound(at);
+  if (it == segments_.begin()) return;
+  --it;
+  if (it->first == at || it->second.end <= at) return;
+  Segment tail = it->second;
+  it->second.end = at;
+  segments_.emplace(at, tail);
+}
+
+bool CowTracker::reference(std::uintptr_t first, std::uintptr_t last) {
+  split(first);
+  split(last);
+  // The gaps between existing segments are newly protected.
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> gaps;
+  std::uintptr_t cursor = first;
+  for (auto it = segments_.lower_bound(first); it != segments_.end() && it->first < last; ++it) {
+    if (it->first > cursor) gaps.emplace_back(cursor, it->first);
+    cursor = it->second.end;
+  }
+  if (cursor < last) gaps.emplace_back(cursor, last);
+
+  std::vector<Mapping> runs;
+  if (!gaps.empty()) {
+    const auto mappings = readMappings(first, last);
+    for (const auto& [begin, end] : gaps) {
+      std::uintptr_t covered = begin;
+      for (const Mapping& mapping : mappings) {
+        if (mapping.end <= begin || mapping.begin >= end) continue;
+        if (mapping.begin > covered) return false; // a hole: not our memory to protect
+        runs.push_back({std::max(mapping.begin, begin), std::min(mapping.end, end), mapping.protection});
+        covered = std::min(mapping.end, end);
+      }
+      if (covered < end) return false;
+    }
+  }
+  for (const Mapping& run : runs) {
+    Segment segment{run.end, 0, run.protection, (run.protection & PROT_WRITE) != 0};
+    if (segment.writeProtected &&
+        ::mprotect(reinterpret_cast<void*>(run.begin), run.end - run.begin, run.protection & ~PROT_WRITE) != 0) {
+      log(LogLevel::Warn, "copy-on-write: mprotect failed ({}), copying instead", std::strerror(errno));
+      for (const Mapping& done : runs) {
+        if (done.begin == run.begin) break;
+        if ((done.protection & PROT_WRITE) != 0)
+          ::mprotect(reinterpret_cast<void*>(done.begin), done.end - done.begin, done.protection);
+        segments_.erase(done.begin);
+      }
+      return false;
+    }
+    segments_.emplace(run.begin, segment);
+  }
+  for (auto it = segments_.lower_bound(first); it != segments_.end() && it->first < last; ++it)
+    ++it->second.references;
+  protectedCount_.store(segments_.size(), std::memory_order_release);
+  return true;
+}
+
+void CowTracker::dereference(std::uintptr_t first, std::uintptr_t last) {
+  split(first);
+  split(last);
+  for (auto it = segments_.lower_bound(first); it != segments_.end() && it->first < last;) {
+    if (--it->second.references != 0) {
+      ++it;
+      continue;
+    }
+    if (it->second.writeProtected)
+      ::mprotect(reinterpret_cast<void*>(it->first), it->second.end - it->first, it->second.originalProtection);
+    it = segments_.erase(it);
+  }
+  protectedCount_.store(segments_.size(), std::memory_order_release);
 }
 
 bool CowTracker::protect(const void* source, std::size_t bytes, PageKey owner) {
   TrackerLock lock(mutex_);
   const std::uintptr_t pageSize = hostPageSize();
   const auto start = reinterpret_cast<std::uintptr_t>(source);
-  const std::uintptr_t first = start & ~(pageSize - 1);
-  const std::uintptr_t last = (start + bytes + pageSize - 1) & ~(pageSize - 1);
-
-  std::vector<int> protections;
-  for (std::uintptr_t page = first; page < last; page += pageSize) {
-    if (hostPages_.contains(page)) continue;
-    if (protections.empty()) protections = readProtections(first, last, pageSize);
-    if (protections[(page - first) / pageSize] < 0) return false; // not mapped: let the caller copy
-  }
-  for (std::uintptr_t page = first; page < last; page += pageSize) {
-    auto [it, inserted] = hostPages_.try_emplace(page);
-    HostPage& record = it->second;
-    if (inserted) {
-      record.originalProtection = protections[(page - first) / pageSize];
-      record.writeProtected = (record.originalProtection & PROT_WRITE) != 0;
-      if (record.writeProtected &&
-          ::mprotect(reinterpret_cast<void*>(page), pageSize, record.originalProtection & ~PROT_WRITE) != 0) {
-        log(LogLevel::Warn, "copy-on-write: mprotect failed ({}), copying instead", std::strerror(errno));
-        hostPages_.erase(it);
-        releaseHostPages(first, page); // undo the pages done so far
-        return false;
-      }
-    }
-    ++record.references;
-  }
-  protectedCount_.store(hostPages_.size(), std::memory_order_release);
+  if (!reference(start & ~(pageSize - 1), (start + bytes + pageSize - 1) & ~(pageSize - 1))) return false;
   records_.emplace(start, CowRecord{start, bytes, owner});
   longestRecord_ = std::max(longestRecord_, bytes);
   return true;
@@ -103,21 +155,8 @@ void CowTracker::unprotect(const void* source, std::size_t bytes, PageKey owner)
       break;
     }
   }
-  releaseHostPages(start & ~(pageSize - 1), (start + bytes + pageSize - 1) & ~(pageSize - 1));
+  dereference(start & ~(pageSize - 1), (start + bytes + pageSize - 1) & ~(pageSize - 1));
   if (records_.empty()) longestRecord_ = 0;
-}
-
-void CowTracker::releaseHostPages(std::uintptr_t first, std::uintptr_t last) {
-  const std::uintptr_t pageSize = hostPageSize();
-  for (std::uintptr_t page = first; page < last; page += pageSize) {
-    auto it = hostPages_.find(page);
-    if (it == hostPages_.end()) continue;
-    if (--it->second.references == 0) {
-      if (it->second.writeProtected) ::mprotect(reinterpret_cast<void*>(page), pageSize, it->second.originalProtection);
-      hostPages_.erase(it);
-    }
-  }
-  protectedCount_.store(hostPages_.size(), std::memory_order_release);
 }
 
 std::vector<CowRecord> CowTracker::overlapping(std::uintptr_t address, std::size_t bytes) const {
@@ -132,11 +171,11 @@ std::vector<CowRecord> CowTracker::overlapping(std::uintptr_t address, std::size
 }
 
 bool CowTracker::overlapsProtected(std::uintptr_t address, std::size_t bytes) const {
-  const std::uintptr_t pageSize = hostPageSize();
   if (holdingTrackerLock) return false;
   TrackerLock lock(mutex_);
-  auto it = hostPages_.lower_bound(address & ~(pageSize - 1));
-  return it != hostPages_.end() && it->first < address + bytes;
+  auto it = segments_.upper_bound(address);
+  if (it != segments_.begin() && std::prev(it)->second.end > address) return true;
+  return it != segments_.end() && it->first < address + bytes;
 }
 
 std::vector<CowRecord> CowTracker::onHostPage(std::uintptr_t address) const {

@@ -40,7 +40,7 @@ public:
   std::vector<CowRecord> onHostPage(std::uintptr_t address) const;
 
   bool empty() const { return records_.empty(); }
-  std::size_t protectedHostPages() const { return hostPages_.size(); }
+  std::size_t protectedSegments() const { return segments_.size(); }
   // Readable without the manager's lock: lets free() skip all work while
   // nothing is protected.
   bool anyProtected() const { return protectedCount_.load(std::memory_order_acquire) != 0; }
@@ -50,17 +50,24 @@ public:
   bool overlapsProtected(std::uintptr_t address, std::size_t bytes) const;
 
 private:
-  struct HostPage {
+  // A run of host pages with the same reference count: protection is
+  // changed per run, in one mprotect call, never per 4 KiB page.
+  struct Segment {
+    std::uintptr_t end = 0;
     std::uint32_t references = 0;
     int originalProtection = 0;
-    bool writeProtected = false; // false when the page was not writable anyway
+    bool writeProtected = false; // false when the memory was not writable anyway
   };
   static std::uintptr_t hostPageSize();
-  void releaseHostPages(std::uintptr_t first, std::uintptr_t last);
+  // Makes `at` a segment boundary.
+  void split(std::uintptr_t at);
+  // Adds references to [first, last); false (and nothing changed) when part of it is not mapped.
+  bool reference(std::uintptr_t first, std::uintptr_t last);
+  void dereference(std::uintptr_t first, std::uintptr_t last);
 
   std::multimap<std::uintptr_t, CowRecord> records_; // by start
   std::size_t longestRecord_ = 0;
-  std::map<std::uintptr_t, HostPage> hostPages_; // by page address
+  std::map<std::uintptr_t, Segment> segments_; // disjoint, by first page
   std::atomic<std::size_t> protectedCount_{0};
   mutable std::mutex mutex_; // guards the maps against overlapsProtected()
 };

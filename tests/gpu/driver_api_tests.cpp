@@ -4,6 +4,7 @@
 // and pitched memsets, 2D/3D copies, pointer queries, cuMemGetInfo.
 //
 //   driver_api_tests KERNELS.cubin SCENARIO|all
+#include <cstddef>
 #include <cuda.h>
 
 #include <cstdint>
@@ -110,7 +111,9 @@ void launchForms() {
     std::size_t n;
     std::uint32_t delta;
   } packed{data, n, 5};
-  std::size_t packedBytes = sizeof(packed);
+  // The kernel's parameters end after `delta`: the buffer size must say so,
+  // not include the struct's tail padding.
+  std::size_t packedBytes = offsetof(Packed, delta) + sizeof(packed.delta);
   void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &packed, CU_LAUNCH_PARAM_BUFFER_SIZE, &packedBytes,
                    CU_LAUNCH_PARAM_END};
   CU_OK(cuLaunchKernel(kernels.add, blocksFor(n), 1, 1, kThreads, 1, 1, 0, nullptr, nullptr, extra));

@@ -67,10 +67,13 @@ TEST_F(ManagerTest, FreeAndMunmapOfASourceKeepThePendingData) {
   std::vector<std::uint8_t> noise(expected.size(), 0x5A);
   EXPECT_EQ(read(first, expected.size()), expected);
   EXPECT_EQ(read(second, expected.size()), expected);
-  // The mmap'ed source is page-aligned and was protected whole; the malloc'ed
-  // one has partial host pages at both ends, whose device pages were copied
-  // to the swap buffer at once.
-  EXPECT_EQ(manager_->statistics().cowBytesSaved, 2 * expected.size() - 2 * 64 * KiB);
+  // The mmap'ed source is page-aligned and was protected whole; a partial
+  // host page at either end of the malloc'ed one (where malloc put it is
+  // up to malloc) sends the device page over it to the swap buffer at once.
+  const auto start = reinterpret_cast<std::uintptr_t>(heap);
+  const std::size_t edges = (start % 4096 != 0 ? 1 : 0) + ((start + expected.size()) % 4096 != 0 ? 1 : 0);
+  EXPECT_EQ(manager_->statistics().cowBytesSaved, 2 * expected.size() - edges * 64 * KiB)
+      << manager_->statistics().toJson();
 }
 
 TEST_F(ManagerTest, ReadOnlySourcesStayReadOnlyAndWritableOnesComeBack) {
