@@ -180,6 +180,12 @@ const std::map<std::string, Setter>& keyTable() {
          c.backend = readChoice<BackendKind>(
              v, k, {{"auto", BackendKind::Auto}, {"cuda", BackendKind::Cuda}, {"sim", BackendKind::Sim}});
        }},
+      {"backend.fence_coalesce_us",
+       [](Config& c, const RawValue& v, const std::string& k) {
+         const std::uint64_t value = readInteger(v, k);
+         if (value > 10'000) fail(k, fmt::format("value {} out of range [0, 10000]", value));
+         c.fenceCoalesceMicroseconds = static_cast<unsigned>(value);
+       }},
       {"sim.capacity",
        [](Config& c, const RawValue& v, const std::string& k) {
          c.simCapacity = readSize(v, k, 2 * 1024 * 1024, std::size_t{1} << 40);

@@ -38,6 +38,7 @@ struct Config {
   bool pageCoherence = true;
   // [backend]
   BackendKind backend = BackendKind::Auto;
+  unsigned fenceCoalesceMicroseconds = 20;
   // [sim]
   std::size_t simCapacity = std::size_t{1} << 30;
   std::size_t simGranularity = 2 * 1024 * 1024;

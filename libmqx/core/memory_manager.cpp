@@ -142,22 +142,23 @@ public:
 
 // One use per page, with the union of the accesses: an operation may name a
 // page twice (a copy's source page spans two destination pieces).
-std::vector<PageUse> mergedUses(const std::vector<PageUse>& uses) {
-  std::map<PageKey, PageUse> byPage;
-  for (const PageUse& use : uses) {
-    auto [it, inserted] = byPage.try_emplace(PageKey{use.region->id, use.page}, use);
-    if (!inserted) it->second.access = it->second.access | use.access;
-  }
+std::vector<PageUse> mergedUses(std::vector<PageUse> uses) {
+  auto key = [](const PageUse& use) { return std::pair{use.region->id, use.page}; };
+  std::sort(uses.begin(), uses.end(), [&](const PageUse& a, const PageUse& b) { return key(a) < key(b); });
   std::vector<PageUse> result;
-  result.reserve(byPage.size());
-  for (auto& [key, use] : byPage)
-    result.push_back(use);
+  result.reserve(uses.size());
+  for (const PageUse& use : uses) {
+    if (!result.empty() && key(result.back()) == key(use))
+      result.back().access = result.back().access | use.access;
+    else
+      result.push_back(use);
+  }
   return result;
 }
 
 Status ManagerState::run(DeviceWork& work, StreamHandle stream, bool wait) {
   if (work.empty()) return Status::Success;
-  work.uses = mergedUses(work.uses);
+  work.uses = mergedUses(std::move(work.uses));
   MQX_TRY(residency.makeResident(work.uses, stream));
   for (auto& operation : work.operations)
     MQX_TRY(operation());

@@ -79,7 +79,9 @@ MemoryManager* Runtime::activate() {
   CUcontext context = nullptr;
   if (api->cuCtxGetCurrent(&context) != CUDA_SUCCESS || context == nullptr) return nullptr; // stay pending
   std::unique_ptr<CudaBackend> backend;
-  if (Status status = CudaBackend::create(*api, CudaBackendOptions{}, &backend); !ok(status)) {
+  CudaBackendOptions options;
+  options.fenceCoalesceMicroseconds = config_.fenceCoalesceMicroseconds;
+  if (Status status = CudaBackend::create(*api, options, &backend); !ok(status)) {
     passThrough(fmt::format("the CUDA backend cannot start ({})", toString(status)));
     return nullptr;
   }

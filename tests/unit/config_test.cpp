@@ -38,6 +38,7 @@ TEST(Config, DefaultFileParsesToTheBuiltInDefaults) {
   EXPECT_EQ(parsed.pageCoherence, builtIn.pageCoherence);
   EXPECT_EQ(parsed.simCapacity, builtIn.simCapacity);
   EXPECT_EQ(parsed.logLevel, builtIn.logLevel);
+  EXPECT_EQ(parsed.fenceCoalesceMicroseconds, builtIn.fenceCoalesceMicroseconds);
 }
 
 TEST(Config, ParsesSizesAndChoices) {
