@@ -38,17 +38,24 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
     return Status::OutOfMemory;
   }
 
-  bool loaded = false;
+  for (const auto& use : uses)
+    if (!use.region->pages[use.page].backed) MQX_TRY(back(*use.region, use.page, keep));
+  // Loads of neighbouring pages from one contiguous source become one
+  // transfer: a lazy copy of a large buffer is then loaded at the rate of
+  // one large copy, not of many page-sized ones.
+  std::vector<Load> loads;
   for (const auto& use : uses) {
     PageState& page = use.region->pages[use.page];
-    if (!page.backed) MQX_TRY(back(*use.region, use.page, keep));
     if (reads(use.access) && !page.deviceValid) {
-      MQX_TRY(load(*use.region, use.page));
-      loaded = true;
+      if (page.host.kind == HostImageKind::None) return Status::Unknown; // invariant: never both gone
+      addLoad(loads, {use.region->pageAddress(use.page), page.host, use.region->pageDataBytes(use.page)});
+      page.deviceValid = true;
     }
   }
+  for (const Load& load : loads)
+    MQX_TRY(issue(load));
   auto& backend = context_.backend;
-  if (loaded) MQX_TRY(backend.order(backend.transferStream(device::TransferDirection::ToDevice), stream));
+  if (!loads.empty()) MQX_TRY(backend.order(backend.transferStream(device::TransferDirection::ToDevice), stream));
   context_.statistics.residencyWaitNanoseconds += nanosecondsSince(start);
   return Status::Success;
 }
@@ -79,36 +86,48 @@ Status ResidencyManager::back(Region& region, std::uint32_t index, const std::ve
   }
 }
 
-Status ResidencyManager::load(Region& region, std::uint32_t index) {
-  PageState& page = region.pages[index];
-  auto& backend = context_.backend;
-  const StreamHandle stream = backend.transferStream(device::TransferDirection::ToDevice);
-  const DevicePtr address = region.pageAddress(index);
-  const std::size_t bytes = region.pageDataBytes(index);
-  auto& stats = context_.statistics;
-  switch (page.host.kind) {
-  case HostImageKind::None: return Status::Unknown; // invariant: never both gone
-  case HostImageKind::Zero:
-    MQX_TRY(backend.fill(address, 0, 1, bytes, stream));
-    stats.bytesFilledOnDevice += bytes;
-    break;
-  case HostImageKind::Fill:
-    MQX_TRY(backend.fill(address, page.host.pattern, page.host.elementSize, bytes / page.host.elementSize, stream));
-    stats.bytesFilledOnDevice += bytes;
-    break;
-  case HostImageKind::CowSource:
-    MQX_TRY(backend.copyToDevice(address, page.host.source, bytes, stream, false));
-    sourceReadsInFlight_ = true;
-    stats.bytesToDevice += bytes;
-    break;
-  case HostImageKind::Swap:
-    MQX_TRY(backend.copyToDevice(address, page.host.slot, bytes, stream, context_.swap.pinned()));
-    loadsInFlight_ = true;
-    stats.bytesToDevice += bytes;
-    break;
+void ResidencyManager::addLoad(std::vector<Load>& loads, const Load& load) {
+  if (!loads.empty()) {
+    Load& last = loads.back();
+    const bool adjacent = last.address + last.bytes == load.address && last.image.kind == load.image.kind;
+    const HostImage& a = last.image;
+    const HostImage& b = load.image;
+    bool merge = false;
+    if (adjacent && a.kind == HostImageKind::CowSource) merge = a.source + last.bytes == b.source;
+    if (adjacent && a.kind == HostImageKind::Zero) merge = true;
+    if (adjacent && a.kind == HostImageKind::Fill)
+      merge = a.pattern == b.pattern && a.elementSize == b.elementSize && last.bytes % a.elementSize == 0;
+    if (merge) {
+      last.bytes += load.bytes;
+      return;
+    }
   }
-  page.deviceValid = true;
-  return Status::Success;
+  loads.push_back(load);
+}
+
+Status ResidencyManager::issue(const Load& load) {
+  auto& backend = context_.backend;
+  auto& stats = context_.statistics;
+  const StreamHandle stream = backend.transferStream(device::TransferDirection::ToDevice);
+  switch (load.image.kind) {
+  case HostImageKind::None: return Status::Unknown;
+  case HostImageKind::Zero:
+    stats.bytesFilledOnDevice += load.bytes;
+    return backend.fill(load.address, 0, 1, load.bytes, stream);
+  case HostImageKind::Fill:
+    stats.bytesFilledOnDevice += load.bytes;
+    return backend.fill(load.address, load.image.pattern, load.image.elementSize, load.bytes / load.image.elementSize,
+                        stream);
+  case HostImageKind::CowSource:
+    sourceReadsInFlight_ = true;
+    stats.bytesToDevice += load.bytes;
+    return backend.copyToDevice(load.address, load.image.source, load.bytes, stream, false);
+  case HostImageKind::Swap:
+    loadsInFlight_ = true;
+    stats.bytesToDevice += load.bytes;
+    return backend.copyToDevice(load.address, load.image.slot, load.bytes, stream, context_.swap.pinned());
+  }
+  return Status::Unknown;
 }
 
 void ResidencyManager::waitForSourceReads() {

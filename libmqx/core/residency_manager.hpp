@@ -83,7 +83,14 @@ private:
   };
 
   Status back(Region& region, std::uint32_t page, const std::vector<RegionId>& keep);
-  Status load(Region& region, std::uint32_t page);
+  // One transfer (or fill) that makes device memory valid.
+  struct Load {
+    DevicePtr address;
+    HostImage image; // where the bytes come from (its first byte for address)
+    std::size_t bytes;
+  };
+  static void addLoad(std::vector<Load>& loads, const Load& load);
+  Status issue(const Load& load);
   // Frees device memory by evicting one victim; NotFound when nothing is
   // evictable, after waiting for in-flight work if there is any.
   Status evictOne(const std::vector<RegionId>& keep);
