@@ -12,6 +12,9 @@
 #include "kernelopt/architectures.hpp"
 #include "kernelopt/kernel_level_optimizer.hpp"
 
+#include <cstdio>
+#include <ctime>
+#include <string>
 #include <fmt/format.h>
 #include <fmt/os.h>
 
@@ -25,6 +28,27 @@
 #include <vector>
 
 namespace {
+
+std::string commandOutput(const char* command) {
+  std::string output;
+  if (FILE* pipe = ::popen(command, "r")) {
+    char buffer[256];
+    while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
+    ::pclose(pipe);
+  }
+  while (!output.empty() && (output.back() == '\n' || output.back() == '\r')) output.pop_back();
+  return output;
+}
+
+// Where and when the numbers were taken, for the results file.
+std::string gitCommit() { return commandOutput("git rev-parse --short HEAD 2>/dev/null"); }
+std::string runHost() { return commandOutput("uname -m") + ", " + commandOutput("nproc") + " cores"; }
+std::string utcNow() {
+  std::time_t now = std::time(nullptr);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return text;
+}
 
 using mqx::kernelopt::DeviceLimits;
 using mqx::kernelopt::KernelDemand;
@@ -157,6 +181,7 @@ void writeJson(const std::string &path, const Options &options, const DeviceLimi
                const std::vector<Row> &rows) {
   auto out = fmt::output_file(path);
   out.print("{{\n  \"benchmark\": \"kernelopt kernel-level solver time\",\n  \"device\": \"{}\",\n", limits.name);
+  out.print("  \"host\": \"{}\",\n  \"date\": \"{}\",\n  \"commit\": \"{}\",\n", runHost(), utcNow(), gitCommit());
   out.print("  \"instances\": {},\n  \"repeats\": {},\n  \"seed\": {},\n  \"unit\": \"microseconds\",\n",
             options.instances, options.repeats, options.seed);
   out.print("  \"rows\": [\n");
