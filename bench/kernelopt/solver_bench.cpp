@@ -12,9 +12,7 @@
 #include "kernelopt/architectures.hpp"
 #include "kernelopt/kernel_level_optimizer.hpp"
 
-#include <cstdio>
-#include <ctime>
-#include <string>
+#include "../common/run_info.hpp"
 #include <fmt/format.h>
 #include <fmt/os.h>
 
@@ -29,26 +27,9 @@
 
 namespace {
 
-std::string commandOutput(const char* command) {
-  std::string output;
-  if (FILE* pipe = ::popen(command, "r")) {
-    char buffer[256];
-    while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
-    ::pclose(pipe);
-  }
-  while (!output.empty() && (output.back() == '\n' || output.back() == '\r')) output.pop_back();
-  return output;
-}
-
-// Where and when the numbers were taken, for the results file.
-std::string gitCommit() { return commandOutput("git rev-parse --short HEAD 2>/dev/null"); }
-std::string runHost() { return commandOutput("uname -m") + ", " + commandOutput("nproc") + " cores"; }
-std::string utcNow() {
-  std::time_t now = std::time(nullptr);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  return text;
-}
+using mqx::bench::gitCommit;
+using mqx::bench::runHost;
+using mqx::bench::utcNow;
 
 using mqx::kernelopt::DeviceLimits;
 using mqx::kernelopt::KernelDemand;

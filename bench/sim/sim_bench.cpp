@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/run_info.hpp"
 #include "query_trace.hpp"
 
 namespace {
@@ -26,17 +27,6 @@ struct Variant {
   std::string name;
   std::function<void(Config&)> apply;
 };
-
-std::string commandOutput(const char* command) {
-  std::string output;
-  if (FILE* pipe = ::popen(command, "r")) {
-    char buffer[256];
-    while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
-    ::pclose(pipe);
-  }
-  while (!output.empty() && (output.back() == '\n' || output.back() == '\r')) output.pop_back();
-  return output;
-}
 
 std::vector<Variant> variants(bool demo) {
   using mqx::EvictionGranularity;
@@ -100,10 +90,14 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (argument == "--demo") demo = true;
-    else if (argument == "--json") jsonPath = next();
-    else if (argument == "--column-mib") shape.columnMiB = std::stoul(next());
-    else if (argument == "--queries") shape.queries = std::stoi(next());
+    if (argument == "--demo")
+      demo = true;
+    else if (argument == "--json")
+      jsonPath = next();
+    else if (argument == "--column-mib")
+      shape.columnMiB = std::stoul(next());
+    else if (argument == "--queries")
+      shape.queries = std::stoi(next());
     else {
       std::fprintf(stderr, "usage: mqx-sim-bench [--demo] [--json PATH] [--column-mib N] [--queries N]\n");
       return 2;
@@ -154,19 +148,17 @@ int main(int argc, char** argv) {
     }
     std::fflush(stdout);
   }
-  std::printf("\n%s\n", allCorrect ? "every query result matched the host reference"
-                                   : "SOME QUERY RESULTS WERE WRONG");
+  std::printf("\n%s\n", allCorrect ? "every query result matched the host reference" : "SOME QUERY RESULTS WERE WRONG");
   if (!jsonPath.empty()) {
-    std::time_t now = std::time(nullptr);
-    char date[32];
-    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
     std::ofstream out(jsonPath);
     out << "{\n  \"benchmark\": \"mqx-sim-bench\",\n  \"device\": \"simulated (host memory)\",\n"
-        << "  \"date\": \"" << date << "\",\n  \"commit\": \"" << commandOutput("git rev-parse --short HEAD 2>/dev/null")
-        << "\",\n  \"queries\": " << shape.queries << ",\n  \"repetitions\": " << shape.repetitions
-        << ",\n  \"column_mib\": " << shape.columnMiB << ",\n  \"device_budget_bytes\": " << base.deviceMemoryLimit
+        << "  \"host\": \"" << mqx::bench::runHost() << "\",\n  \"date\": \"" << mqx::bench::utcNow()
+        << "\",\n  \"commit\": \"" << mqx::bench::gitCommit() << "\",\n  \"queries\": " << shape.queries
+        << ",\n  \"repetitions\": " << shape.repetitions << ",\n  \"column_mib\": " << shape.columnMiB
+        << ",\n  \"device_budget_bytes\": " << base.deviceMemoryLimit
         << ",\n  \"copy_bandwidth_gbps\": " << base.simCopyBandwidthGBps << ",\n  \"results\": [\n";
-    for (std::size_t i = 0; i < results.size(); ++i) out << json(results[i]) << (i + 1 < results.size() ? ",\n" : "\n");
+    for (std::size_t i = 0; i < results.size(); ++i)
+      out << json(results[i]) << (i + 1 < results.size() ? ",\n" : "\n");
     out << "  ]\n}\n";
     std::printf("results written to %s\n", jsonPath.c_str());
   }
