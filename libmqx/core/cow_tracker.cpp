@@ -84,9 +84,24 @@ bool CowTracker::reference(std::uintptr_t first, std::uintptr_t last) {
   }
   if (cursor < last) gaps.emplace_back(cursor, last);
 
+  // Lingering segments were protected by us earlier; if the memory was
+  // unmapped and mapped again behind our back, it is writable now.
+  std::vector<std::uintptr_t> lingering;
+  for (auto it = segments_.lower_bound(first); it != segments_.end() && it->first < last; ++it)
+    if (it->second.references == 0 && it->second.writeProtected) lingering.push_back(it->first);
+
   std::vector<Mapping> runs;
-  if (!gaps.empty()) {
+  if (!gaps.empty() || !lingering.empty()) {
     const auto mappings = readMappings(first, last);
+    for (std::uintptr_t start : lingering) {
+      Segment& segment = segments_.at(start);
+      for (const Mapping& mapping : mappings) {
+        if (mapping.end <= start || mapping.begin >= segment.end || (mapping.protection & PROT_WRITE) == 0) continue;
+        ::mprotect(reinterpret_cast<void*>(start), segment.end - start, mapping.protection & ~PROT_WRITE);
+        segment.originalProtection = mapping.protection;
+        break;
+      }
+    }
     for (const auto& [begin, end] : gaps) {
       std::uintptr_t covered = begin;
       for (const Mapping& mapping : mappings) {
@@ -122,14 +137,37 @@ bool CowTracker::reference(std::uintptr_t first, std::uintptr_t last) {
 void CowTracker::dereference(std::uintptr_t first, std::uintptr_t last) {
   split(first);
   split(last);
-  for (auto it = segments_.lower_bound(first); it != segments_.end() && it->first < last;) {
-    if (--it->second.references != 0) {
-      ++it;
-      continue;
-    }
-    if (it->second.writeProtected)
-      ::mprotect(reinterpret_cast<void*>(it->first), it->second.end - it->first, it->second.originalProtection);
-    it = segments_.erase(it);
+  for (auto it = segments_.lower_bound(first); it != segments_.end() && it->first < last; ++it)
+    if (it->second.references != 0) --it->second.references; // at zero the segment lingers
+  protectedCount_.store(segments_.size(), std::memory_order_release);
+}
+
+void CowTracker::restore(std::map<std::uintptr_t, Segment>::iterator segment) {
+  if (segment->second.writeProtected)
+    ::mprotect(reinterpret_cast<void*>(segment->first), segment->second.end - segment->first,
+               segment->second.originalProtection);
+  segments_.erase(segment);
+}
+
+bool CowTracker::releaseLingering(std::uintptr_t address) {
+  TrackerLock lock(mutex_);
+  auto it = segments_.upper_bound(address);
+  if (it == segments_.begin()) return false;
+  --it;
+  if (it->second.end <= address || it->second.references != 0) return false;
+  restore(it);
+  protectedCount_.store(segments_.size(), std::memory_order_release);
+  return true;
+}
+
+void CowTracker::releaseLingering(std::uintptr_t address, std::size_t bytes) {
+  TrackerLock lock(mutex_);
+  auto it = segments_.upper_bound(address);
+  if (it != segments_.begin() && std::prev(it)->second.end > address) --it;
+  while (it != segments_.end() && it->first < address + bytes) {
+    auto next = std::next(it);
+    if (it->second.references == 0) restore(it);
+    it = next;
   }
   protectedCount_.store(segments_.size(), std::memory_order_release);
 }

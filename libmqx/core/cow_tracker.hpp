@@ -34,6 +34,15 @@ public:
   // pages no longer referenced get their original protection back.
   void unprotect(const void* source, std::size_t bytes, PageKey owner);
 
+  // Host pages no record needs any more stay write-protected ("lingering")
+  // until they are written, released or protected again: an application
+  // that copies the same buffer again and again then pays no mprotect at
+  // all. These undo that for a fault at `address` (true if it was one) and
+  // for a range that someone other than the application is about to write
+  // or release.
+  bool releaseLingering(std::uintptr_t address);
+  void releaseLingering(std::uintptr_t address, std::size_t bytes);
+
   // Records whose range overlaps [address, address + bytes).
   std::vector<CowRecord> overlapping(std::uintptr_t address, std::size_t bytes) const;
   // Records on the host page that contains `address`.
@@ -64,6 +73,7 @@ private:
   // Adds references to [first, last); false (and nothing changed) when part of it is not mapped.
   bool reference(std::uintptr_t first, std::uintptr_t last);
   void dereference(std::uintptr_t first, std::uintptr_t last);
+  void restore(std::map<std::uintptr_t, Segment>::iterator segment);
 
   std::multimap<std::uintptr_t, CowRecord> records_; // by start
   std::size_t longestRecord_ = 0;

@@ -353,9 +353,11 @@ void ManagerState::breakCow(const CowRecord& record) {
 }
 
 void ManagerState::prepareHostWrite(std::uintptr_t address, std::size_t bytes) {
-  if (cow.empty() || bytes == 0) return;
+  if (!cow.anyProtected() || bytes == 0) return;
   for (const CowRecord& record : cow.overlapping(address, bytes))
     breakCow(record);
+  // Lingering protection too: whoever writes next is not the application.
+  cow.releaseLingering(address, bytes);
 }
 
 MemoryManager::MemoryManager(const Config& config, device::DeviceBackend& backend, std::shared_ptr<DeviceBudget> budget)
@@ -609,7 +611,7 @@ bool MemoryManager::onHostWriteFault(void* address) {
   LockScope scope(state_->mutex);
   auto& s = *state_;
   auto records = s.cow.onHostPage(reinterpret_cast<std::uintptr_t>(address));
-  if (records.empty()) return false;
+  if (records.empty()) return s.cow.releaseLingering(reinterpret_cast<std::uintptr_t>(address));
   ++s.stats.cowFaults;
   for (const CowRecord& record : records)
     s.breakCow(record);

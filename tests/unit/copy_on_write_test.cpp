@@ -3,6 +3,7 @@
 // application does to its buffer afterwards.
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -97,6 +98,35 @@ TEST_F(ManagerTest, ReadOnlySourcesStayReadOnlyAndWritableOnesComeBack) {
   readOnly[0] = 1;
   ::munmap(readOnly, bytes);
   std::free(writable);
+}
+
+TEST_F(ManagerTest, RecopiedBuffersStayProtectedEvenIfRemappedBehindOurBack) {
+  const std::size_t bytes = 256 * KiB;
+  auto* buffer = static_cast<std::uint8_t*>(
+      ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  std::memset(buffer, 1, bytes);
+  DevicePtr region = allocate(bytes);
+  ASSERT_EQ(manager_->copyHostToDevice(region, buffer, bytes, 0, true), Status::Success);
+  ASSERT_EQ(transform(region, region, bytes, 0), Status::Success); // writes: the source is no longer needed
+  manager_->synchronizeAll();
+  // The source lingers write-protected; writing it costs one fault and no copy.
+  std::memset(buffer, 2, bytes);
+  EXPECT_EQ(manager_->statistics().cowBytesSaved, 0U);
+  // Copy again, then replace the mapping without telling anyone (a raw
+  // munmap system call) and map fresh memory at the same address.
+  ASSERT_EQ(manager_->copyHostToDevice(region, buffer, bytes, 0, true), Status::Success);
+  ASSERT_EQ(transform(region, region, bytes, 0), Status::Success);
+  manager_->synchronizeAll();
+  ASSERT_EQ(::syscall(SYS_munmap, buffer, bytes), 0);
+  auto* again = static_cast<std::uint8_t*>(
+      ::mmap(buffer, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0));
+  ASSERT_EQ(again, buffer);
+  std::memset(again, 3, bytes);
+  ASSERT_EQ(manager_->copyHostToDevice(region, again, bytes, 0, true), Status::Success);
+  std::memset(again, 4, bytes); // must fault: the device must see 3s
+  std::vector<std::uint8_t> expected(bytes, 3);
+  EXPECT_EQ(read(region, bytes), expected);
+  ::munmap(again, bytes);
 }
 
 void exitWith42(int) { _exit(42); }
