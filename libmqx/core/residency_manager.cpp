@@ -187,14 +187,20 @@ void ResidencyManager::reclaimQuarantine(bool wait) {
 
 void ResidencyManager::poll() {
   reclaimQuarantine(false);
-  // Fences of different streams complete out of order: look at all of them.
+  // Fences of different streams complete out of order, those of one stream
+  // in order: past a stream's first unreached fence, its later ones are not
+  // reached either. This keeps a launch's poll at one check per stream.
+  std::uint64_t blockedSlots = 0; // slots below 64 that have an unreached fence
   for (auto it = pending_.begin(); it != pending_.end();) {
-    if (context_.backend.fenceReached(it->fence)) {
+    const std::uint32_t slot = it->fence.slot;
+    const bool blocked = slot < 64 && (blockedSlots & (std::uint64_t{1} << slot)) != 0;
+    if (!blocked && context_.backend.fenceReached(it->fence)) {
       unpin(*it);
       it = pending_.erase(it);
-    } else {
-      ++it;
+      continue;
     }
+    if (slot < 64) blockedSlots |= std::uint64_t{1} << slot;
+    ++it;
   }
 }
 
