@@ -118,6 +118,19 @@ Enum readChoice(const RawValue& value, const std::string& key,
   fail(key, "unknown value '" + text + "' (expected one of: " + names + ")");
 }
 
+std::string readString(const RawValue& value, const std::string& key) {
+  if (value.fromEnvironment()) return value.text;
+  auto s = value.node->value<std::string>();
+  if (!s) fail(key, "expected a string");
+  return *s;
+}
+
+unsigned readMilliseconds(const RawValue& value, const std::string& key, unsigned min, unsigned max) {
+  const std::uint64_t result = readInteger(value, key);
+  if (result < min || result > max) fail(key, fmt::format("value {} out of range [{}, {}]", result, min, max));
+  return static_cast<unsigned>(result);
+}
+
 using Setter = std::function<void(Config&, const RawValue&, const std::string&)>;
 
 // Every key, in one table: the TOML parser and the environment both use it.
@@ -202,6 +215,37 @@ const std::map<std::string, Setter>& keyTable() {
          c.simDeviceBandwidthGBps = readDouble(v, k, 0.001, 1e6);
        }},
       {"sim.realtime", [](Config& c, const RawValue& v, const std::string& k) { c.simRealtime = readBool(v, k); }},
+      {"daemon.instance",
+       [](Config& c, const RawValue& v, const std::string& k) {
+         c.daemonInstance = readString(v, k);
+         const bool safe = std::all_of(c.daemonInstance.begin(), c.daemonInstance.end(), [](unsigned char ch) {
+           return std::isalnum(ch) || ch == '-' || ch == '_';
+         });
+         if (!safe || c.daemonInstance.size() > 64) fail(k, "letters, digits, '-' and '_' only, at most 64");
+       }},
+      {"daemon.capacity",
+       [](Config& c, const RawValue& v, const std::string& k) {
+         c.daemonCapacity = readSize(v, k, 0, std::size_t{1} << 50);
+       }},
+      {"daemon.admission",
+       [](Config& c, const RawValue& v, const std::string& k) {
+         c.admission = readChoice<AdmissionKind>(
+             v, k, {{"weight", AdmissionKind::Weight}, {"peak", AdmissionKind::Peak}, {"fix", AdmissionKind::Fix}});
+       }},
+      {"daemon.fix_n",
+       [](Config& c, const RawValue& v, const std::string& k) { c.admissionFixN = readMilliseconds(v, k, 1, 64); }},
+      {"daemon.liveness_interval_ms",
+       [](Config& c, const RawValue& v, const std::string& k) {
+         c.livenessIntervalMilliseconds = readMilliseconds(v, k, 10, 1000);
+       }},
+      {"daemon.eviction_timeout_ms",
+       [](Config& c, const RawValue& v, const std::string& k) {
+         c.evictionTimeoutMilliseconds = readMilliseconds(v, k, 10, 600'000);
+       }},
+      {"daemon.demand_state_file",
+       [](Config& c, const RawValue& v, const std::string& k) { c.demandStateFile = readString(v, k); }},
+      {"daemon.allow_no_daemon",
+       [](Config& c, const RawValue& v, const std::string& k) { c.allowNoDaemon = readBool(v, k); }},
       {"log.level",
        [](Config& c, const RawValue& v, const std::string& k) {
          c.logLevel = readChoice<LogLevel>(v, k,
@@ -334,6 +378,15 @@ std::string toString(ReplacementKind kind) {
   case ReplacementKind::Mru: return "mru";
   case ReplacementKind::Lfu: return "lfu";
   case ReplacementKind::Random: return "random";
+  }
+  return "?";
+}
+
+std::string toString(AdmissionKind kind) {
+  switch (kind) {
+  case AdmissionKind::Weight: return "weight";
+  case AdmissionKind::Peak: return "peak";
+  case AdmissionKind::Fix: return "fix";
   }
   return "?";
 }

@@ -17,6 +17,7 @@ enum class ReplacementKind { Cdr, Lru, Mru, Lfu, Random };
 enum class EvictionGranularity { Region, Page };
 enum class ReferenceDetection { Auto, Advice, Scan, All };
 enum class BackendKind { Auto, Cuda, Sim };
+enum class AdmissionKind { Weight, Peak, Fix };
 
 struct Config {
   // [memory]
@@ -45,6 +46,15 @@ struct Config {
   double simCopyBandwidthGBps = 25.0;
   double simDeviceBandwidthGBps = 1000.0;
   bool simRealtime = false;
+  // [daemon] (mqxd, mqx-run and the processes of a node: docs/daemon.md)
+  std::string daemonInstance;         // suffix of the node's IPC names
+  std::size_t daemonCapacity = 0;     // node budget; 0: memory.device_memory_limit, else sim.capacity
+  AdmissionKind admission = AdmissionKind::Weight;
+  unsigned admissionFixN = 2;         // FIX-n: at most n queries at once
+  unsigned livenessIntervalMilliseconds = 100;
+  unsigned evictionTimeoutMilliseconds = 2000;
+  std::string demandStateFile;        // learned demands; "": $HOME/.mqx-demand
+  bool allowNoDaemon = false;         // mqx-run without mqxd runs the query alone
   // [log]
   LogLevel logLevel = LogLevel::Warn;
 };
@@ -72,5 +82,6 @@ Config loadConfig();
 std::size_t parseSize(const std::string& text, const std::string& key);
 
 std::string toString(ReplacementKind kind);
+std::string toString(AdmissionKind kind);
 
 } // namespace mqx

@@ -16,6 +16,10 @@ public:
   virtual void release(std::size_t bytes) = 0;
   virtual std::size_t used() const = 0;
   virtual std::size_t limit() const = 0;
+  // Called when this process needs `bytes` and has nothing left to evict: a
+  // budget shared with other processes asks them to evict (ARCHITECTURE.md
+  // decision 8). True when some bytes may have been freed (retry tryAcquire).
+  virtual bool reclaimElsewhere(std::size_t bytes) { return false; }
 };
 
 class LocalDeviceBudget final : public DeviceBudget {

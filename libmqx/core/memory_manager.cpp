@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <thread>
 
 #include "common/log.hpp"
 #include "core/cow_tracker.hpp"
@@ -628,6 +629,21 @@ bool MemoryManager::hasProtectedHostMemory() const { return state_->cow.anyProte
 
 bool MemoryManager::isProtectedHostRange(const void* address, std::size_t bytes) const {
   return state_->cow.anyProtected() && state_->cow.overlapsProtected(reinterpret_cast<std::uintptr_t>(address), bytes);
+}
+
+std::size_t MemoryManager::evictForOtherProcess(std::size_t bytes, std::chrono::milliseconds patience) {
+  const auto deadline = std::chrono::steady_clock::now() + patience;
+  for (;;) {
+    std::unique_lock lock(state_->mutex, std::try_to_lock);
+    if (lock.owns_lock()) {
+      insideManager = true;
+      const std::size_t freed = state_->residency.evictForOtherProcess(bytes);
+      insideManager = false;
+      return freed;
+    }
+    if (state_->residency.waitingForOtherProcesses() || std::chrono::steady_clock::now() >= deadline) return 0;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
 }
 
 void MemoryManager::poll() {

@@ -7,6 +7,7 @@
 // Thread-safe: every entry point takes the manager's lock.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -94,6 +95,13 @@ public:
   void memoryInfo(std::size_t* freeBytes, std::size_t* totalBytes) const;
   Statistics statistics() const;
   const Config& config() const;
+
+  // Multi-process mode: another process needs device memory. Evicts up to
+  // `bytes` of unpinned data; waits at most `patience` for the manager's lock
+  // and not at all when this process is itself waiting for others (two
+  // processes each waiting for the other's lock would deadlock). Returns the
+  // bytes freed.
+  std::size_t evictForOtherProcess(std::size_t bytes, std::chrono::milliseconds patience);
 
   // Total bytes of regions allocated and of device memory currently backed.
   std::size_t allocatedBytes() const;

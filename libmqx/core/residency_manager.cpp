@@ -78,6 +78,12 @@ Status ResidencyManager::back(Region& region, std::uint32_t index, const std::ve
     }
     Status evicted = evictOne(keep);
     if (evicted == Status::NotFound) {
+      // Nothing of ours is evictable: with a node budget, other processes
+      // hold the rest and are asked to evict (paper §6).
+      waitingForOthers_.store(true, std::memory_order_release);
+      const bool reclaimed = context_.budget.reclaimElsewhere(bytes);
+      waitingForOthers_.store(false, std::memory_order_release);
+      if (reclaimed) continue;
       log(LogLevel::Info, "cannot back {} bytes: budget {} of {} used, nothing evictable", bytes,
           context_.budget.used(), context_.budget.limit());
       return Status::OutOfMemory;
@@ -267,6 +273,23 @@ Status ResidencyManager::evictOne(const std::vector<RegionId>& keep) {
     ++context_.statistics.fenceWaits;
     MQX_TRY(context_.backend.waitFence(pending_.front().fence));
   }
+}
+
+std::size_t ResidencyManager::evictForOtherProcess(std::size_t bytes) {
+  std::size_t freed = 0;
+  while (freed < bytes) {
+    poll();
+    std::vector<EvictionCandidate> list;
+    auto victims = candidates({}, &list);
+    if (list.empty()) break;
+    const Victim& victim = victims[list[policy_->chooseVictim(list)].id];
+    std::size_t size = 0;
+    for (std::uint32_t index : victim.pages)
+      size += victim.region->pageMappedBytes(index);
+    if (!ok(evict(victim))) break;
+    freed += size;
+  }
+  return freed;
 }
 
 Status ResidencyManager::evict(const Victim& victim) {

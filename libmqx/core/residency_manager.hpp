@@ -4,6 +4,7 @@
 // paper §4 and §6). It knows nothing of the API semantics above it.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -72,6 +73,14 @@ public:
 
   std::uint64_t tick() { return ++clock_; }
 
+  // Another process's request (multi-process mode): evicts unpinned victims
+  // that the policy chooses until `bytes` are freed or nothing is left
+  // unpinned; never waits for device work. Returns the bytes freed.
+  std::size_t evictForOtherProcess(std::size_t bytes);
+  // Lock-free: whether this process is itself waiting for other processes to
+  // evict (then it has nothing to give them, and must not be waited for).
+  bool waitingForOtherProcesses() const { return waitingForOthers_.load(std::memory_order_acquire); }
+
 private:
   struct PendingWork {
     device::Fence fence;
@@ -115,6 +124,7 @@ private:
   bool loadsInFlight_ = false;
   std::uint64_t clock_ = 0;
   bool sourceReadsInFlight_ = false;
+  std::atomic<bool> waitingForOthers_{false};
 };
 
 } // namespace mqx

@@ -1,0 +1,37 @@
+// AdmissionPolicy: the query scheduler's decision, as a pure function (paper
+// §5). Given the node capacity, the running queries and the postponed ones
+// in arrival order, which postponed queries start now:
+//  - Weight: a query starts when its weighted demand m = Σ tᵢmᵢ / Σ tᵢ fits
+//    in the capacity minus the running queries' weighted demands;
+//  - Peak: the same with peak demands (no oversubscription at all);
+//  - FIX-n: at most n queries run, whatever their demands.
+// Postponed queries are served strictly in arrival order: a later, smaller
+// query never overtakes an earlier one, so none starves. A query that does
+// not fit even on an idle node starts when nothing else runs.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "config/config.hpp"
+
+namespace mqx::daemon {
+
+struct QueryDemand {
+  std::uint32_t id = 0;
+  std::uint64_t weighted = 0;
+  std::uint64_t peak = 0;
+};
+
+struct AdmissionPolicy {
+  AdmissionKind kind = AdmissionKind::Weight;
+  unsigned fixN = 2;
+  std::uint64_t capacity = 0;
+
+  // The ids of `waiting` to start, a prefix of it.
+  std::vector<std::uint32_t> admit(const std::vector<QueryDemand>& running,
+                                   const std::vector<QueryDemand>& waiting) const;
+  std::uint64_t demandOf(const QueryDemand& query) const;
+};
+
+} // namespace mqx::daemon

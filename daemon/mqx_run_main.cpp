@@ -1,0 +1,190 @@
+// mqx-run [options] -- ./query args...: runs one query on the node. Asks mqxd
+// for admission (paper §5) with the demand of the query's plan (--plan), of
+// earlier runs (learned by mqxd from --name), or none; waits; runs the query
+// with libmqx.so preloaded; forwards signals; returns the query's exit status.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/log.hpp"
+#include "config/config.hpp"
+#include "ipc/daemon_client.hpp"
+#include "query_plan.hpp"
+
+namespace {
+
+constexpr int kNoDaemonExit = 69; // EX_UNAVAILABLE
+constexpr int kUsageExit = 2;
+
+volatile sig_atomic_t childPid = 0;
+
+void forwardSignal(int signal) {
+  if (childPid > 0) kill(childPid, signal);
+}
+
+struct Options {
+  std::string plan;
+  std::string name;
+  bool stats = false;
+  bool allowNoDaemon = false;
+  std::vector<char*> command;
+};
+
+void usage(FILE* out) {
+  std::fprintf(out, "usage: mqx-run [--plan FILE] [--name NAME] [--stats] [--allow-no-daemon] -- QUERY [ARGS...]\n"
+                    "  --plan FILE        the query's operator plan (time and device memory per operator)\n"
+                    "  --name NAME        the query's name (demand is learned per name); default: plan name or "
+                    "QUERY's file name\n"
+                    "  --stats            print waiting time, run time and peak device memory at exit\n"
+                    "  --allow-no-daemon  run the query alone when no mqxd is running\n");
+}
+
+bool parse(int argc, char** argv, Options* options) {
+  int i = 1;
+  for (; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if ((arg == "--plan" || arg == "--name") && i + 1 < argc) {
+      (arg == "--plan" ? options->plan : options->name) = argv[++i];
+    } else if (arg == "--stats") {
+      options->stats = true;
+    } else if (arg == "--allow-no-daemon") {
+      options->allowNoDaemon = true;
+    } else if (arg == "--help" || arg == "-h") {
+      usage(stdout);
+      std::exit(0);
+    } else {
+      std::fprintf(stderr, "mqx-run: unknown option '%s'\n", arg.c_str());
+      return false;
+    }
+  }
+  for (; i < argc; ++i)
+    options->command.push_back(argv[i]);
+  if (options->command.empty()) {
+    std::fprintf(stderr, "mqx-run: no query to run\n");
+    return false;
+  }
+  options->command.push_back(nullptr);
+  return true;
+}
+
+// libmqx.so: MQX_LIBRARY, else next to this executable (build tree: bin/ and
+// lib/; install: bin/ and lib/).
+std::string findLibrary() {
+  if (const char* explicitPath = std::getenv("MQX_LIBRARY"); explicitPath != nullptr && *explicitPath != '\0')
+    return explicitPath;
+  std::error_code error;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error) return {};
+  for (const char* relative : {"../lib/libmqx.so", "libmqx.so"}) {
+    const auto candidate = self.parent_path() / relative;
+    if (std::filesystem::exists(candidate, error)) return std::filesystem::weakly_canonical(candidate, error).string();
+  }
+  return {};
+}
+
+int runQuery(const Options& options, std::uint32_t querySlot) {
+  const std::string library = findLibrary();
+  if (library.empty())
+    mqx::log(mqx::LogLevel::Warn, "mqx-run: libmqx.so not found (set MQX_LIBRARY); running the query without it");
+  struct sigaction forward {};
+  forward.sa_handler = forwardSignal;
+  sigemptyset(&forward.sa_mask);
+  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2})
+    sigaction(signal, &forward, nullptr);
+  const pid_t child = fork();
+  if (child < 0) {
+    std::perror("mqx-run: fork");
+    return 1;
+  }
+  if (child == 0) {
+    for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2})
+      ::signal(signal, SIG_DFL);
+    if (!library.empty()) {
+      const char* previous = std::getenv("LD_PRELOAD");
+      std::string preload = library + (previous != nullptr && *previous != '\0' ? std::string(":") + previous : "");
+      setenv("LD_PRELOAD", preload.c_str(), 1);
+    }
+    if (querySlot != mqx::ipc::kNoSlot) setenv("MQX_QUERY_SLOT", std::to_string(querySlot).c_str(), 1);
+    execvp(options.command[0], options.command.data());
+    std::fprintf(stderr, "mqx-run: cannot run '%s': %s\n", options.command[0], std::strerror(errno));
+    _exit(127);
+  }
+  childPid = child;
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  childPid = 0;
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  if (!parse(argc, argv, &options)) {
+    usage(stderr);
+    return kUsageExit;
+  }
+  try {
+    mqx::Config config = mqx::loadConfig();
+    mqx::setLogLevel(config.logLevel);
+    std::uint64_t weighted = 0, peak = 0;
+    if (!options.plan.empty()) {
+      const auto plan = mqx::daemon::QueryPlan::load(options.plan);
+      weighted = plan.weightedDemand();
+      peak = plan.peakDemand();
+      if (options.name.empty()) options.name = plan.name;
+    }
+    if (options.name.empty()) options.name = std::filesystem::path(options.command[0]).filename().string();
+
+    auto client = mqx::ipc::DaemonClient::connect(config, mqx::ipc::DaemonClient::Role::Query, options.name);
+    if (client == nullptr) {
+      if (!options.allowNoDaemon && !config.allowNoDaemon) {
+        std::fprintf(stderr, "mqx-run: no mqxd is running for this user%s (start mqxd, or pass --allow-no-daemon)\n",
+                     config.daemonInstance.empty() ? "" : (" and instance " + config.daemonInstance).c_str());
+        return kNoDaemonExit;
+      }
+      return runQuery(options, mqx::ipc::kNoSlot);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    if (!client->waitForAdmission(weighted, peak)) {
+      std::fprintf(stderr, "mqx-run: mqxd went away before admitting the query\n");
+      return kNoDaemonExit;
+    }
+    const auto admitted = std::chrono::steady_clock::now();
+    const int status = runQuery(options, client->slot());
+    const auto end = std::chrono::steady_clock::now();
+    std::uint64_t observedPeak = 0;
+    {
+      mqx::ipc::RobustLock lock(client->node().lock);
+      observedPeak = client->node().clients[client->slot()].observedPeak;
+    }
+    client->finishQuery();
+    if (options.stats) {
+      using Seconds = std::chrono::duration<double>;
+      std::fprintf(stderr,
+                   "mqx-run: query '%s': waited %.3f s for admission, ran %.3f s, peak device memory %llu MiB, "
+                   "exit %d\n",
+                   options.name.c_str(), Seconds(admitted - start).count(), Seconds(end - admitted).count(),
+                   static_cast<unsigned long long>(observedPeak >> 20), status);
+    }
+    return status;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "mqx-run: %s\n", error.what());
+    return 1;
+  }
+}

@@ -1,0 +1,49 @@
+// NodeDaemon: what mqxd is. It owns the node's segment and request queue,
+// registers clients (they claim records in the segment), reclaims the budget
+// of clients that died (ARCHITECTURE.md decision 9: within one liveness
+// interval, 100 ms by default), and admits queries (decision 10, paper §5).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+
+#include "admission_policy.hpp"
+#include "config/config.hpp"
+#include "demand_history.hpp"
+#include "ipc/ipc_names.hpp"
+#include "ipc/message_queue.hpp"
+#include "ipc/shared_segment.hpp"
+
+namespace mqx::daemon {
+
+class NodeDaemon {
+public:
+  // Creates the segment and queue; throws std::runtime_error when another
+  // mqxd of this user and instance is alive.
+  explicit NodeDaemon(const Config& config);
+  ~NodeDaemon();
+
+  // Serves until `stop` becomes true (checked at least every liveness
+  // interval); the destructor then removes the segment and queue.
+  void run(const std::atomic<bool>& stop);
+
+  std::uint64_t capacity() const { return capacity_; }
+  const ipc::IpcNames& names() const { return names_; }
+
+private:
+  void handle(const ipc::Message& message);
+  void reclaimDeadClients();
+  void observeQueries();
+  void admitPostponed();
+
+  Config config_;
+  ipc::IpcNames names_;
+  std::uint64_t capacity_ = 0;
+  AdmissionPolicy policy_;
+  DemandHistory history_;
+  std::unique_ptr<ipc::SharedSegment> segment_;
+  std::unique_ptr<ipc::MessageQueue> requests_;
+};
+
+} // namespace mqx::daemon

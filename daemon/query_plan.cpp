@@ -1,0 +1,83 @@
+#include "query_plan.hpp"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "config/config.hpp"
+
+namespace mqx::daemon {
+
+std::uint64_t QueryPlan::weightedDemand() const {
+  double timeSum = 0, weighted = 0;
+  for (const auto& op : operators) {
+    timeSum += op.time;
+    weighted += op.time * static_cast<double>(op.memory);
+  }
+  if (timeSum <= 0) return peakDemand();
+  return static_cast<std::uint64_t>(std::llround(weighted / timeSum));
+}
+
+std::uint64_t QueryPlan::peakDemand() const {
+  std::uint64_t peak = 0;
+  for (const auto& op : operators)
+    peak = std::max(peak, op.memory);
+  return peak;
+}
+
+QueryPlan QueryPlan::parse(const std::string& tomlText, const std::string& origin) {
+  toml::table table;
+  try {
+    table = toml::parse(tomlText, origin);
+  } catch (const toml::parse_error& error) {
+    throw ConfigError("mqx plan: " + origin + ": " + std::string(error.description()));
+  }
+  QueryPlan plan;
+  for (const auto& [key, node] : table) {
+    if (key == "name") {
+      auto name = node.value<std::string>();
+      if (!name) throw ConfigError("mqx plan: " + origin + ": name: expected a string");
+      plan.name = *name;
+    } else if (key != "operator") {
+      throw ConfigError("mqx plan: " + origin + ": unknown key " + std::string(key.str()));
+    }
+  }
+  const toml::array* operators = table["operator"].as_array();
+  if (operators == nullptr || operators->empty())
+    throw ConfigError("mqx plan: " + origin + ": needs at least one [[operator]]");
+  for (const auto& entry : *operators) {
+    const toml::table* op = entry.as_table();
+    if (op == nullptr) throw ConfigError("mqx plan: " + origin + ": [[operator]] must be tables");
+    OperatorDemand demand;
+    auto time = (*op)["time"].value<double>();
+    if (!time || !std::isfinite(*time) || *time < 0)
+      throw ConfigError("mqx plan: " + origin + ": operator.time: expected a non-negative number");
+    demand.time = *time;
+    const toml::node* memory = op->get("memory");
+    if (memory == nullptr) throw ConfigError("mqx plan: " + origin + ": operator.memory missing");
+    if (auto bytes = memory->value<std::int64_t>(); bytes && memory->is_integer() && *bytes >= 0)
+      demand.memory = static_cast<std::uint64_t>(*bytes);
+    else if (auto text = memory->value<std::string>())
+      demand.memory = parseSize(*text, origin + ": operator.memory");
+    else
+      throw ConfigError("mqx plan: " + origin + ": operator.memory: expected a size");
+    for (const auto& [key, value] : *op)
+      if (key != "time" && key != "memory")
+        throw ConfigError("mqx plan: " + origin + ": unknown operator key " + std::string(key.str()));
+    plan.operators.push_back(demand);
+  }
+  return plan;
+}
+
+QueryPlan QueryPlan::load(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) throw ConfigError("mqx plan: cannot read '" + path + "'");
+  std::stringstream text;
+  text << file.rdbuf();
+  return parse(text.str(), path);
+}
+
+} // namespace mqx::daemon

@@ -1,0 +1,34 @@
+// QueryPlan: a query's declared operator plan (a plan file given to mqx-run,
+// paper §5): per operator, its expected time and device memory. From it come
+// the weighted demand m = Σ tᵢmᵢ / Σ tᵢ and the peak demand max mᵢ.
+//
+//   name = "q1"            # optional: the query's name
+//   [[operator]]
+//   time = 2.0             # any unit, the same for every operator
+//   memory = "512MiB"      # bytes or a size string
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mqx::daemon {
+
+struct OperatorDemand {
+  double time = 0;
+  std::uint64_t memory = 0;
+};
+
+struct QueryPlan {
+  std::string name;
+  std::vector<OperatorDemand> operators;
+
+  std::uint64_t weightedDemand() const;
+  std::uint64_t peakDemand() const;
+
+  // Throws ConfigError naming the file and the problem.
+  static QueryPlan parse(const std::string& tomlText, const std::string& origin);
+  static QueryPlan load(const std::string& path);
+};
+
+} // namespace mqx::daemon

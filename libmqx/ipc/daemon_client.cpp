@@ -1,0 +1,223 @@
+#include "ipc/daemon_client.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "common/log.hpp"
+#include "ipc/shared_device_budget.hpp"
+
+namespace mqx::ipc {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+// The query record that mqx-run claimed for the query this process belongs to.
+std::uint32_t querySlotFromEnvironment(NodeState& node) {
+  const char* text = std::getenv("MQX_QUERY_SLOT");
+  if (text == nullptr || *text == '\0') return kNoSlot;
+  char* end = nullptr;
+  const unsigned long slot = std::strtoul(text, &end, 10);
+  if (*end != '\0' || slot >= kMaxClients) return kNoSlot;
+  return static_cast<std::uint32_t>(slot);
+}
+
+} // namespace
+
+std::shared_ptr<DaemonClient> DaemonClient::connect(const Config& config, Role role, const std::string& name) {
+  std::shared_ptr<DaemonClient> client(new DaemonClient(config, role));
+  client->names_ = IpcNames::forInstance(config.daemonInstance, getuid());
+  client->segment_ = SharedSegment::open(client->names_);
+  if (client->segment_ == nullptr || !client->daemonAlive()) return nullptr;
+  const pid_t self = getpid();
+  // Queues first: a record is visible to others only once it can be reached.
+  client->replies_ = MessageQueue::create(client->names_.replyQueue(self));
+  if (role == Role::Memory) client->evictions_ = MessageQueue::create(client->names_.evictQueue(self));
+
+  NodeState& node = client->node();
+  {
+    RobustLock lock(node.lock);
+    for (std::uint32_t i = 0; i < kMaxClients; ++i) {
+      ClientRecord& record = node.clients[i];
+      if (record.state != ClientState::Free) continue;
+      record.pid = self;
+      record.budgetHeld = 0;
+      record.observedPeak = 0;
+      record.weightedDemand = 0;
+      record.peakDemand = 0;
+      record.heartbeatNs = monotonicNanoseconds();
+      record.querySlot = role == Role::Memory ? querySlotFromEnvironment(node) : kNoSlot;
+      record.arrival = node.nextArrival++;
+      std::memset(record.name, 0, sizeof record.name);
+      std::memcpy(record.name, name.data(), std::min(name.size(), sizeof record.name - 1));
+      // The state last: until this store the record is free to everyone.
+      record.state = role == Role::Memory ? ClientState::Memory : ClientState::Waiting;
+      client->slot_ = i;
+      break;
+    }
+  }
+  if (client->slot_ == kNoSlot) throw std::runtime_error("mqx: the node has no free client record (64 in use)");
+  if (role == Role::Memory) {
+    client->server_ = std::thread([raw = client.get()] { raw->serveEvictions(); });
+  }
+  log(LogLevel::Info, "joined node {} as client {} (budget {} MiB)", client->names_.segment, client->slot_,
+      node.capacity >> 20);
+  return client;
+}
+
+DaemonClient::~DaemonClient() {
+  if (server_.joinable()) {
+    stopping_ = true;
+    evictions_->send(Message::of(MessageKind::Wake, getpid(), kNoSlot));
+    server_.join();
+  }
+  if (slot_ != kNoSlot) {
+    NodeState& node = this->node();
+    {
+      RobustLock lock(node.lock);
+      ClientRecord& record = node.clients[slot_];
+      if (record.pid == getpid()) {
+        if (record.budgetHeld != 0)
+          log(LogLevel::Debug, "leaving the node with {} bytes still held; given back", record.budgetHeld);
+        record.state = ClientState::Free;
+      }
+    }
+    sendTo(names_.daemonQueue, Message::of(MessageKind::Wake, getpid(), kNoSlot));
+  }
+}
+
+bool DaemonClient::daemonAlive() {
+  NodeState& node = this->node();
+  return processAlive(node.daemonPid);
+}
+
+std::shared_ptr<DeviceBudget> DaemonClient::budget() {
+  // Not kept here: the budget keeps the client alive, not the reverse.
+  return std::make_shared<SharedDeviceBudget>(shared_from_this());
+}
+
+void DaemonClient::setEvictor(Evictor evictor) {
+  std::lock_guard lock(evictorMutex_);
+  evictor_ = std::move(evictor);
+}
+
+void DaemonClient::serveEvictions() {
+  Message message;
+  while (!stopping_) {
+    {
+      RobustLock lock(node().lock);
+      node().clients[slot_].heartbeatNs = monotonicNanoseconds();
+    }
+    if (!evictions_->receive(&message, milliseconds(100))) continue;
+    if (message.kind != MessageKind::EvictRequest) continue;
+    std::size_t freed = 0;
+    {
+      std::lock_guard lock(evictorMutex_);
+      if (evictor_) freed = evictor_(message.bytes);
+    }
+    if (freed > 0) {
+      RobustLock lock(node().lock);
+      ++node().evictionRequestsServed;
+      node().bytesEvictedForOthers += freed;
+    }
+    Message ack = Message::of(MessageKind::EvictAck, getpid(), slot_);
+    ack.sequence = message.sequence;
+    ack.bytes = freed;
+    log(LogLevel::Debug, "evicted {} of {} bytes for process {}", freed, message.bytes, message.pid);
+    if (!sendTo(names_.replyQueue(message.pid), ack))
+      log(LogLevel::Debug, "process {} is gone; its eviction acknowledgement is dropped", message.pid);
+  }
+}
+
+bool DaemonClient::requestEviction(std::size_t bytes) {
+  std::lock_guard serial(requestMutex_);
+  const auto start = Clock::now();
+  const auto deadline = start + milliseconds(config_.evictionTimeoutMilliseconds);
+  const pid_t self = getpid();
+  while (Clock::now() < deadline) {
+    // The other memory clients, largest holder first: the most likely to
+    // have something unpinned to evict.
+    std::vector<std::pair<std::uint64_t, pid_t>> owners;
+    {
+      RobustLock lock(node().lock);
+      for (const ClientRecord& record : node().clients)
+        if (record.state == ClientState::Memory && record.pid != self && record.budgetHeld > 0)
+          owners.emplace_back(record.budgetHeld, record.pid);
+    }
+    if (owners.empty()) return false; // nobody else holds anything: more waiting cannot help
+    std::sort(owners.rbegin(), owners.rend());
+    for (const auto& [held, owner] : owners) {
+      Message request = Message::of(MessageKind::EvictRequest, self, slot_);
+      request.sequence = nextSequence_++;
+      request.bytes = bytes;
+      if (!sendTo(names_.evictQueue(owner), request)) continue;
+      Message reply;
+      const auto answerBy = std::min(deadline, Clock::now() + milliseconds(500));
+      while (Clock::now() < answerBy) {
+        const auto left = std::chrono::duration_cast<milliseconds>(answerBy - Clock::now()) + milliseconds(1);
+        if (!replies_->receive(&reply, left)) break;
+        if (reply.kind == MessageKind::EvictAck && reply.sequence == request.sequence) {
+          if (reply.bytes > 0) return true;
+          break;
+        }
+      }
+      if (Clock::now() >= deadline) break;
+    }
+    // Everything the others hold is in use right now: let their work finish.
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  log(LogLevel::Warn,
+      "no other process freed device memory within {} ms (daemon.eviction_timeout_ms) for {} bytes: out of memory",
+      config_.evictionTimeoutMilliseconds, bytes);
+  return false;
+}
+
+bool DaemonClient::waitForAdmission(std::uint64_t weightedDemand, std::uint64_t peakDemand) {
+  {
+    RobustLock lock(node().lock);
+    ClientRecord& record = node().clients[slot_];
+    record.weightedDemand = weightedDemand;
+    record.peakDemand = peakDemand;
+  }
+  Message request = Message::of(MessageKind::AdmissionRequest, getpid(), slot_);
+  request.weightedDemand = weightedDemand;
+  request.peakDemand = peakDemand;
+  if (!sendTo(names_.daemonQueue, request)) return false;
+  Message reply;
+  for (;;) {
+    if (replies_->receive(&reply, milliseconds(200))) {
+      if (reply.kind == MessageKind::Admitted && reply.slot == slot_) return true;
+      continue;
+    }
+    RobustLock lock(node().lock);
+    ClientRecord& record = node().clients[slot_];
+    record.heartbeatNs = monotonicNanoseconds();
+    if (record.state == ClientState::Running) return true; // the message was lost; the record says it
+    if (!processAlive(node().daemonPid)) return false;
+  }
+}
+
+void DaemonClient::finishQuery() {
+  std::uint64_t peak = 0;
+  {
+    RobustLock lock(node().lock);
+    peak = node().clients[slot_].observedPeak;
+  }
+  Message message = Message::of(MessageKind::QueryFinished, getpid(), slot_);
+  message.bytes = peak;
+  message.setName(node().clients[slot_].name);
+  {
+    // Freed now, so the daemon's admission pass no longer counts it.
+    RobustLock lock(node().lock);
+    node().clients[slot_].state = ClientState::Free;
+  }
+  slot_ = kNoSlot;
+  sendTo(names_.daemonQueue, message);
+}
+
+} // namespace mqx::ipc

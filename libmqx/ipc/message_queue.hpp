@@ -1,0 +1,45 @@
+// MessageQueue: RAII over a POSIX message queue carrying ipc::Message. The
+// creator (O_EXCL, mode 0600, a stale queue of the same name is unlinked
+// first) unlinks the name on destruction; an opener only closes. Sends
+// never block (a full or vanished peer is the peer's problem, reported as
+// false); receives wait at most the given time.
+#pragma once
+
+#include <mqueue.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "ipc/messages.hpp"
+
+namespace mqx::ipc {
+
+class MessageQueue {
+public:
+  static std::unique_ptr<MessageQueue> create(const std::string& name, long capacity = 32);
+  // Null when the queue does not exist.
+  static std::unique_ptr<MessageQueue> openForSending(const std::string& name);
+
+  ~MessageQueue();
+  MessageQueue(const MessageQueue&) = delete;
+  MessageQueue& operator=(const MessageQueue&) = delete;
+
+  bool send(const Message& message);
+  // False on timeout. Invalid messages are logged and skipped.
+  bool receive(Message* message, std::chrono::milliseconds timeout);
+
+  const std::string& name() const { return name_; }
+
+private:
+  MessageQueue(mqd_t queue, std::string name, bool owner) : queue_(queue), name_(std::move(name)), owner_(owner) {}
+
+  mqd_t queue_;
+  std::string name_;
+  bool owner_;
+};
+
+// Opens `name` and sends one message; false if the queue is gone or full.
+bool sendTo(const std::string& name, const Message& message);
+
+} // namespace mqx::ipc

@@ -1,0 +1,52 @@
+// The messages of mqx's POSIX message queues: one fixed-size struct for every
+// kind, validated on receipt (size, magic, version, kind, slot, name): a
+// queue is writable by any process of the user, so nothing in a message is
+// trusted until checked.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "ipc/node_state.hpp"
+
+namespace mqx::ipc {
+
+inline constexpr std::uint32_t kMessageMagic = 0x6d71786d; // "mqxm"
+inline constexpr std::uint16_t kMessageVersion = 1;
+
+enum class MessageKind : std::uint16_t {
+  // To mqxd.
+  AdmissionRequest = 1, // slot (Waiting) asks to run
+  DemandUpdate = 2,     // slot's weighted/peak demand changed
+  QueryFinished = 3,    // slot's query ended; observedPeak in `bytes`
+  Wake = 4,             // no content: look at the segment again (and shutdown)
+  // To a client.
+  Admitted = 16,     // the query in `slot` may start
+  EvictRequest = 17, // free `bytes` of device memory; reply to `pid`'s reply queue
+  EvictAck = 18,     // `bytes` were freed for request `sequence`
+};
+
+struct Message {
+  std::uint32_t magic = kMessageMagic;
+  std::uint16_t version = kMessageVersion;
+  MessageKind kind = MessageKind::Wake;
+  pid_t pid = 0;                // the sender
+  std::uint32_t slot = kNoSlot; // the sender's client record
+  std::uint64_t sequence = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t weightedDemand = 0;
+  std::uint64_t peakDemand = 0;
+  char name[kQueryNameBytes] = {};
+
+  static Message of(MessageKind kind, pid_t pid, std::uint32_t slot);
+  void setName(const std::string& text);
+};
+
+// Whether `received` bytes in `message` form a valid message. `why` says
+// what is wrong when not.
+bool validMessage(const Message& message, std::size_t received, std::string* why);
+
+} // namespace mqx::ipc

@@ -1,0 +1,72 @@
+// NodeState: the layout of the node's shared-memory segment (ARCHITECTURE.md
+// decision 9). Plain fixed-size data, no pointers, so that every process maps
+// it anywhere. Every field is written under `lock`, and every update is one
+// store that leaves the state valid: a process killed between two stores
+// leaves nothing to repair (see RobustMutex). The node's used budget is not
+// stored: it is the sum of what live client records hold, so reclaiming a
+// dead client's bytes is freeing its record.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ipc/robust_mutex.hpp"
+
+namespace mqx::ipc {
+
+inline constexpr std::uint32_t kNodeStateMagic = 0x6d71786e; // "mqxn"
+inline constexpr std::uint32_t kNodeStateVersion = 1;
+inline constexpr std::uint32_t kMaxClients = 64;
+inline constexpr std::size_t kQueryNameBytes = 64;
+inline constexpr std::uint32_t kNoSlot = 0xffffffffu;
+
+enum class ClientState : std::uint32_t {
+  Free = 0,
+  Waiting = 1, // a query (mqx-run) waiting for admission
+  Running = 2, // an admitted query
+  Memory = 3,  // a process with a memory manager drawing on the node budget
+};
+
+struct ClientRecord {
+  ClientState state = ClientState::Free;
+  pid_t pid = 0;
+  std::uint64_t arrival = 0;         // admission order (FIFO among postponed)
+  std::uint64_t weightedDemand = 0;  // m = Σ tᵢmᵢ / Σ tᵢ (paper §5), bytes
+  std::uint64_t peakDemand = 0;      // max mᵢ, bytes
+  std::uint64_t budgetHeld = 0;      // device bytes this process has backed
+  std::uint64_t observedPeak = 0;    // a query: most bytes its processes held at once
+  std::uint64_t heartbeatNs = 0;     // CLOCK_MONOTONIC
+  std::uint32_t querySlot = kNoSlot; // a Memory client: the query it runs for
+  char name[kQueryNameBytes] = {};
+};
+
+struct NodeState {
+  std::uint32_t magic = kNodeStateMagic;
+  std::uint32_t version = kNodeStateVersion;
+  RobustMutex lock;
+  pid_t daemonPid = 0;
+  std::uint64_t capacity = 0; // the node's device budget in bytes
+  std::uint64_t nextArrival = 1;
+  std::uint64_t reclaimedBytes = 0; // taken back from dead clients, total
+  std::uint32_t deadClients = 0;
+  std::uint64_t evictionRequestsServed = 0; // cross-process evictions that freed something
+  std::uint64_t bytesEvictedForOthers = 0;
+  ClientRecord clients[kMaxClients];
+
+  // Call with `lock` held.
+  std::uint64_t usedBytes() const {
+    std::uint64_t used = 0;
+    for (const auto& client : clients)
+      if (client.state != ClientState::Free) used += client.budgetHeld;
+    return used;
+  }
+};
+
+std::uint64_t monotonicNanoseconds();
+// Whether `pid` is a live process (a zombie counts as dead: its memory is
+// gone, only its parent has not reaped it yet).
+bool processAlive(pid_t pid);
+
+} // namespace mqx::ipc

@@ -1,0 +1,45 @@
+// RobustMutex: a process-shared pthread mutex that lives in shared memory and
+// survives its holder's death (PTHREAD_MUTEX_ROBUST). Boost 1.74's
+// interprocess_mutex is not robust: a client killed with SIGKILL inside a
+// critical section would hang every other process for ever (ARCHITECTURE.md
+// decision 9). Here the next locker gets EOWNERDEAD, repairs, and goes on.
+#pragma once
+
+#include <pthread.h>
+
+namespace mqx::ipc {
+
+class RobustMutex {
+public:
+  // Placement-constructed once by the segment's creator.
+  RobustMutex();
+  ~RobustMutex();
+  RobustMutex(const RobustMutex&) = delete;
+  RobustMutex& operator=(const RobustMutex&) = delete;
+
+  // Returns true when the previous holder died holding it; the protected
+  // state is then marked consistent again (callers keep their state valid
+  // after every single store, so there is nothing else to repair).
+  bool lock();
+  // True when taken (a dead holder's lock is taken and made consistent).
+  bool tryLock();
+  void unlock();
+
+private:
+  pthread_mutex_t mutex_;
+};
+
+class RobustLock {
+public:
+  explicit RobustLock(RobustMutex& mutex) : mutex_(mutex) { ownerDied_ = mutex_.lock(); }
+  ~RobustLock() { mutex_.unlock(); }
+  RobustLock(const RobustLock&) = delete;
+  RobustLock& operator=(const RobustLock&) = delete;
+  bool ownerDied() const { return ownerDied_; }
+
+private:
+  RobustMutex& mutex_;
+  bool ownerDied_ = false;
+};
+
+} // namespace mqx::ipc

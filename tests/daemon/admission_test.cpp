@@ -1,0 +1,126 @@
+// Admission end to end: mqx-run processes with plans under Weight, Peak and
+// FIX-n, and demand learned from an earlier run of the same query.
+#include <fstream>
+#include <sstream>
+
+#include "node_fixture.hpp"
+
+namespace mqx::test {
+namespace {
+
+class Admission : public NodeFixture {
+protected:
+  std::string plan(const std::string& name, const std::string& weightedMiB, const std::string& peakMiB) {
+    // Two operators: the peak for 1 time unit, the weighted part so that the
+    // time-weighted mean is what the test wants (m = (1*peak + k*low)/(1+k)).
+    const std::string path = "/tmp/mqx-plan-" + instance_ + "-" + name;
+    std::ofstream file(path);
+    file << "name = \"" << name << "\"\n[[operator]]\ntime = 1.0\nmemory = \"" << peakMiB
+         << "MiB\"\n[[operator]]\ntime = 1000000.0\nmemory = \"" << weightedMiB << "MiB\"\n";
+    plans_.push_back(path);
+    return path;
+  }
+  void TearDown() override {
+    for (const auto& path : plans_)
+      std::remove(path.c_str());
+    std::remove(log_.c_str());
+    NodeFixture::TearDown();
+  }
+  // A query that logs its start and end.
+  std::unique_ptr<ChildProcess> query(const std::string& name, const std::vector<std::string>& options,
+                                      const std::string& seconds = "0.4") {
+    std::vector<std::string> args = options;
+    args.insert(args.end(),
+                {"--", "/bin/sh", "-c",
+                 "echo start " + name + " >> " + log_ + "; sleep " + seconds + "; echo end " + name + " >> " + log_});
+    auto process = run(args);
+    std::this_thread::sleep_for(60ms); // arrival order is the start order
+    return process;
+  }
+  std::vector<std::string> events() {
+    std::ifstream file(log_);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(file, line);)
+      lines.push_back(line);
+    return lines;
+  }
+  static std::size_t indexOf(const std::vector<std::string>& lines, const std::string& line) {
+    return std::find(lines.begin(), lines.end(), line) - lines.begin();
+  }
+
+  std::vector<std::string> plans_;
+  std::string log_ = "/tmp/mqx-admission-log-" + std::to_string(getpid()) + "-" +
+                     std::to_string(reinterpret_cast<std::uintptr_t>(this));
+};
+
+TEST_F(Admission, WeightPostponesInArrivalOrderAndAdmitsWhenAQueryEnds) {
+  environment_["MQX_DAEMON_CAPACITY"] = "100MiB";
+  startDaemon();
+  auto a = query("a", {"--plan", plan("a", "60", "90")});
+  auto b = query("b", {"--plan", plan("b", "60", "90")});
+  auto c = query("c", {"--plan", plan("c", "30", "30")}); // would fit beside a, but b came first
+  for (auto* q : {a.get(), b.get(), c.get()})
+    EXPECT_EQ(q->wait(20s), 0);
+  auto lines = events();
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_EQ(lines[0], "start a");
+  EXPECT_LT(indexOf(lines, "end a"), indexOf(lines, "start b"));
+  EXPECT_LT(indexOf(lines, "end a"), indexOf(lines, "start c"));
+  // b (60) and c (30) fit together: c does not wait for b's end.
+  EXPECT_LT(indexOf(lines, "start c"), indexOf(lines, "end b"));
+}
+
+TEST_F(Admission, PeakAdmitsByPeakDemand) {
+  environment_["MQX_DAEMON_CAPACITY"] = "100MiB";
+  environment_["MQX_DAEMON_ADMISSION"] = "peak";
+  startDaemon();
+  // Weighted 30 each (Weight would run them together), peak 60 each.
+  auto a = query("a", {"--plan", plan("a", "30", "60")});
+  auto b = query("b", {"--plan", plan("b", "30", "60")});
+  EXPECT_EQ(a->wait(20s), 0);
+  EXPECT_EQ(b->wait(20s), 0);
+  auto lines = events();
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_LT(indexOf(lines, "end a"), indexOf(lines, "start b"));
+}
+
+TEST_F(Admission, FixNRunsAtMostNQueries) {
+  environment_["MQX_DAEMON_ADMISSION"] = "fix";
+  environment_["MQX_DAEMON_FIX_N"] = "2";
+  startDaemon();
+  auto a = query("a", {});
+  auto b = query("b", {});
+  auto c = query("c", {});
+  for (auto* q : {a.get(), b.get(), c.get()})
+    EXPECT_EQ(q->wait(20s), 0);
+  auto lines = events();
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_LT(indexOf(lines, "start b"), indexOf(lines, "end a")) << "two run at once";
+  EXPECT_GT(indexOf(lines, "start c"), std::min(indexOf(lines, "end a"), indexOf(lines, "end b")));
+}
+
+TEST_F(Admission, DemandIsLearnedFromAnEarlierRunOfTheSameQuery) {
+  environment_["MQX_DAEMON_CAPACITY"] = "100MiB";
+  startDaemon();
+  // First run of "learner": no plan; its process holds 80 MiB for a while.
+  auto first = run({"--name", "learner", "--", SIM_CLIENT_PATH, "hold-budget", std::to_string(80 << 20), "400"});
+  EXPECT_EQ(first->wait(20s), 0);
+  std::this_thread::sleep_for(200ms); // the daemon records it
+  {
+    std::ifstream history("/tmp/mqx-test-demand-" + instance_);
+    std::stringstream text;
+    text << history.rdbuf();
+    EXPECT_EQ(text.str(), "learner " + std::to_string(80 << 20) + "\n");
+  }
+  // Now a 50 MiB query runs; "learner" (80 MiB, learned) must wait for it.
+  auto other = query("other", {"--plan", plan("other", "50", "50")}, "0.5");
+  auto second = query("learner", {"--name", "learner"}, "0.1");
+  EXPECT_EQ(other->wait(20s), 0);
+  EXPECT_EQ(second->wait(20s), 0);
+  auto lines = events();
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_LT(indexOf(lines, "end other"), indexOf(lines, "start learner"));
+}
+
+} // namespace
+} // namespace mqx::test

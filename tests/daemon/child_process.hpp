@@ -1,0 +1,37 @@
+// ChildProcess: a program the test starts (fork/exec) with extra environment
+// variables, its stdout readable through a pipe. RAII: a child still running
+// when the object goes is killed (SIGKILL) and reaped.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mqx::test {
+
+class ChildProcess {
+public:
+  ChildProcess(const std::vector<std::string>& argv, const std::map<std::string, std::string>& environment);
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  void signal(int number);
+  // The wait status' meaning: exit code, or 128 + signal. nullopt on timeout.
+  std::optional<int> wait(std::chrono::milliseconds timeout);
+  // Reads stdout until `line` appears as a whole line; false on EOF/timeout.
+  bool waitForLine(const std::string& line, std::chrono::milliseconds timeout);
+
+private:
+  pid_t pid_ = -1;
+  int stdout_ = -1;
+  bool reaped_ = false;
+  std::string buffered_;
+};
+
+} // namespace mqx::test

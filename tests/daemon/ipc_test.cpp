@@ -1,0 +1,95 @@
+// The IPC layer in one process: message validation, queues, the segment's
+// permissions and the robust lock.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "ipc/message_queue.hpp"
+#include "ipc/messages.hpp"
+#include "ipc/shared_segment.hpp"
+
+namespace mqx::ipc {
+namespace {
+
+TEST(Messages, ValidationRejectsWhatIsNotAMessage) {
+  Message good = Message::of(MessageKind::EvictRequest, 42, 3);
+  EXPECT_TRUE(validMessage(good, sizeof good, nullptr));
+  std::string why;
+  EXPECT_FALSE(validMessage(good, sizeof good - 1, &why));
+  EXPECT_EQ(why, "wrong size");
+  Message bad = good;
+  bad.magic = 0;
+  EXPECT_FALSE(validMessage(bad, sizeof bad, nullptr));
+  bad = good;
+  bad.slot = kMaxClients;
+  EXPECT_FALSE(validMessage(bad, sizeof bad, nullptr));
+  bad = good;
+  bad.kind = static_cast<MessageKind>(999);
+  EXPECT_FALSE(validMessage(bad, sizeof bad, nullptr));
+  bad = good;
+  std::memset(bad.name, 'x', sizeof bad.name);
+  EXPECT_FALSE(validMessage(bad, sizeof bad, &why));
+  EXPECT_EQ(why, "name not terminated");
+  bad = good;
+  bad.pid = -1;
+  EXPECT_FALSE(validMessage(bad, sizeof bad, nullptr));
+}
+
+TEST(MessageQueue, RoundTripTimeoutAndUnlink) {
+  const std::string name = "/mqx-ipc-test-" + std::to_string(getpid());
+  {
+    auto queue = MessageQueue::create(name);
+    Message in = Message::of(MessageKind::EvictAck, getpid(), 1);
+    in.sequence = 77;
+    EXPECT_TRUE(sendTo(name, in));
+    Message out;
+    ASSERT_TRUE(queue->receive(&out, std::chrono::milliseconds(100)));
+    EXPECT_EQ(out.sequence, 77u);
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_FALSE(queue->receive(&out, std::chrono::milliseconds(50)));
+    EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(40));
+  }
+  EXPECT_EQ(MessageQueue::openForSending(name), nullptr) << "the creator unlinks its queue";
+}
+
+TEST(SharedSegment, CreatedUserOnlyAndRemovedByItsOwner) {
+  const auto names = IpcNames::forInstance("ipc" + std::to_string(getpid()), getuid());
+  EXPECT_NE(names.segment.find(std::to_string(getuid())), std::string::npos);
+  {
+    auto segment = SharedSegment::create(names, 1 << 20);
+    struct stat info {};
+    ASSERT_EQ(stat(("/dev/shm/" + names.segment).c_str(), &info), 0);
+    EXPECT_EQ(info.st_mode & 0777, 0600u);
+    auto client = SharedSegment::open(names);
+    ASSERT_NE(client, nullptr);
+    EXPECT_EQ(client->state().capacity, 1u << 20);
+  }
+  EXPECT_EQ(SharedSegment::open(names), nullptr);
+}
+
+TEST(RobustMutex, HolderKilledWhileHoldingItDoesNotHangOthers) {
+  const auto names = IpcNames::forInstance("robust" + std::to_string(getpid()), getuid());
+  auto segment = SharedSegment::create(names, 1 << 20);
+  NodeState& node = segment->state();
+  const pid_t child = fork();
+  if (child == 0) {
+    node.lock.lock();
+    pause();
+    _exit(0);
+  }
+  // Wait until the child holds it, then kill it there.
+  while (node.lock.tryLock()) {
+    node.lock.unlock();
+    usleep(1000);
+  }
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  RobustLock lock(node.lock);
+  EXPECT_TRUE(lock.ownerDied());
+}
+
+} // namespace
+} // namespace mqx::ipc

@@ -1,0 +1,40 @@
+// Clients that die: the budget comes back within one second and nobody
+// hangs, even when the dead client held the node's lock.
+#include "node_fixture.hpp"
+
+namespace mqx::test {
+namespace {
+
+using Liveness = NodeFixture;
+
+TEST_F(Liveness, BudgetOfAKilledClientIsReclaimedWithinOneSecond) {
+  startDaemon();
+  auto holder = client({"hold-budget", std::to_string(20 << 20), "0"});
+  ASSERT_TRUE(holder->waitForLine("held", 10s));
+  EXPECT_EQ(usedBytes(), std::uint64_t{20} << 20);
+  holder->signal(SIGKILL);
+  const auto reclaimed = waitUntilBudgetFree(1000ms);
+  ASSERT_TRUE(reclaimed) << "still used: " << usedBytes();
+  EXPECT_GE(segment_->state().reclaimedBytes, std::uint64_t{20} << 20);
+}
+
+TEST_F(Liveness, ClientKilledHoldingTheLockLeavesOthersFinishing) {
+  startDaemon();
+  auto holder = client({"hold-lock", std::to_string(16 << 20)});
+  ASSERT_TRUE(holder->waitForLine("locked", 10s));
+  // These need the lock for every budget operation: they block until the
+  // holder dies, then recover the lock and finish.
+  auto first = client({"work", "2", std::to_string(3 << 20), "3", "11"});
+  auto second = client({"work", "2", std::to_string(3 << 20), "3", "12"});
+  std::this_thread::sleep_for(200ms);
+  EXPECT_FALSE(first->wait(0ms)) << "the lock is held: nobody can have finished";
+  holder->signal(SIGKILL);
+  EXPECT_EQ(holder->wait(5s), 128 + SIGKILL);
+  EXPECT_EQ(first->wait(20s), 0);
+  EXPECT_EQ(second->wait(20s), 0);
+  ASSERT_TRUE(waitUntilBudgetFree(1000ms)) << "still used: " << usedBytes();
+  EXPECT_GE(segment_->state().deadClients, 1u);
+}
+
+} // namespace
+} // namespace mqx::test

@@ -1,0 +1,103 @@
+// NodeFixture: a test with its own node: a fresh daemon.instance name (so
+// tests and test runs never share IPC objects), mqxd started as a real
+// process, and helpers to start clients and look at the segment.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "child_process.hpp"
+#include "ipc/message_queue.hpp"
+#include "ipc/node_state.hpp"
+#include "ipc/shared_segment.hpp"
+
+namespace mqx::test {
+
+using namespace std::chrono_literals;
+
+class NodeFixture : public ::testing::Test {
+protected:
+  void SetUp() override {
+    static std::atomic<int> counter{0};
+    instance_ = "t" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+    environment_ = {{"MQX_DAEMON_INSTANCE", instance_},
+                    {"MQX_DAEMON_CAPACITY", "32MiB"},
+                    {"MQX_DAEMON_DEMAND_STATE_FILE", "/tmp/mqx-test-demand-" + instance_},
+                    {"MQX_MEMORY_PAGE_SIZE", "1MiB"},
+                    {"MQX_SIM_GRANULARITY", "1MiB"},
+                    {"MQX_SIM_CAPACITY", "64MiB"},
+                    {"MQX_MEMORY_SWAP_BUFFER_LIMIT", "256MiB"},
+                    {"MQX_MEMORY_PINNED_SWAP", "false"},
+                    {"MQX_LOG_LEVEL", "warn"}};
+  }
+  void TearDown() override {
+    stopDaemon();
+    std::remove(("/tmp/mqx-test-demand-" + instance_).c_str());
+  }
+
+  ipc::IpcNames names() const { return ipc::IpcNames::forInstance(instance_, getuid()); }
+
+  // Starts mqxd and waits until its segment is there.
+  void startDaemon() {
+    daemon_ = std::make_unique<ChildProcess>(std::vector<std::string>{MQXD_PATH}, environment_);
+    ASSERT_TRUE(daemon_->waitForLine("mqxd: ready (" + names().segment + ")", 5s)) << "mqxd did not start";
+    segment_ = ipc::SharedSegment::open(names());
+    ASSERT_NE(segment_, nullptr);
+  }
+  void stopDaemon() {
+    if (!daemon_) return;
+    daemon_->signal(SIGTERM);
+    auto status = daemon_->wait(5s);
+    EXPECT_EQ(status, 0) << "mqxd did not stop cleanly";
+    daemon_.reset();
+  }
+
+  std::unique_ptr<ChildProcess> client(const std::vector<std::string>& args,
+                                       const std::map<std::string, std::string>& extra = {}) {
+    std::vector<std::string> argv{SIM_CLIENT_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto environment = environment_;
+    for (const auto& [key, value] : extra)
+      environment[key] = value;
+    return std::make_unique<ChildProcess>(argv, environment);
+  }
+  std::unique_ptr<ChildProcess> run(const std::vector<std::string>& args,
+                                    const std::map<std::string, std::string>& extra = {}) {
+    std::vector<std::string> argv{MQX_RUN_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto environment = environment_;
+    for (const auto& [key, value] : extra)
+      environment[key] = value;
+    return std::make_unique<ChildProcess>(argv, environment);
+  }
+
+  std::uint64_t usedBytes() {
+    ipc::RobustLock lock(segment_->state().lock);
+    return segment_->state().usedBytes();
+  }
+  // Polls until the node's budget is all free; the time it took.
+  std::optional<std::chrono::milliseconds> waitUntilBudgetFree(std::chrono::milliseconds timeout) {
+    const auto start = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - start < timeout) {
+      if (usedBytes() == 0)
+        return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+      std::this_thread::sleep_for(5ms);
+    }
+    return std::nullopt;
+  }
+
+  std::string instance_;
+  std::map<std::string, std::string> environment_;
+  std::unique_ptr<ChildProcess> daemon_;
+  std::unique_ptr<ipc::SharedSegment> segment_;
+};
+
+} // namespace mqx::test

@@ -1,0 +1,173 @@
+// mqx_sim_client: a query process on the simulated device for the daemon
+// tests. It joins the node that mqxd runs (MQX_DAEMON_INSTANCE) and draws its
+// device memory from the node budget, as libmqx.so does in a GPU process.
+//
+//   work R BYTES ROUNDS SEED [PEERS]
+//                             R regions of BYTES, ROUNDS passes of an in-place
+//                             transform kernel over each, then checks every
+//                             byte against a host reference. Exit 0 correct,
+//                             1 wrong data, 4 a call failed (out of memory).
+//                             With PEERS, the passes start once PEERS memory
+//                             clients have joined, so that they all compete.
+//   hold-budget BYTES MS      takes BYTES of the budget, prints "held", keeps
+//                             them MS milliseconds (0: until killed), exits.
+//   hold-lock BYTES           takes BYTES, then the node lock, prints
+//                             "locked" and waits to be killed.
+// Exit 3: no daemon.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/log.hpp"
+#include "config/config.hpp"
+#include "core/memory_manager.hpp"
+#include "device/sim/sim_backend.hpp"
+#include "hook/host_memory_hooks.hpp"
+#include "ipc/daemon_client.hpp"
+
+namespace {
+
+using mqx::Status;
+
+void transformReference(std::uint8_t* data, std::uint64_t n, std::uint8_t seed) {
+  for (std::uint64_t i = 0; i < n; ++i)
+    data[i] = static_cast<std::uint8_t>(data[i] * 3 + seed);
+}
+
+void waitForPeers(mqx::ipc::DaemonClient& client, unsigned peers) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    unsigned joined = 0;
+    {
+      mqx::ipc::RobustLock lock(client.node().lock);
+      for (const auto& record : client.node().clients)
+        joined += record.state == mqx::ipc::ClientState::Memory ? 1 : 0;
+    }
+    if (joined >= peers) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+int work(const mqx::Config& config, mqx::ipc::DaemonClient& client, int regions, std::size_t bytes, int rounds,
+         unsigned seed, unsigned peers) {
+  mqx::device::SimBackend backend(config);
+  const mqx::FunctionHandle transform = backend.registerKernel(
+      [](const mqx::device::SimKernelContext&, void** params) {
+        auto* data = *static_cast<std::uint8_t**>(params[0]);
+        auto n = *static_cast<std::uint64_t*>(params[1]);
+        auto s = *static_cast<std::uint8_t*>(params[2]);
+        transformReference(data, n, s);
+      },
+      {{0, 8}, {8, 8}, {16, 1}});
+  auto manager = std::make_unique<mqx::MemoryManager>(config, backend, client.budget());
+  // Copy-on-write faults of lazily copied host buffers go to the manager, as
+  // in libmqx.so.
+  mqx::hook::registerHostMemoryManager(manager.get());
+  client.setEvictor(
+      [&](std::size_t wanted) { return manager->evictForOtherProcess(wanted, std::chrono::milliseconds(200)); });
+  int result = 0;
+  auto fail = [&](const char* what, Status status) {
+    std::fprintf(stderr, "sim_client %d: %s failed: %s\n", getpid(), what, std::string(mqx::toString(status)).c_str());
+    result = 4;
+  };
+  std::vector<mqx::DevicePtr> addresses(regions);
+  std::vector<std::vector<std::uint8_t>> reference(regions, std::vector<std::uint8_t>(bytes));
+  for (int r = 0; r < regions && result == 0; ++r) {
+    for (std::size_t i = 0; i < bytes; ++i)
+      reference[r][i] = static_cast<std::uint8_t>(seed + r * 31 + i * 7 + i / 4099);
+    if (Status s = manager->allocate(bytes, &addresses[r]); !mqx::ok(s))
+      fail("allocate", s);
+    else if (Status s2 = manager->copyHostToDevice(addresses[r], reference[r].data(), bytes, 0, true); !mqx::ok(s2))
+      fail("copy to device", s2);
+  }
+  waitForPeers(client, peers);
+  for (int round = 0; round < rounds && result == 0; ++round) {
+    for (int r = 0; r < regions && result == 0; ++r) {
+      void* pointer = reinterpret_cast<void*>(addresses[r]);
+      std::uint64_t n = bytes;
+      auto k = static_cast<std::uint8_t>(seed + round * 5 + r);
+      void* params[] = {&pointer, &n, &k};
+      mqx::device::KernelLaunch launch;
+      launch.function = transform;
+      launch.params = params;
+      if (Status s = manager->launch(launch); !mqx::ok(s))
+        fail("launch", s);
+      else
+        transformReference(reference[r].data(), n, k);
+    }
+  }
+  for (int r = 0; r < regions && result == 0; ++r) {
+    std::vector<std::uint8_t> back(bytes);
+    if (Status s = manager->copyDeviceToHost(back.data(), addresses[r], bytes, 0, true); !mqx::ok(s)) {
+      fail("copy to host", s);
+    } else if (back != reference[r]) {
+      std::fprintf(stderr, "sim_client %d: region %d holds wrong data\n", getpid(), r);
+      result = 1;
+    }
+  }
+  const auto stats = manager->statistics();
+  std::printf("%s\nevictions %llu\n", result == 0 ? "ok" : "failed", static_cast<unsigned long long>(stats.evictions));
+  std::fflush(stdout);
+  client.setEvictor(nullptr); // before the manager goes
+  for (auto address : addresses)
+    if (address != 0) manager->free(address);
+  mqx::hook::registerHostMemoryManager(nullptr);
+  manager.reset();
+  return result;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: mqx_sim_client work R BYTES ROUNDS SEED | hold-budget BYTES MS | hold-lock BYTES\n");
+    return 2;
+  }
+  try {
+    const mqx::Config config = mqx::loadConfig();
+    mqx::setLogLevel(config.logLevel);
+    auto client = mqx::ipc::DaemonClient::connect(config, mqx::ipc::DaemonClient::Role::Memory, "sim_client");
+    if (client == nullptr) {
+      std::fprintf(stderr, "sim_client: no daemon\n");
+      return 3;
+    }
+    const std::string mode = argv[1];
+    if (mode == "work" && (argc == 6 || argc == 7))
+      return work(config, *client, std::atoi(argv[2]), std::strtoull(argv[3], nullptr, 10), std::atoi(argv[4]),
+                  static_cast<unsigned>(std::atoi(argv[5])), argc == 7 ? static_cast<unsigned>(std::atoi(argv[6])) : 0);
+    if ((mode == "hold-budget" && argc == 4) || (mode == "hold-lock" && argc == 3)) {
+      const std::size_t bytes = std::strtoull(argv[2], nullptr, 10);
+      if (!client->budget()->tryAcquire(bytes)) {
+        std::fprintf(stderr, "sim_client: cannot take %zu bytes\n", bytes);
+        return 4;
+      }
+      if (mode == "hold-lock") {
+        client->node().lock.lock(); // never unlocked: the test kills us here
+        std::printf("locked\n");
+        std::fflush(stdout);
+        for (;;)
+          pause();
+      }
+      std::printf("held\n");
+      std::fflush(stdout);
+      const long ms = std::atol(argv[3]);
+      if (ms == 0)
+        for (;;)
+          pause();
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      client->budget()->release(bytes);
+      return 0;
+    }
+    std::fprintf(stderr, "sim_client: bad arguments\n");
+    return 2;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "sim_client: %s\n", error.what());
+    return 5;
+  }
+}
