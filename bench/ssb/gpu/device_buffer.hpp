@@ -1,0 +1,58 @@
+// An owned device array of T (cudaMalloc / cudaFree). At least one element is
+// allocated, so that an empty intermediate still has an address that advice
+// and kernel parameters can name.
+#pragma once
+
+#include "ssb/gpu/cuda_check.hpp"
+
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+namespace mqx::ssb::gpu {
+
+template <class T> class DeviceBuffer {
+public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t size) : size_(size) {
+    MQX_SSB_CUDA(cudaMalloc(reinterpret_cast<void **>(&data_), bytesFor(size)));
+  }
+  static DeviceBuffer upload(const std::vector<T> &host) {
+    DeviceBuffer buffer(host.size());
+    if (!host.empty())
+      MQX_SSB_CUDA(
+          cudaMemcpy(buffer.data_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+    return buffer;
+  }
+  std::vector<T> download(std::size_t count) const {
+    std::vector<T> host(count);
+    if (count > 0)
+      MQX_SSB_CUDA(cudaMemcpy(host.data(), data_, count * sizeof(T), cudaMemcpyDeviceToHost));
+    return host;
+  }
+
+  DeviceBuffer(DeviceBuffer &&other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+  DeviceBuffer &operator=(DeviceBuffer &&other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(size_, other.size_);
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+  ~DeviceBuffer() {
+    if (data_)
+      MQX_SSB_CUDA(cudaFree(data_));
+  }
+
+  T *get() const { return data_; }
+  std::size_t size() const { return size_; }
+  std::size_t bytes() const { return bytesFor(size_); }
+
+private:
+  static std::size_t bytesFor(std::size_t size) { return (size > 0 ? size : 1) * sizeof(T); }
+  T *data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+} // namespace mqx::ssb::gpu

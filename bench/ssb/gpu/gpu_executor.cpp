@@ -1,0 +1,221 @@
+#include "ssb/gpu/gpu_executor.hpp"
+
+#include "ssb/common/error.hpp"
+#include "ssb/gpu/cuda_check.hpp"
+#include "ssb/gpu/device_buffer.hpp"
+#include "ssb/gpu/operators.hpp"
+
+#include <chrono>
+#include <limits>
+#include <map>
+#include <utility>
+
+namespace mqx::ssb::gpu {
+namespace {
+
+using Column = DeviceBuffer<std::int32_t>;
+using Clock = std::chrono::steady_clock;
+
+std::int32_t rowCount(std::size_t rows) {
+  if (rows > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
+    throw DataError("table too large for int32 row ids");
+  return static_cast<std::int32_t>(rows);
+}
+
+// Every operator ends synchronised, so host wall time per step is the
+// operator's time, transfers and allocations included.
+class StepTimer {
+public:
+  explicit StepTimer(std::vector<OperatorTiming> &timings) : timings_(timings) {}
+  template <class Step> void run(std::string name, Step step) {
+    auto start = Clock::now();
+    step();
+    MQX_SSB_CUDA(cudaDeviceSynchronize());
+    std::chrono::duration<double, std::milli> elapsed = Clock::now() - start;
+    timings_.push_back({std::move(name), elapsed.count()});
+  }
+
+private:
+  std::vector<OperatorTiming> &timings_;
+};
+
+// The device copies of the base columns, uploaded once per query.
+class DeviceColumns {
+public:
+  explicit DeviceColumns(ColumnCache &cache) : cache_(cache) {}
+  void upload(TableId table, const std::string &name) {
+    auto key = std::make_pair(table, name);
+    if (columns_.contains(key))
+      return;
+    const auto &host = cache_.column(table, name);
+    bytes_ += host.size() * sizeof(std::int32_t);
+    columns_.emplace(key, Column::upload(host));
+  }
+  const std::int32_t *get(TableId table, const std::string &name) const {
+    return columns_.at(std::make_pair(table, name)).get();
+  }
+  std::size_t bytes() const { return bytes_; }
+
+private:
+  ColumnCache &cache_;
+  std::map<std::pair<TableId, std::string>, Column> columns_;
+  std::size_t bytes_ = 0;
+};
+
+// Applies predicates one after the other (the first over the whole table,
+// the others over the previous selection). Without predicates the selection
+// stays empty (null), which the operators read as "all rows".
+std::pair<Column, std::int32_t> selectAll(const DeviceColumns &columns, TableId table,
+                                          const std::vector<ColumnPredicate> &predicates,
+                                          std::int32_t rows, DeviceBuffer<std::uint32_t> &counter,
+                                          StepTimer &timer) {
+  Column selection;
+  std::int32_t count = rows;
+  for (const ColumnPredicate &predicate : predicates) {
+    timer.run("select " + predicate.column, [&] {
+      Column out(static_cast<std::size_t>(count));
+      count = selectRows(columns.get(table, predicate.column), selection.get(), count,
+                         predicate.accepted, out.get(), counter.get());
+      selection = std::move(out);
+    });
+  }
+  return {std::move(selection), count};
+}
+
+DeviceMeasure deviceMeasure(MeasureKind kind) {
+  switch (kind) {
+  case MeasureKind::Product: return DeviceMeasure::Product;
+  case MeasureKind::Value: return DeviceMeasure::Value;
+  case MeasureKind::Difference: return DeviceMeasure::Difference;
+  }
+  return DeviceMeasure::Value;
+}
+
+} // namespace
+
+GpuRun runPlanOnGpu(const QueryPlan &plan, ColumnCache &cache) {
+  GpuRun run;
+  StepTimer timer(run.operators);
+  auto start = Clock::now();
+  std::int32_t factRows = rowCount(static_cast<std::size_t>(cache.rows(TableId::Lineorder)));
+
+  DeviceColumns columns(cache);
+  timer.run("upload", [&] {
+    for (const std::string &name : factColumns(plan))
+      columns.upload(TableId::Lineorder, name);
+    for (const DimensionJoin &join : plan.joins) {
+      columns.upload(join.table, join.keyColumn);
+      for (const ColumnPredicate &predicate : join.predicates)
+        columns.upload(join.table, predicate.column);
+      if (join.groupColumn)
+        columns.upload(join.table, *join.groupColumn);
+    }
+  });
+  run.uploadedBytes = columns.bytes();
+  DeviceBuffer<std::uint32_t> counter(1);
+
+  // Dimensions: select, then build one hash table each.
+  struct BuiltTable {
+    DeviceBuffer<std::int32_t> keys, values;
+    DeviceHashTable table;
+  };
+  std::vector<BuiltTable> tables;
+  for (const DimensionJoin &join : plan.joins) {
+    std::int32_t rows = rowCount(static_cast<std::size_t>(cache.rows(join.table)));
+    auto [selection, count] = selectAll(columns, join.table, join.predicates, rows, counter, timer);
+    BuiltTable built;
+    timer.run("build " + std::string(tableName(join.table)), [&] {
+      std::uint32_t capacity = hashCapacity(count);
+      built.keys = DeviceBuffer<std::int32_t>(capacity);
+      built.values = DeviceBuffer<std::int32_t>(capacity);
+      built.table = {built.keys.get(), built.values.get(), capacity};
+      buildHashTable(columns.get(join.table, join.keyColumn),
+                     join.groupColumn ? columns.get(join.table, *join.groupColumn) : nullptr,
+                     selection.get(), count, built.table);
+    });
+    tables.push_back(std::move(built));
+  }
+
+  // Lineorder: selections, then one probe per join. `attributes` are the
+  // grouped joins' payloads, aligned with the current selection.
+  auto [selection, count] =
+      selectAll(columns, TableId::Lineorder, plan.factPredicates, factRows, counter, timer);
+  std::vector<Column> attributes;
+  for (std::size_t j = 0; j < plan.joins.size(); ++j) {
+    const DimensionJoin &join = plan.joins[j];
+    bool carry = !attributes.empty();
+    Column rows, positions, payload;
+    std::int32_t matches = 0;
+    timer.run("probe " + std::string(tableName(join.table)), [&] {
+      rows = Column(static_cast<std::size_t>(count));
+      if (carry)
+        positions = Column(static_cast<std::size_t>(count));
+      if (join.groupColumn)
+        payload = Column(static_cast<std::size_t>(count));
+      matches = probeHashTable(columns.get(TableId::Lineorder, join.factKeyColumn), selection.get(),
+                               count, tables[j].table, rows.get(), positions.get(), payload.get(),
+                               counter.get());
+    });
+    if (carry) {
+      timer.run("gather attributes", [&] {
+        for (Column &attribute : attributes) {
+          Column moved(static_cast<std::size_t>(matches));
+          gather(attribute.get(), positions.get(), matches, moved.get());
+          attribute = std::move(moved);
+        }
+      });
+    }
+    if (join.groupColumn)
+      attributes.push_back(std::move(payload));
+    selection = std::move(rows);
+    count = matches;
+    tables[j] = BuiltTable{}; // the table is not needed any more
+  }
+
+  // Projection of the measure's columns, then the aggregation.
+  Column first, second;
+  timer.run("gather measures", [&] {
+    first = Column(static_cast<std::size_t>(count));
+    gather(columns.get(TableId::Lineorder, plan.measure.first), selection.get(), count,
+           first.get());
+    if (!plan.measure.second.empty()) {
+      second = Column(static_cast<std::size_t>(count));
+      gather(columns.get(TableId::Lineorder, plan.measure.second), selection.get(), count,
+             second.get());
+    }
+  });
+
+  auto grouped = groupedJoins(plan);
+  auto slots = static_cast<std::size_t>(groupSlots(plan));
+  DeviceBuffer<unsigned long long> sums(slots), counts(slots);
+  timer.run("aggregate", [&] {
+    MQX_SSB_CUDA(cudaMemset(sums.get(), 0, sums.bytes()));
+    MQX_SSB_CUDA(cudaMemset(counts.get(), 0, counts.bytes()));
+    GroupKeys keys{};
+    keys.count = static_cast<int>(grouped.size());
+    if (keys.count > kMaxGroupKeys)
+      throw DataError("too many group-by attributes");
+    // Mixed radix, the first grouped join most significant (as decoded).
+    std::int64_t stride = 1;
+    for (int j = keys.count; j-- > 0;) {
+      keys.column[j] = attributes[static_cast<std::size_t>(j)].get();
+      keys.base[j] = grouped[static_cast<std::size_t>(j)]->domain.base;
+      keys.stride[j] = stride;
+      stride *= grouped[static_cast<std::size_t>(j)]->domain.size;
+    }
+    aggregateGroups(keys, deviceMeasure(plan.measure.kind), first.get(), second.get(), count,
+                    static_cast<std::int64_t>(slots), sums.get(), counts.get());
+  });
+
+  timer.run("download", [&] {
+    auto rawSums = sums.download(slots);
+    run.aggregate.sums.assign(rawSums.begin(), rawSums.end()); // two's complement back
+    auto rawCounts = counts.download(slots);
+    run.aggregate.counts.assign(rawCounts.begin(), rawCounts.end());
+  });
+  std::chrono::duration<double, std::milli> total = Clock::now() - start;
+  run.totalMilliseconds = total.count();
+  return run;
+}
+
+} // namespace mqx::ssb::gpu

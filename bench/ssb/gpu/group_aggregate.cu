@@ -1,0 +1,49 @@
+// Dense group-by aggregation: every SSB group-by attribute, restricted to
+// the dimension rows a query keeps, spans a small code or year range, so a
+// direct array indexed by the attributes replaces a hash table. Sums are
+// exact 64-bit integers: atomicAdd on unsigned long long wraps modulo 2^64,
+// which is two's complement addition, so negative profits add correctly.
+#include "ssb/gpu/launch.cuh"
+#include "ssb/gpu/operators.hpp"
+
+namespace mqx::ssb::gpu {
+namespace {
+
+__global__ void aggregateKernel(GroupKeys keys, DeviceMeasure measure, const std::int32_t *first,
+                                const std::int32_t *second, std::int32_t n,
+                                unsigned long long *sums, unsigned long long *counts) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::int64_t{gridDim.x} * blockDim.x) {
+    std::int64_t slot = 0;
+    for (int j = 0; j < keys.count; ++j)
+      slot += static_cast<std::int64_t>(keys.column[j][i] - keys.base[j]) * keys.stride[j];
+    std::int64_t value = first[i];
+    if (measure == DeviceMeasure::Product)
+      value *= second[i];
+    else if (measure == DeviceMeasure::Difference)
+      value -= second[i];
+    atomicAdd(&sums[slot], static_cast<unsigned long long>(value));
+    atomicAdd(&counts[slot], 1ull);
+  }
+}
+
+} // namespace
+
+void aggregateGroups(GroupKeys keys, DeviceMeasure measure, const std::int32_t *first,
+                     const std::int32_t *second, std::int32_t n, std::int64_t slots,
+                     unsigned long long *sums, unsigned long long *counts) {
+  if (n == 0)
+    return;
+  for (int j = 0; j < keys.count; ++j)
+    detail::advise(keys.column[j], MQX_ADVICE_INPUT);
+  detail::advise(first, MQX_ADVICE_INPUT);
+  detail::advise(second, MQX_ADVICE_INPUT);
+  detail::advise(sums, MQX_ADVICE_BOTH);
+  detail::advise(counts, MQX_ADVICE_BOTH);
+  aggregateKernel<<<detail::gridFor(n), detail::kBlockSize>>>(keys, measure, first, second, n, sums,
+                                                              counts);
+  MQX_SSB_LAUNCHED();
+  MQX_SSB_CUDA(cudaDeviceSynchronize());
+}
+
+} // namespace mqx::ssb::gpu
