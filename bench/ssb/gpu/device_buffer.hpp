@@ -5,17 +5,28 @@
 
 #include "ssb/gpu/cuda_check.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <utility>
 #include <vector>
 
 namespace mqx::ssb::gpu {
 
+// Device bytes held by all DeviceBuffers of the process, now and at most:
+// what a query variant needs on the device (fusion's saving shows here).
+struct DeviceBytes {
+  std::size_t current = 0;
+  std::size_t peak = 0;
+};
+inline DeviceBytes deviceBytes;
+
 template <class T> class DeviceBuffer {
 public:
   DeviceBuffer() = default;
   explicit DeviceBuffer(std::size_t size) : size_(size) {
     MQX_SSB_CUDA(cudaMalloc(reinterpret_cast<void **>(&data_), bytesFor(size)));
+    deviceBytes.current += bytesFor(size);
+    deviceBytes.peak = std::max(deviceBytes.peak, deviceBytes.current);
   }
   static DeviceBuffer upload(const std::vector<T> &host) {
     DeviceBuffer buffer(host.size());
@@ -41,8 +52,10 @@ public:
   DeviceBuffer(const DeviceBuffer &) = delete;
   DeviceBuffer &operator=(const DeviceBuffer &) = delete;
   ~DeviceBuffer() {
-    if (data_)
+    if (data_) {
       MQX_SSB_CUDA(cudaFree(data_));
+      deviceBytes.current -= bytesFor(size_);
+    }
   }
 
   T *get() const { return data_; }

@@ -3,6 +3,7 @@
 #include "ssb/common/error.hpp"
 #include "ssb/gpu/cuda_check.hpp"
 #include "ssb/gpu/device_buffer.hpp"
+#include "ssb/gpu/fused_star.hpp"
 #include "ssb/gpu/operators.hpp"
 
 #include <chrono>
@@ -91,53 +92,33 @@ DeviceMeasure deviceMeasure(MeasureKind kind) {
   return DeviceMeasure::Value;
 }
 
-} // namespace
+// A dimension's hash table, kept until the lineorder pass is done.
+struct BuiltTable {
+  DeviceBuffer<std::int32_t> keys, values;
+  DeviceHashTable table;
+};
 
-GpuRun runPlanOnGpu(const QueryPlan &plan, ColumnCache &cache) {
-  GpuRun run;
-  StepTimer timer(run.operators);
-  auto start = Clock::now();
-  std::int32_t factRows = rowCount(static_cast<std::size_t>(cache.rows(TableId::Lineorder)));
-
-  DeviceColumns columns(cache);
-  timer.run("upload", [&] {
-    for (const std::string &name : factColumns(plan))
-      columns.upload(TableId::Lineorder, name);
-    for (const DimensionJoin &join : plan.joins) {
-      columns.upload(join.table, join.keyColumn);
-      for (const ColumnPredicate &predicate : join.predicates)
-        columns.upload(join.table, predicate.column);
-      if (join.groupColumn)
-        columns.upload(join.table, *join.groupColumn);
-    }
-  });
-  run.uploadedBytes = columns.bytes();
-  DeviceBuffer<std::uint32_t> counter(1);
-
-  // Dimensions: select, then build one hash table each.
-  struct BuiltTable {
-    DeviceBuffer<std::int32_t> keys, values;
-    DeviceHashTable table;
-  };
-  std::vector<BuiltTable> tables;
-  for (const DimensionJoin &join : plan.joins) {
-    std::int32_t rows = rowCount(static_cast<std::size_t>(cache.rows(join.table)));
-    auto [selection, count] = selectAll(columns, join.table, join.predicates, rows, counter, timer);
-    BuiltTable built;
-    timer.run("build " + std::string(tableName(join.table)), [&] {
-      std::uint32_t capacity = hashCapacity(count);
-      built.keys = DeviceBuffer<std::int32_t>(capacity);
-      built.values = DeviceBuffer<std::int32_t>(capacity);
-      built.table = {built.keys.get(), built.values.get(), capacity};
-      buildHashTable(columns.get(join.table, join.keyColumn),
-                     join.groupColumn ? columns.get(join.table, *join.groupColumn) : nullptr,
-                     selection.get(), count, built.table);
-    });
-    tables.push_back(std::move(built));
+// The mixed-radix strides of the grouped joins (the first grouped join most
+// significant, as result_decoder reads the slots).
+std::vector<std::int64_t> groupStrides(const std::vector<const DimensionJoin *> &grouped) {
+  std::vector<std::int64_t> strides(grouped.size());
+  std::int64_t stride = 1;
+  for (std::size_t j = grouped.size(); j-- > 0;) {
+    strides[j] = stride;
+    stride *= grouped[j]->domain.size;
   }
+  return strides;
+}
 
-  // Lineorder: selections, then one probe per join. `attributes` are the
-  // grouped joins' payloads, aligned with the current selection.
+// Operator at a time: lineorder selections, one probe per join (carrying
+// the grouped joins' payloads along by gather), the measure's projection,
+// then the aggregation; every intermediate is a device buffer.
+void aggregateByOperators(const QueryPlan &plan, const DeviceColumns &columns,
+                          std::vector<BuiltTable> &tables, std::int32_t factRows,
+                          DeviceBuffer<std::uint32_t> &counter, StepTimer &timer,
+                          DeviceBuffer<unsigned long long> &sums,
+                          DeviceBuffer<unsigned long long> &counts) {
+  // `attributes`: the grouped joins' payloads, aligned with the selection.
   auto [selection, count] =
       selectAll(columns, TableId::Lineorder, plan.factPredicates, factRows, counter, timer);
   std::vector<Column> attributes;
@@ -186,26 +167,110 @@ GpuRun runPlanOnGpu(const QueryPlan &plan, ColumnCache &cache) {
   });
 
   auto grouped = groupedJoins(plan);
-  auto slots = static_cast<std::size_t>(groupSlots(plan));
-  DeviceBuffer<unsigned long long> sums(slots), counts(slots);
   timer.run("aggregate", [&] {
-    MQX_SSB_CUDA(cudaMemset(sums.get(), 0, sums.bytes()));
-    MQX_SSB_CUDA(cudaMemset(counts.get(), 0, counts.bytes()));
     GroupKeys keys{};
     keys.count = static_cast<int>(grouped.size());
     if (keys.count > kMaxGroupKeys)
       throw DataError("too many group-by attributes");
-    // Mixed radix, the first grouped join most significant (as decoded).
-    std::int64_t stride = 1;
-    for (int j = keys.count; j-- > 0;) {
-      keys.column[j] = attributes[static_cast<std::size_t>(j)].get();
-      keys.base[j] = grouped[static_cast<std::size_t>(j)]->domain.base;
-      keys.stride[j] = stride;
-      stride *= grouped[static_cast<std::size_t>(j)]->domain.size;
+    auto strides = groupStrides(grouped);
+    for (std::size_t j = 0; j < grouped.size(); ++j) {
+      keys.column[j] = attributes[j].get();
+      keys.base[j] = grouped[j]->domain.base;
+      keys.stride[j] = strides[j];
     }
     aggregateGroups(keys, deviceMeasure(plan.measure.kind), first.get(), second.get(), count,
-                    static_cast<std::int64_t>(slots), sums.get(), counts.get());
+                    static_cast<std::int64_t>(sums.size()), sums.get(), counts.get());
   });
+}
+
+// Fused: the whole lineorder pass in one kernel (fused_star.hpp).
+void aggregateFused(const QueryPlan &plan, const DeviceColumns &columns,
+                    const std::vector<BuiltTable> &tables, std::int32_t factRows, StepTimer &timer,
+                    DeviceBuffer<unsigned long long> &sums,
+                    DeviceBuffer<unsigned long long> &counts) {
+  if (plan.factPredicates.size() > kMaxFusedFilters || plan.joins.size() > kMaxFusedJoins)
+    throw DataError("plan too large for the fused kernel");
+  FusedStar star{};
+  star.filterCount = static_cast<int>(plan.factPredicates.size());
+  for (std::size_t f = 0; f < plan.factPredicates.size(); ++f) {
+    star.filterColumn[f] = columns.get(TableId::Lineorder, plan.factPredicates[f].column);
+    star.filter[f] = plan.factPredicates[f].accepted;
+  }
+  auto grouped = groupedJoins(plan);
+  auto strides = groupStrides(grouped);
+  star.joinCount = static_cast<int>(plan.joins.size());
+  std::size_t groupIndex = 0;
+  for (std::size_t j = 0; j < plan.joins.size(); ++j) {
+    const DimensionJoin &join = plan.joins[j];
+    star.foreignKey[j] = columns.get(TableId::Lineorder, join.factKeyColumn);
+    star.table[j] = tables[j].table;
+    if (join.groupColumn) {
+      star.base[j] = join.domain.base;
+      star.stride[j] = strides[groupIndex++];
+    } else {
+      star.base[j] = 0;
+      star.stride[j] = 0; // filters only: the payload 0 adds nothing
+    }
+  }
+  star.measure = deviceMeasure(plan.measure.kind);
+  star.first = columns.get(TableId::Lineorder, plan.measure.first);
+  star.second =
+      plan.measure.second.empty() ? nullptr : columns.get(TableId::Lineorder, plan.measure.second);
+  timer.run("fused star", [&] { runFusedStar(star, factRows, sums.get(), counts.get()); });
+}
+
+} // namespace
+
+GpuRun runPlanOnGpu(const QueryPlan &plan, ColumnCache &cache, Variant variant) {
+  GpuRun run;
+  StepTimer timer(run.operators);
+  deviceBytes.peak = deviceBytes.current;
+  auto start = Clock::now();
+  std::int32_t factRows = rowCount(static_cast<std::size_t>(cache.rows(TableId::Lineorder)));
+
+  DeviceColumns columns(cache);
+  timer.run("upload", [&] {
+    // The fused kernel reads lineorder directly: it needs only the columns
+    // it reads; the operators need the same ones.
+    for (const std::string &name : factColumns(plan))
+      columns.upload(TableId::Lineorder, name);
+    for (const DimensionJoin &join : plan.joins) {
+      columns.upload(join.table, join.keyColumn);
+      for (const ColumnPredicate &predicate : join.predicates)
+        columns.upload(join.table, predicate.column);
+      if (join.groupColumn)
+        columns.upload(join.table, *join.groupColumn);
+    }
+  });
+  run.uploadedBytes = columns.bytes();
+  DeviceBuffer<std::uint32_t> counter(1);
+
+  // Dimensions: select, then build one hash table each.
+  std::vector<BuiltTable> tables;
+  for (const DimensionJoin &join : plan.joins) {
+    std::int32_t rows = rowCount(static_cast<std::size_t>(cache.rows(join.table)));
+    auto [selection, count] = selectAll(columns, join.table, join.predicates, rows, counter, timer);
+    BuiltTable built;
+    timer.run("build " + std::string(tableName(join.table)), [&] {
+      std::uint32_t capacity = hashCapacity(count);
+      built.keys = DeviceBuffer<std::int32_t>(capacity);
+      built.values = DeviceBuffer<std::int32_t>(capacity);
+      built.table = {built.keys.get(), built.values.get(), capacity};
+      buildHashTable(columns.get(join.table, join.keyColumn),
+                     join.groupColumn ? columns.get(join.table, *join.groupColumn) : nullptr,
+                     selection.get(), count, built.table);
+    });
+    tables.push_back(std::move(built));
+  }
+
+  auto slots = static_cast<std::size_t>(groupSlots(plan));
+  DeviceBuffer<unsigned long long> sums(slots), counts(slots);
+  MQX_SSB_CUDA(cudaMemset(sums.get(), 0, sums.bytes()));
+  MQX_SSB_CUDA(cudaMemset(counts.get(), 0, counts.bytes()));
+  if (variant == Variant::Fused)
+    aggregateFused(plan, columns, tables, factRows, timer, sums, counts);
+  else
+    aggregateByOperators(plan, columns, tables, factRows, counter, timer, sums, counts);
 
   timer.run("download", [&] {
     auto rawSums = sums.download(slots);
@@ -215,6 +280,7 @@ GpuRun runPlanOnGpu(const QueryPlan &plan, ColumnCache &cache) {
   });
   std::chrono::duration<double, std::milli> total = Clock::now() - start;
   run.totalMilliseconds = total.count();
+  run.peakDeviceBytes = deviceBytes.peak;
   return run;
 }
 

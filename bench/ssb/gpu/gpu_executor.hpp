@@ -23,8 +23,14 @@ struct GpuRun {
   std::vector<OperatorTiming> operators;
   double totalMilliseconds = 0;
   std::size_t uploadedBytes = 0;
+  std::size_t peakDeviceBytes = 0; // held by the query at once, base columns included
 };
 
-GpuRun runPlanOnGpu(const QueryPlan &plan, ColumnCache &cache);
+// OperatorAtATime: the YDB-style plan of operators.hpp. Fused: the same
+// dimension builds, then the lineorder pass as one kernel (fused_star.hpp).
+enum class Variant { OperatorAtATime, Fused };
+
+GpuRun runPlanOnGpu(const QueryPlan &plan, ColumnCache &cache,
+                    Variant variant = Variant::OperatorAtATime);
 
 } // namespace mqx::ssb::gpu

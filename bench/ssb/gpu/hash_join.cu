@@ -3,21 +3,12 @@
 // (1 + log2 SF) parts), the table is at most half full, so probe sequences
 // stay short; a murmur finaliser spreads the dense SSB keys and the
 // yyyymmdd date keys alike.
+#include "ssb/gpu/hash_slot.cuh"
 #include "ssb/gpu/launch.cuh"
 #include "ssb/gpu/operators.hpp"
 
 namespace mqx::ssb::gpu {
 namespace {
-
-__device__ std::uint32_t hashSlot(std::int32_t key, std::uint32_t mask) {
-  auto h = static_cast<std::uint32_t>(key);
-  h ^= h >> 16;
-  h *= 0x85ebca6bu;
-  h ^= h >> 13;
-  h *= 0xc2b2ae35u;
-  h ^= h >> 16;
-  return h & mask;
-}
 
 __global__ void clearKernel(std::int32_t *keys, std::uint32_t capacity) {
   for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < capacity;
@@ -34,7 +25,7 @@ __global__ void buildKernel(const std::int32_t *keys, const std::int32_t *payloa
     std::int32_t key = keys[row];
     std::int32_t value = payload ? payload[row] : 0;
     // Terminates: the table has more slots than rows.
-    for (std::uint32_t slot = hashSlot(key, mask);; slot = (slot + 1) & mask) {
+    for (std::uint32_t slot = detail::hashSlot(key, mask);; slot = (slot + 1) & mask) {
       std::int32_t previous = atomicCAS(&table.keys[slot], kEmptyKey, key);
       if (previous == kEmptyKey || previous == key) {
         table.values[slot] = value;
@@ -48,28 +39,18 @@ __global__ void probeKernel(const std::int32_t *foreignKeys, const std::int32_t 
                             std::int32_t n, DeviceHashTable table, std::int32_t *rowsOut,
                             std::int32_t *positionsOut, std::int32_t *payloadOut,
                             std::uint32_t *counter) {
-  std::uint32_t mask = table.capacity - 1;
   for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
        i += std::int64_t{gridDim.x} * blockDim.x) {
     std::int32_t row = selection ? selection[i] : static_cast<std::int32_t>(i);
-    std::int32_t key = foreignKeys[row];
-    if (key == kEmptyKey)
+    std::int32_t payload = 0;
+    if (!detail::lookup(table, foreignKeys[row], payload))
       continue;
-    // Terminates: at least half of the slots are empty.
-    for (std::uint32_t slot = hashSlot(key, mask);; slot = (slot + 1) & mask) {
-      std::int32_t stored = table.keys[slot];
-      if (stored == key) {
-        std::uint32_t out = atomicAdd(counter, 1u);
-        rowsOut[out] = row;
-        if (positionsOut)
-          positionsOut[out] = static_cast<std::int32_t>(i);
-        if (payloadOut)
-          payloadOut[out] = table.values[slot];
-        break;
-      }
-      if (stored == kEmptyKey)
-        break;
-    }
+    std::uint32_t out = atomicAdd(counter, 1u);
+    rowsOut[out] = row;
+    if (positionsOut)
+      positionsOut[out] = static_cast<std::int32_t>(i);
+    if (payloadOut)
+      payloadOut[out] = payload;
   }
 }
 

@@ -1,9 +1,9 @@
-// One SSB query on the GPU: ssb-qX.Y --data DIR [--check] [--repeat N].
+// One SSB query on the GPU: ssb-qX.Y --data DIR [--check] [--fused] [--repeat N].
 // Each of the 13 executables is this file compiled with its query's name
 // (MQX_SSB_QUERY), so that every query is a separate program, as mqx sees
 // them in the paper's experiments. The columns are loaded into host memory
 // before the timed part; --check compares the result with the CPU reference
-// exactly and exits 1 when they differ.
+// exactly and exits 1 when they differ. --fused runs the fused variant.
 #include "ssb/common/column_cache.hpp"
 #include "ssb/common/error.hpp"
 #include "ssb/common/ssb_data.hpp"
@@ -27,11 +27,12 @@ namespace {
 struct Options {
   std::string dataDir;
   bool check = false;
+  bool fused = false;
   int repeat = 1;
 };
 
 [[noreturn]] void usage(const char *program) {
-  std::fprintf(stderr, "usage: %s --data DIR [--check] [--repeat N]\n", program);
+  std::fprintf(stderr, "usage: %s --data DIR [--check] [--fused] [--repeat N]\n", program);
   std::exit(2);
 }
 
@@ -43,6 +44,8 @@ Options parse(int argc, char **argv) {
       options.dataDir = argv[++i];
     else if (arg == "--check")
       options.check = true;
+    else if (arg == "--fused")
+      options.fused = true;
     else if (arg == "--repeat" && i + 1 < argc)
       options.repeat = std::atoi(argv[++i]);
     else
@@ -69,14 +72,17 @@ int runQuery(const Options &options) {
 
   gpu::GpuRun run;
   for (int i = 0; i < options.repeat; ++i) {
-    run = gpu::runPlanOnGpu(plan, cache);
+    run = gpu::runPlanOnGpu(plan, cache,
+                            options.fused ? gpu::Variant::Fused : gpu::Variant::OperatorAtATime);
     std::printf("# run %d total %.3f ms\n", i + 1, run.totalMilliseconds);
   }
   QueryResult result = gpu::decodeResult(plan, run.aggregate, cache);
   std::fputs(formatResult(result).c_str(), stdout);
   for (const gpu::OperatorTiming &step : run.operators)
     std::printf("# operator %-24s %10.3f ms\n", step.name.c_str(), step.milliseconds);
+  std::printf("# variant %s\n", options.fused ? "fused" : "operator-at-a-time");
   std::printf("# uploaded %.1f MB\n", static_cast<double>(run.uploadedBytes) / 1e6);
+  std::printf("# device peak %.1f MB\n", static_cast<double>(run.peakDeviceBytes) / 1e6);
   std::printf("# total %.3f ms\n", run.totalMilliseconds);
 
   if (options.check) {
