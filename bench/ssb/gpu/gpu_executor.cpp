@@ -52,6 +52,9 @@ public:
     bytes_ += host.size() * sizeof(std::int32_t);
     columns_.emplace(key, Column::upload(host));
   }
+  void release(TableId table) {
+    std::erase_if(columns_, [&](const auto &entry) { return entry.first.first == table; });
+  }
   const std::int32_t *get(TableId table, const std::string &name) const {
     return columns_.at(std::make_pair(table, name)).get();
   }
@@ -93,9 +96,19 @@ DeviceMeasure deviceMeasure(MeasureKind kind) {
 }
 
 // A dimension's hash table, kept until the lineorder pass is done.
+// Keys and values share one allocation: under mqx every allocation is a
+// region of at least the device granularity (2 MiB), and the fused kernel
+// reads every table at once.
 struct BuiltTable {
-  DeviceBuffer<std::int32_t> keys, values;
+  DeviceBuffer<std::int32_t> slots; // capacity keys, then capacity values
   DeviceHashTable table;
+};
+
+// The dense aggregation arrays (zeroed), slots entries each.
+struct AggregateArrays {
+  unsigned long long *sums;
+  unsigned long long *counts;
+  std::size_t slots;
 };
 
 // The mixed-radix strides of the grouped joins (the first grouped join most
@@ -116,8 +129,7 @@ std::vector<std::int64_t> groupStrides(const std::vector<const DimensionJoin *> 
 void aggregateByOperators(const QueryPlan &plan, const DeviceColumns &columns,
                           std::vector<BuiltTable> &tables, std::int32_t factRows,
                           DeviceBuffer<std::uint32_t> &counter, StepTimer &timer,
-                          DeviceBuffer<unsigned long long> &sums,
-                          DeviceBuffer<unsigned long long> &counts) {
+                          const AggregateArrays &arrays) {
   // `attributes`: the grouped joins' payloads, aligned with the selection.
   auto [selection, count] =
       selectAll(columns, TableId::Lineorder, plan.factPredicates, factRows, counter, timer);
@@ -179,15 +191,14 @@ void aggregateByOperators(const QueryPlan &plan, const DeviceColumns &columns,
       keys.stride[j] = strides[j];
     }
     aggregateGroups(keys, deviceMeasure(plan.measure.kind), first.get(), second.get(), count,
-                    static_cast<std::int64_t>(sums.size()), sums.get(), counts.get());
+                    static_cast<std::int64_t>(arrays.slots), arrays.sums, arrays.counts);
   });
 }
 
 // Fused: the whole lineorder pass in one kernel (fused_star.hpp).
 void aggregateFused(const QueryPlan &plan, const DeviceColumns &columns,
                     const std::vector<BuiltTable> &tables, std::int32_t factRows, StepTimer &timer,
-                    DeviceBuffer<unsigned long long> &sums,
-                    DeviceBuffer<unsigned long long> &counts) {
+                    const AggregateArrays &arrays) {
   if (plan.factPredicates.size() > kMaxFusedFilters || plan.joins.size() > kMaxFusedJoins)
     throw DataError("plan too large for the fused kernel");
   FusedStar star{};
@@ -216,10 +227,19 @@ void aggregateFused(const QueryPlan &plan, const DeviceColumns &columns,
   star.first = columns.get(TableId::Lineorder, plan.measure.first);
   star.second =
       plan.measure.second.empty() ? nullptr : columns.get(TableId::Lineorder, plan.measure.second);
-  timer.run("fused star", [&] { runFusedStar(star, factRows, sums.get(), counts.get()); });
+  timer.run("fused star", [&] { runFusedStar(star, factRows, arrays.sums, arrays.counts); });
 }
 
 } // namespace
+
+std::string initializeDevice() {
+  int device = 0;
+  MQX_SSB_CUDA(cudaGetDevice(&device));
+  MQX_SSB_CUDA(cudaFree(nullptr)); // creates the context
+  cudaDeviceProp properties{};
+  MQX_SSB_CUDA(cudaGetDeviceProperties(&properties, device));
+  return properties.name;
+}
 
 GpuRun runPlanOnGpu(const QueryPlan &plan, ColumnCache &cache, Variant variant) {
   GpuRun run;
@@ -253,30 +273,32 @@ GpuRun runPlanOnGpu(const QueryPlan &plan, ColumnCache &cache, Variant variant) 
     BuiltTable built;
     timer.run("build " + std::string(tableName(join.table)), [&] {
       std::uint32_t capacity = hashCapacity(count);
-      built.keys = DeviceBuffer<std::int32_t>(capacity);
-      built.values = DeviceBuffer<std::int32_t>(capacity);
-      built.table = {built.keys.get(), built.values.get(), capacity};
+      built.slots = DeviceBuffer<std::int32_t>(2 * std::size_t{capacity});
+      built.table = {built.slots.get(), built.slots.get() + capacity, capacity};
       buildHashTable(columns.get(join.table, join.keyColumn),
                      join.groupColumn ? columns.get(join.table, *join.groupColumn) : nullptr,
                      selection.get(), count, built.table);
     });
     tables.push_back(std::move(built));
+    // The dimension's columns are not read again: free their device memory.
+    columns.release(join.table);
   }
 
+  // Sums, then counts, in one allocation (one region under mqx).
   auto slots = static_cast<std::size_t>(groupSlots(plan));
-  DeviceBuffer<unsigned long long> sums(slots), counts(slots);
-  MQX_SSB_CUDA(cudaMemset(sums.get(), 0, sums.bytes()));
-  MQX_SSB_CUDA(cudaMemset(counts.get(), 0, counts.bytes()));
+  DeviceBuffer<unsigned long long> aggregate(2 * slots);
+  MQX_SSB_CUDA(cudaMemset(aggregate.get(), 0, aggregate.bytes()));
+  AggregateArrays arrays{aggregate.get(), aggregate.get() + slots, slots};
   if (variant == Variant::Fused)
-    aggregateFused(plan, columns, tables, factRows, timer, sums, counts);
+    aggregateFused(plan, columns, tables, factRows, timer, arrays);
   else
-    aggregateByOperators(plan, columns, tables, factRows, counter, timer, sums, counts);
+    aggregateByOperators(plan, columns, tables, factRows, counter, timer, arrays);
 
   timer.run("download", [&] {
-    auto rawSums = sums.download(slots);
-    run.aggregate.sums.assign(rawSums.begin(), rawSums.end()); // two's complement back
-    auto rawCounts = counts.download(slots);
-    run.aggregate.counts.assign(rawCounts.begin(), rawCounts.end());
+    auto raw = aggregate.download(2 * slots);
+    // Back from unsigned wrap-around to two's complement.
+    run.aggregate.sums.assign(raw.begin(), raw.begin() + static_cast<std::ptrdiff_t>(slots));
+    run.aggregate.counts.assign(raw.begin() + static_cast<std::ptrdiff_t>(slots), raw.end());
   });
   std::chrono::duration<double, std::milli> total = Clock::now() - start;
   run.totalMilliseconds = total.count();

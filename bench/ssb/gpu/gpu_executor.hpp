@@ -26,6 +26,10 @@ struct GpuRun {
   std::size_t peakDeviceBytes = 0; // held by the query at once, base columns included
 };
 
+// Creates the CUDA context (outside any timing, as the paper's queries run
+// on an initialised device) and returns the device's name.
+std::string initializeDevice();
+
 // OperatorAtATime: the YDB-style plan of operators.hpp. Fused: the same
 // dimension builds, then the lineorder pass as one kernel (fused_star.hpp).
 enum class Variant { OperatorAtATime, Fused };

@@ -10,10 +10,14 @@
 namespace mqx::ssb::gpu {
 namespace {
 
-__global__ void clearKernel(std::int32_t *keys, std::uint32_t capacity) {
-  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < capacity;
-       i += std::int64_t{gridDim.x} * blockDim.x)
-    keys[i] = kEmptyKey;
+// Writes every slot, values included, so that the clearing launch may
+// advise its buffer as OUTPUT (nothing of it needs loading).
+__global__ void clearKernel(DeviceHashTable table) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < table.capacity;
+       i += std::int64_t{gridDim.x} * blockDim.x) {
+    table.keys[i] = kEmptyKey;
+    table.values[i] = 0;
+  }
 }
 
 __global__ void buildKernel(const std::int32_t *keys, const std::int32_t *payload,
@@ -66,14 +70,15 @@ std::uint32_t hashCapacity(std::int32_t rows) {
 void buildHashTable(const std::int32_t *keys, const std::int32_t *payload,
                     const std::int32_t *selection, std::int32_t n, DeviceHashTable table) {
   detail::advise(table.keys, MQX_ADVICE_OUTPUT);
-  clearKernel<<<detail::gridFor(table.capacity), detail::kBlockSize>>>(table.keys, table.capacity);
+  detail::advise(table.values, MQX_ADVICE_OUTPUT);
+  clearKernel<<<detail::gridFor(table.capacity), detail::kBlockSize>>>(table);
   MQX_SSB_LAUNCHED();
   if (n > 0) {
     detail::advise(keys, MQX_ADVICE_INPUT);
     detail::advise(payload, MQX_ADVICE_INPUT);
     detail::advise(selection, MQX_ADVICE_INPUT);
     detail::advise(table.keys, MQX_ADVICE_BOTH);
-    detail::advise(table.values, MQX_ADVICE_BOTH); // only occupied slots are written
+    detail::advise(table.values, MQX_ADVICE_BOTH); // only the occupied slots are written
     buildKernel<<<detail::gridFor(n), detail::kBlockSize>>>(keys, payload, selection, n, table);
     MQX_SSB_LAUNCHED();
   }

@@ -31,6 +31,8 @@ void gather(const std::int32_t *source, const std::int32_t *indices, std::int32_
 
 // An open-addressing hash table (linear probing) of int32 keys, each carrying
 // one int32 payload; capacity is a power of two at least twice the rows.
+// Keys and values may lie in one allocation (the executor puts them in one,
+// since under mqx every allocation is a region of at least 2 MiB).
 struct DeviceHashTable {
   std::int32_t *keys;
   std::int32_t *values;

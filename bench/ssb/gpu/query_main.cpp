@@ -70,6 +70,8 @@ int runQuery(const Options &options) {
   for (const std::string &column : gpu::factColumns(plan))
     cache.column(TableId::Lineorder, column);
 
+  std::string device = gpu::initializeDevice();
+
   gpu::GpuRun run;
   for (int i = 0; i < options.repeat; ++i) {
     run = gpu::runPlanOnGpu(plan, cache,
@@ -80,6 +82,7 @@ int runQuery(const Options &options) {
   std::fputs(formatResult(result).c_str(), stdout);
   for (const gpu::OperatorTiming &step : run.operators)
     std::printf("# operator %-24s %10.3f ms\n", step.name.c_str(), step.milliseconds);
+  std::printf("# device %s\n", device.c_str());
   std::printf("# variant %s\n", options.fused ? "fused" : "operator-at-a-time");
   std::printf("# uploaded %.1f MB\n", static_cast<double>(run.uploadedBytes) / 1e6);
   std::printf("# device peak %.1f MB\n", static_cast<double>(run.peakDeviceBytes) / 1e6);
