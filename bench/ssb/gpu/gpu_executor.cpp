@@ -111,18 +111,6 @@ struct AggregateArrays {
   std::size_t slots;
 };
 
-// The mixed-radix strides of the grouped joins (the first grouped join most
-// significant, as result_decoder reads the slots).
-std::vector<std::int64_t> groupStrides(const std::vector<const DimensionJoin *> &grouped) {
-  std::vector<std::int64_t> strides(grouped.size());
-  std::int64_t stride = 1;
-  for (std::size_t j = grouped.size(); j-- > 0;) {
-    strides[j] = stride;
-    stride *= grouped[j]->domain.size;
-  }
-  return strides;
-}
-
 // Operator at a time: lineorder selections, one probe per join (carrying
 // the grouped joins' payloads along by gather), the measure's projection,
 // then the aggregation; every intermediate is a device buffer.
@@ -184,7 +172,7 @@ void aggregateByOperators(const QueryPlan &plan, const DeviceColumns &columns,
     keys.count = static_cast<int>(grouped.size());
     if (keys.count > kMaxGroupKeys)
       throw DataError("too many group-by attributes");
-    auto strides = groupStrides(grouped);
+    auto strides = groupStrides(plan);
     for (std::size_t j = 0; j < grouped.size(); ++j) {
       keys.column[j] = attributes[j].get();
       keys.base[j] = grouped[j]->domain.base;
@@ -208,7 +196,7 @@ void aggregateFused(const QueryPlan &plan, const DeviceColumns &columns,
     star.filter[f] = plan.factPredicates[f].accepted;
   }
   auto grouped = groupedJoins(plan);
-  auto strides = groupStrides(grouped);
+  auto strides = groupStrides(plan);
   star.joinCount = static_cast<int>(plan.joins.size());
   std::size_t groupIndex = 0;
   for (std::size_t j = 0; j < plan.joins.size(); ++j) {

@@ -62,6 +62,7 @@ DenseAggregate runPlanOnHost(const QueryPlan &plan, ColumnCache &cache) {
   }
 
   auto grouped = groupedJoins(plan);
+  auto strides = groupStrides(plan);
   auto slots = static_cast<std::size_t>(groupSlots(plan));
   DenseAggregate aggregate{std::vector<std::int64_t>(slots, 0),
                            std::vector<std::uint64_t>(slots, 0)};
@@ -70,10 +71,9 @@ DenseAggregate runPlanOnHost(const QueryPlan &plan, ColumnCache &cache) {
       plan.measure.second.empty() ? nullptr
                                   : &cache.column(TableId::Lineorder, plan.measure.second);
   for (std::size_t i = 0; i < selection.size(); ++i) {
-    std::size_t slot = 0;
+    std::int64_t slot = 0;
     for (std::size_t j = 0; j < grouped.size(); ++j)
-      slot = slot * static_cast<std::size_t>(grouped[j]->domain.size) +
-             static_cast<std::size_t>(attributes[j][i] - grouped[j]->domain.base);
+      slot += std::int64_t{attributes[j][i] - grouped[j]->domain.base} * strides[j];
     auto row = static_cast<std::size_t>(selection[i]);
     std::int64_t a = first[row];
     std::int64_t value = a;
@@ -81,8 +81,8 @@ DenseAggregate runPlanOnHost(const QueryPlan &plan, ColumnCache &cache) {
       value = a * (*second)[row];
     else if (plan.measure.kind == MeasureKind::Difference)
       value = a - (*second)[row];
-    aggregate.sums[slot] += value;
-    aggregate.counts[slot] += 1;
+    aggregate.sums[static_cast<std::size_t>(slot)] += value;
+    aggregate.counts[static_cast<std::size_t>(slot)] += 1;
   }
   return aggregate;
 }

@@ -252,6 +252,17 @@ std::int64_t groupSlots(const QueryPlan &plan) {
   return slots;
 }
 
+std::vector<std::int64_t> groupStrides(const QueryPlan &plan) {
+  auto grouped = groupedJoins(plan);
+  std::vector<std::int64_t> strides(grouped.size());
+  std::int64_t stride = 1;
+  for (std::size_t j = grouped.size(); j-- > 0;) {
+    strides[j] = stride;
+    stride *= grouped[j]->domain.size;
+  }
+  return strides;
+}
+
 std::vector<std::string> factColumns(const QueryPlan &plan) {
   std::vector<std::string> columns;
   auto add = [&](const std::string &column) {

@@ -78,6 +78,10 @@ QueryPlan planQuery(QueryId query, ColumnCache &cache);
 std::vector<const DimensionJoin *> groupedJoins(const QueryPlan &plan);
 // Slots of the dense aggregation array: the product of the grouped domains.
 std::int64_t groupSlots(const QueryPlan &plan);
+// The slot of a group is sum_j (attribute_j - base_j) * stride_j over the
+// grouped joins: mixed radix, the first grouped join most significant. Every
+// executor uses these strides and result_decoder inverts them.
+std::vector<std::int64_t> groupStrides(const QueryPlan &plan);
 // Every lineorder column the plan reads (for loading them before timing).
 std::vector<std::string> factColumns(const QueryPlan &plan);
 
