@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <vector>
 
@@ -97,7 +98,8 @@ void NodeDaemon::reclaimDeadClients() {
     RobustLock lock(node.lock);
     for (ClientRecord& record : node.clients) {
       if (record.state == ClientState::Free || processAlive(record.pid)) continue;
-      log(LogLevel::Warn, "mqxd: client {} died; reclaiming its {} bytes", record.pid, record.budgetHeld);
+      log(record.budgetHeld != 0 ? LogLevel::Warn : LogLevel::Info, "mqxd: client {} died; reclaiming its {} bytes",
+          record.pid, record.budgetHeld);
       node.reclaimedBytes += record.budgetHeld;
       ++node.deadClients;
       record.state = ClientState::Free;
@@ -110,15 +112,22 @@ void NodeDaemon::reclaimDeadClients() {
   }
 }
 
-void NodeDaemon::observeQueries() {
-  // The bytes a running query's processes hold now: its demand as it runs
-  // when none is declared, and what is learned for its next run.
+std::array<std::uint64_t, kMaxClients> NodeDaemon::heldByQuery() {
+  // Call with the lock held. The bytes each query's processes hold now.
   NodeState& node = segment_->state();
-  RobustLock lock(node.lock);
-  std::uint64_t held[kMaxClients] = {};
+  std::array<std::uint64_t, kMaxClients> held{};
   for (const ClientRecord& record : node.clients)
     if (record.state == ClientState::Memory && record.querySlot < kMaxClients)
       held[record.querySlot] += record.budgetHeld;
+  return held;
+}
+
+void NodeDaemon::observeQueries() {
+  // What a running query's processes hold at most is learned for its next
+  // run (when it declared nothing).
+  NodeState& node = segment_->state();
+  RobustLock lock(node.lock);
+  const auto held = heldByQuery();
   for (std::uint32_t i = 0; i < kMaxClients; ++i) {
     ClientRecord& record = node.clients[i];
     if (record.state == ClientState::Running) record.observedPeak = std::max(record.observedPeak, held[i]);
@@ -132,9 +141,14 @@ void NodeDaemon::admitPostponed() {
     RobustLock lock(node.lock);
     std::vector<QueryDemand> running, waiting;
     std::vector<std::uint64_t> arrival(kMaxClients);
+    // A running query's demand is updated as it runs: what it declared or,
+    // when more, what its processes hold right now (an undeclared query's
+    // demand is what it holds).
+    const auto held = heldByQuery();
     for (std::uint32_t i = 0; i < kMaxClients; ++i) {
       const ClientRecord& record = node.clients[i];
-      if (record.state == ClientState::Running) running.push_back({i, record.weightedDemand, record.peakDemand});
+      if (record.state == ClientState::Running)
+        running.push_back({i, std::max(record.weightedDemand, held[i]), std::max(record.peakDemand, held[i])});
       if (record.state == ClientState::Waiting) {
         waiting.push_back({i, record.weightedDemand, record.peakDemand});
         arrival[i] = record.arrival;

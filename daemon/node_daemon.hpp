@@ -4,6 +4,7 @@
 // interval, 100 ms by default), and admits queries (decision 10, paper §5).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -35,6 +36,7 @@ private:
   void handle(const ipc::Message& message);
   void reclaimDeadClients();
   void observeQueries();
+  std::array<std::uint64_t, ipc::kMaxClients> heldByQuery();
   void admitPostponed();
 
   Config config_;

@@ -1,15 +1,40 @@
 #include "hook/runtime.hpp"
 
+#include <cerrno>
+#include <chrono>
 #include <cstdlib>
 
 #include "common/log.hpp"
 #include "hook/host_memory_hooks.hpp"
+#include "ipc/daemon_client.hpp"
 
 namespace mqx::hook {
 
 using device::cuda::CudaBackend;
 using device::cuda::CudaBackendOptions;
 using device::cuda::DriverApi;
+
+namespace {
+
+// Membership of mqxd's node, when one runs (docs/daemon.md). Leaked on
+// purpose like the Runtime: the budget it backs is used until exit.
+std::shared_ptr<ipc::DaemonClient>* nodeClient = nullptr;
+
+// Joins the node: the process's device memory then comes from the node's
+// budget and other processes may ask it to evict. Null budget: alone.
+std::shared_ptr<DeviceBudget> joinNode(const Config& config) {
+  try {
+    auto client = ipc::DaemonClient::connect(config, ipc::DaemonClient::Role::Memory, program_invocation_short_name);
+    if (client == nullptr) return nullptr;
+    nodeClient = new std::shared_ptr<ipc::DaemonClient>(client);
+    return client->budget();
+  } catch (const std::exception& error) {
+    log(LogLevel::Warn, "cannot join mqxd's node ({}); managing this process's device memory alone", error.what());
+    return nullptr;
+  }
+}
+
+} // namespace
 
 Runtime& Runtime::instance() {
   // Leaked on purpose: hooks may run after static destructors.
@@ -85,8 +110,9 @@ MemoryManager* Runtime::activate() {
     passThrough(fmt::format("the CUDA backend cannot start ({})", toString(status)));
     return nullptr;
   }
+  std::shared_ptr<DeviceBudget> nodeBudget = joinNode(config_);
   try {
-    managerStorage_ = std::make_unique<MemoryManager>(config_, *backend);
+    managerStorage_ = std::make_unique<MemoryManager>(config_, *backend, nodeBudget);
   } catch (const std::exception& error) {
     passThrough(fmt::format("the memory manager cannot start ({})", error.what()));
     return nullptr;
@@ -101,9 +127,18 @@ MemoryManager* Runtime::activate() {
   log(LogLevel::Info, "managing device memory on {} (limit {} MiB, page {} KiB, policy {})",
       backendStorage_->deviceName(), config_.deviceMemoryLimit >> 20, config_.pageSize >> 10,
       toString(config_.replacement));
+  if (nodeClient != nullptr) {
+    (*nodeClient)->setEvictor([manager = managerStorage_.get()](std::size_t bytes) {
+      return manager->evictForOtherProcess(bytes, std::chrono::milliseconds(200));
+    });
+  }
   // Registered after cudart's own exit handler, so it runs before cudart
-  // tears the context down; it only reads counters.
-  std::atexit([] { Runtime::instance().logStatisticsAtExit(); });
+  // tears the context down; it only reads counters (and leaves the node:
+  // the context's memory goes with the process).
+  std::atexit([] {
+    Runtime::instance().logStatisticsAtExit();
+    if (nodeClient != nullptr) (*nodeClient)->leave();
+  });
   return managerStorage_.get();
 }
 

@@ -70,7 +70,9 @@ std::shared_ptr<DaemonClient> DaemonClient::connect(const Config& config, Role r
   return client;
 }
 
-DaemonClient::~DaemonClient() {
+DaemonClient::~DaemonClient() { leave(); }
+
+void DaemonClient::leave() {
   if (server_.joinable()) {
     stopping_ = true;
     evictions_->send(Message::of(MessageKind::Wake, getpid(), kNoSlot));
@@ -87,6 +89,7 @@ DaemonClient::~DaemonClient() {
         record.state = ClientState::Free;
       }
     }
+    slot_ = kNoSlot;
     sendTo(names_.daemonQueue, Message::of(MessageKind::Wake, getpid(), kNoSlot));
   }
 }
@@ -145,11 +148,21 @@ bool DaemonClient::requestEviction(std::size_t bytes) {
     std::vector<std::pair<std::uint64_t, pid_t>> owners;
     {
       RobustLock lock(node().lock);
+      // Freed meanwhile (another process released, or the daemon reclaimed
+      // a dead one's bytes): retry the budget.
+      if (node().usedBytes() + bytes <= node().capacity) return true;
       for (const ClientRecord& record : node().clients)
         if (record.state == ClientState::Memory && record.pid != self && record.budgetHeld > 0)
           owners.emplace_back(record.budgetHeld, record.pid);
     }
-    if (owners.empty()) return false; // nobody else holds anything: more waiting cannot help
+    // A dead owner cannot answer; the daemon gives its bytes back shortly.
+    const bool nobodyElse = owners.empty();
+    std::erase_if(owners, [](const auto& owner) { return !processAlive(owner.second); });
+    if (nobodyElse) return false; // this process holds it all: waiting cannot help
+    if (owners.empty()) {
+      std::this_thread::sleep_for(milliseconds(5));
+      continue;
+    }
     std::sort(owners.rbegin(), owners.rend());
     for (const auto& [held, owner] : owners) {
       Message request = Message::of(MessageKind::EvictRequest, self, slot_);
@@ -203,6 +216,7 @@ bool DaemonClient::waitForAdmission(std::uint64_t weightedDemand, std::uint64_t 
 }
 
 void DaemonClient::finishQuery() {
+  if (slot_ == kNoSlot) return;
   std::uint64_t peak = 0;
   {
     RobustLock lock(node().lock);

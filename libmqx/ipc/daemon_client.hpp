@@ -40,6 +40,11 @@ public:
   DaemonClient(const DaemonClient&) = delete;
   DaemonClient& operator=(const DaemonClient&) = delete;
 
+  // Stops serving and frees the record (idempotent; the destructor does it).
+  // The budget refuses and ignores everything afterwards: a process leaving
+  // at exit may still free device memory while its context is torn down.
+  void leave();
+
   std::uint32_t slot() const { return slot_; }
   NodeState& node() { return segment_->state(); }
   const IpcNames& names() const { return names_; }

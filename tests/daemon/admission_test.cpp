@@ -122,5 +122,19 @@ TEST_F(Admission, DemandIsLearnedFromAnEarlierRunOfTheSameQuery) {
   EXPECT_LT(indexOf(lines, "end other"), indexOf(lines, "start learner"));
 }
 
+TEST_F(Admission, RunningQueryDemandIsUpdatedByWhatItHolds) {
+  environment_["MQX_DAEMON_CAPACITY"] = "100MiB";
+  startDaemon();
+  // No plan, no history: admitted with demand 0, then holds 80 MiB.
+  auto holder = run({"--name", "unknown", "--", SIM_CLIENT_PATH, "hold-budget", std::to_string(80 << 20), "700"});
+  ASSERT_TRUE(holder->waitForLine("held", 10s));
+  auto other = query("other", {"--plan", plan("other", "50", "50")}, "0.05");
+  std::this_thread::sleep_for(300ms);
+  EXPECT_TRUE(events().empty()) << "80 MiB held + 50 MiB declared exceed 100 MiB: 'other' waits";
+  EXPECT_EQ(holder->wait(10s), 0);
+  EXPECT_EQ(other->wait(10s), 0);
+  EXPECT_EQ(events().size(), 2u);
+}
+
 } // namespace
 } // namespace mqx::test

@@ -36,5 +36,30 @@ TEST_F(Liveness, ClientKilledHoldingTheLockLeavesOthersFinishing) {
   EXPECT_GE(segment_->state().deadClients, 1u);
 }
 
+// A client killed at some point of an oversubscribed run (holding pages,
+// evicting for another, waiting for an eviction, holding the lock): the
+// others finish with correct data and the budget comes back.
+class KilledMidRun : public NodeFixture, public ::testing::WithParamInterface<int> {};
+
+TEST_P(KilledMidRun, OthersFinishAndTheBudgetIsReclaimed) {
+  environment_["MQX_DAEMON_CAPACITY"] = "18MiB";
+  startDaemon();
+  std::vector<std::unique_ptr<ChildProcess>> clients;
+  for (int i = 0; i < 6; ++i)
+    clients.push_back(client({"work", "3", std::to_string(3 << 20), "6", std::to_string(i + 1), "6"}));
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (usedBytes() == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  std::this_thread::sleep_for(std::chrono::milliseconds(GetParam()));
+  clients[0]->signal(SIGKILL);
+  EXPECT_EQ(clients[0]->wait(5s), 128 + SIGKILL);
+  for (std::size_t i = 1; i < clients.size(); ++i)
+    EXPECT_EQ(clients[i]->wait(30s), 0) << "client " << i;
+  ASSERT_TRUE(waitUntilBudgetFree(1000ms)) << "still used: " << usedBytes();
+  EXPECT_EQ(segment_->state().deadClients, 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(KillDelaysMs, KilledMidRun, ::testing::Values(0, 15, 40));
+
 } // namespace
 } // namespace mqx::test

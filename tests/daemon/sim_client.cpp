@@ -44,12 +44,15 @@ void waitForPeers(mqx::ipc::DaemonClient& client, unsigned peers) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < deadline) {
     unsigned joined = 0;
+    std::uint64_t used = 0;
     {
       mqx::ipc::RobustLock lock(client.node().lock);
+      used = client.node().usedBytes();
       for (const auto& record : client.node().clients)
         joined += record.state == mqx::ipc::ClientState::Memory ? 1 : 0;
     }
-    if (joined >= peers) return;
+    // Or the others started already (one may have died since).
+    if (joined >= peers || used > 0) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
 }
