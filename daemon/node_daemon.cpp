@@ -44,7 +44,13 @@ NodeDaemon::NodeDaemon(const Config& config)
 
 NodeDaemon::~NodeDaemon() {
   // Clients waiting for admission notice that the daemon is gone.
-  log(LogLevel::Info, "mqxd: shutting down; removing {} and {}", names_.segment, names_.daemonQueue);
+  NodeState& node = segment_->state();
+  RobustLock lock(node.lock);
+  log(LogLevel::Info,
+      "mqxd: shutting down; {} cross-process evictions freed {} MiB; {} dead clients, {} MiB reclaimed; removing {} "
+      "and {}",
+      node.evictionRequestsServed, node.bytesEvictedForOthers >> 20, node.deadClients, node.reclaimedBytes >> 20,
+      names_.segment, names_.daemonQueue);
 }
 
 void NodeDaemon::run(const std::atomic<bool>& stop) {
