@@ -88,6 +88,7 @@ struct DeviceWork {
   // The paper's NoRef variant: every region resident at launch counts as
   // read and written by the kernel (pinned, and dirty afterwards).
   bool residentRegionsReferenced = false;
+  bool usesUnique = false; // no page named twice: no merge needed
   bool empty() const { return operations.empty(); }
 };
 
@@ -159,7 +160,7 @@ std::vector<PageUse> mergedUses(std::vector<PageUse> uses) {
 
 Status ManagerState::run(DeviceWork& work, StreamHandle stream, bool wait) {
   if (work.empty()) return Status::Success;
-  work.uses = mergedUses(std::move(work.uses));
+  if (!work.usesUnique) work.uses = mergedUses(std::move(work.uses));
   MQX_TRY(residency.makeResident(work.uses, stream));
   for (auto& operation : work.operations)
     MQX_TRY(operation());
@@ -599,6 +600,7 @@ Status MemoryManager::launch(const device::KernelLaunch& launch) {
   }
   work.operations.push_back([&s, &launch] { return s.backend.launch(launch); });
   work.residentRegionsReferenced = s.config.referenceDetection == ReferenceDetection::All;
+  work.usesUnique = true; // one reference per region, every page once
   return s.run(work, launch.stream, false);
 }
 

@@ -1,5 +1,6 @@
 #include "core/reference_finder.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/log.hpp"
@@ -7,16 +8,19 @@
 namespace mqx {
 namespace {
 
-// Merges duplicate regions, combining their access.
+// Merges duplicate regions, combining their access. Launches name a few
+// regions: a linear pass beats a map's allocations on this hot path.
 std::vector<RegionReference> merged(std::vector<RegionReference> references) {
-  std::map<RegionId, RegionReference> byRegion;
-  for (const auto& reference : references) {
-    auto [it, inserted] = byRegion.try_emplace(reference.region->id, reference);
-    if (!inserted) it->second.access = it->second.access | reference.access;
-  }
   std::vector<RegionReference> result;
-  for (auto& [id, reference] : byRegion)
-    result.push_back(reference);
+  result.reserve(references.size());
+  for (const auto& reference : references) {
+    auto same = std::find_if(result.begin(), result.end(),
+                             [&](const RegionReference& r) { return r.region == reference.region; });
+    if (same == result.end())
+      result.push_back(reference);
+    else
+      same->access = same->access | reference.access;
+  }
   return result;
 }
 

@@ -143,20 +143,28 @@ void ResidencyManager::waitForSourceReads() {
   sourceReadsInFlight_ = false;
 }
 
+template <typename Function>
+void ResidencyManager::forEachPage(const std::vector<PageKey>& pages, Function&& function) {
+  // Keys come grouped by region: one directory lookup per region, not per page.
+  Region* region = nullptr;
+  for (const auto& key : pages) {
+    if (region == nullptr || region->id != key.region) region = context_.directory.byId(key.region);
+    if (region != nullptr) function(region->pages[key.page]);
+  }
+}
+
 Status ResidencyManager::pinUntilComplete(std::span<const PageKey> pages, StreamHandle stream, device::Fence* fence) {
   device::Fence point;
   MQX_TRY(context_.backend.enqueueFence(stream, &point));
   PendingWork work{point, {pages.begin(), pages.end()}};
-  for (const auto& key : work.pages)
-    if (Region* region = context_.directory.byId(key.region)) ++region->pages[key.page].pins;
+  forEachPage(work.pages, [](PageState& page) { ++page.pins; });
   pending_.push_back(std::move(work));
   if (fence != nullptr) *fence = point;
   return Status::Success;
 }
 
 void ResidencyManager::unpin(const PendingWork& work) {
-  for (const auto& key : work.pages)
-    if (Region* region = context_.directory.byId(key.region)) --region->pages[key.page].pins;
+  forEachPage(work.pages, [](PageState& page) { --page.pins; });
 }
 
 void ResidencyManager::quarantine(std::byte* slot, std::size_t bytes) {

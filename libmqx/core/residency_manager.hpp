@@ -106,6 +106,7 @@ private:
   std::vector<Victim> candidates(const std::vector<RegionId>& keep, std::vector<EvictionCandidate>* out);
   Status evict(const Victim& victim);
   void unpin(const PendingWork& work);
+  template <typename Function> void forEachPage(const std::vector<PageKey>& pages, Function&& function);
 
   ResidencyContext context_;
   std::unique_ptr<ReplacementPolicy> policy_;
