@@ -1,5 +1,5 @@
-// oversubscribe_query MIB PASSES SEED: a GPU "query" with a footprint of MIB
-// MiB in 256 MiB buffers: fills each on the device, runs PASSES in-place
+// oversubscribe_query MIB PASSES SEED [BUFFER_MIB]: a GPU "query" with a
+// footprint of MIB MiB in buffers of BUFFER_MIB (default 256) MiB: fills each on the device, runs PASSES in-place
 // kernels over each buffer in turn (one buffer per launch: a small working
 // set), copies everything back and checks every element against the same
 // computation on the host. Exit 0 correct, 1 wrong data, 2 a CUDA error
@@ -13,8 +13,6 @@
 
 namespace {
 
-constexpr std::size_t kChunkBytes = std::size_t{256} << 20;
-constexpr std::size_t kChunkElements = kChunkBytes / sizeof(std::uint32_t);
 
 __host__ __device__ std::uint32_t initial(std::size_t index, std::uint32_t seed) {
   return static_cast<std::uint32_t>(index) * 2654435761u + seed;
@@ -39,10 +37,12 @@ bool check(cudaError_t error, const char* what) {
 } // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: oversubscribe_query MIB PASSES SEED\n");
+  if (argc != 4 && argc != 5) {
+    std::fprintf(stderr, "usage: oversubscribe_query MIB PASSES SEED [BUFFER_MIB]\n");
     return 2;
   }
+  const std::size_t kChunkBytes = (argc == 5 ? std::strtoull(argv[4], nullptr, 10) : 256) << 20;
+  const std::size_t kChunkElements = kChunkBytes / sizeof(std::uint32_t);
   const std::size_t chunks = (std::strtoull(argv[1], nullptr, 10) << 20) / kChunkBytes;
   const int passes = std::atoi(argv[2]);
   const auto seed = static_cast<std::uint32_t>(std::atoi(argv[3]));

@@ -52,9 +52,26 @@ for n in 2 4; do
   run_set "$n"
   run_serial "$n"
 done
+# Cross-process eviction: every launch needs one whole 0.6 x budget buffer,
+# so two such queries can only alternate by evicting each other's buffer.
+big=$((capacity_mib * 6 / 10))
+pids=()
+start=$(date +%s.%N)
+for i in 1 2; do
+  "$build/bin/mqx-run" --name "big$i" -- "$query" "$big" 3 "$i" "$big" > "$out/mqx-big-$i.log" 2>&1 &
+  pids+=($!)
+done
+for i in "${!pids[@]}"; do
+  wait "${pids[$i]}"; rc=$?
+  say "  one ${big} MiB buffer per launch, 2 at once under mqx: query $((i + 1)) exit $rc"
+  [ "$rc" = 0 ] || status=1
+done
+end=$(date +%s.%N)
+say "  2 at once with one buffer each: $(awk "BEGIN{print $end - $start}") s"
 kill -TERM $daemon
 wait $daemon
 say "mqxd exit $? (log: mqxd.log)"
+say "$(grep 'shutting down' "$out/mqxd.log")"
 
 # Natively the same mix at the device's real size: each query 0.6 x device.
 total_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -n1)
