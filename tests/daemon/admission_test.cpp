@@ -28,14 +28,31 @@ protected:
   }
   // A query that logs its start and end.
   std::unique_ptr<ChildProcess> query(const std::string& name, const std::vector<std::string>& options,
-                                      const std::string& seconds = "0.4") {
+                                      const std::string& seconds = "0.8") {
     std::vector<std::string> args = options;
+    if (std::find(args.begin(), args.end(), "--name") == args.end()) args.insert(args.end(), {"--name", name});
     args.insert(args.end(),
                 {"--", "/bin/sh", "-c",
                  "echo start " + name + " >> " + log_ + "; sleep " + seconds + "; echo end " + name + " >> " + log_});
     auto process = run(args);
-    std::this_thread::sleep_for(60ms); // arrival order is the start order
+    waitUntilArrived(name);
     return process;
+  }
+  // Arrival order is the start order: the next query starts once this one
+  // has its record.
+  void waitUntilArrived(const std::string& name) {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      {
+        ipc::RobustLock lock(segment_->state().lock);
+        for (const auto& record : segment_->state().clients)
+          if ((record.state == ipc::ClientState::Waiting || record.state == ipc::ClientState::Running) &&
+              name == record.name)
+            return;
+      }
+      std::this_thread::sleep_for(1ms);
+    }
+    ADD_FAILURE() << "query " << name << " never arrived";
   }
   std::vector<std::string> events() {
     std::ifstream file(log_);

@@ -7,8 +7,8 @@
 //                             transform kernel over each, then checks every
 //                             byte against a host reference. Exit 0 correct,
 //                             1 wrong data, 4 a call failed (out of memory).
-//                             With PEERS, the passes start once PEERS memory
-//                             clients have joined, so that they all compete.
+//                             With PEERS, the passes start once PEERS clients
+//                             have joined the node, so that they all compete.
 //   hold-budget BYTES MS      takes BYTES of the budget, prints "held", keeps
 //                             them MS milliseconds (0: until killed), exits.
 //   hold-lock BYTES           takes BYTES, then the node lock, prints
@@ -40,21 +40,20 @@ void transformReference(std::uint8_t* data, std::uint64_t n, std::uint8_t seed) 
     data[i] = static_cast<std::uint8_t>(data[i] * 3 + seed);
 }
 
+// Waits until PEERS clients joined this (fresh) node. Counted by arrivals,
+// which only grow: a fast peer that already finished and left still counts.
 void waitForPeers(mqx::ipc::DaemonClient& client, unsigned peers) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < deadline) {
-    unsigned joined = 0;
-    std::uint64_t used = 0;
+    std::uint64_t arrivals = 0;
     {
       mqx::ipc::RobustLock lock(client.node().lock);
-      used = client.node().usedBytes();
-      for (const auto& record : client.node().clients)
-        joined += record.state == mqx::ipc::ClientState::Memory ? 1 : 0;
+      arrivals = client.node().nextArrival - 1;
     }
-    // Or the others started already (one may have died since).
-    if (joined >= peers || used > 0) return;
+    if (arrivals >= peers) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
+  std::fprintf(stderr, "sim_client %d: only some of %u peers joined\n", getpid(), peers);
 }
 
 int work(const mqx::Config& config, mqx::ipc::DaemonClient& client, int regions, std::size_t bytes, int rounds,
