@@ -73,6 +73,7 @@ std::shared_ptr<DaemonClient> DaemonClient::connect(const Config& config, Role r
 DaemonClient::~DaemonClient() { leave(); }
 
 void DaemonClient::leave() {
+  if (!inJoiningProcess()) return; // a fork() child at exit: nothing here is its own
   if (server_.joinable()) {
     stopping_ = true;
     evictions_->send(Message::of(MessageKind::Wake, getpid(), kNoSlot));
@@ -138,6 +139,7 @@ void DaemonClient::serveEvictions() {
 }
 
 bool DaemonClient::requestEviction(std::size_t bytes) {
+  if (!inJoiningProcess()) return false;
   std::lock_guard serial(requestMutex_);
   const auto start = Clock::now();
   const auto deadline = start + milliseconds(config_.evictionTimeoutMilliseconds);
@@ -216,7 +218,7 @@ bool DaemonClient::waitForAdmission(std::uint64_t weightedDemand, std::uint64_t 
 }
 
 void DaemonClient::finishQuery() {
-  if (slot_ == kNoSlot) return;
+  if (slot_ == kNoSlot || !inJoiningProcess()) return;
   std::uint64_t peak = 0;
   {
     RobustLock lock(node().lock);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -71,8 +72,13 @@ private:
   DaemonClient(const Config& config, Role role) : config_(config), role_(role) {}
   void serveEvictions();
 
+  // Whether this is the process that joined (not a fork() child of it, which
+  // inherits the object but neither the record, the queues nor the thread).
+  bool inJoiningProcess() const { return getpid() == joinedAs_; }
+
   Config config_;
   Role role_;
+  pid_t joinedAs_ = getpid();
   IpcNames names_;
   std::unique_ptr<SharedSegment> segment_;
   std::uint32_t slot_ = kNoSlot;

@@ -1,5 +1,8 @@
 // Clients that die: the budget comes back within one second and nobody
 // hangs, even when the dead client held the node's lock.
+#include <sys/wait.h>
+
+#include "ipc/daemon_client.hpp"
 #include "node_fixture.hpp"
 
 namespace mqx::test {
@@ -34,6 +37,37 @@ TEST_F(Liveness, ClientKilledHoldingTheLockLeavesOthersFinishing) {
   EXPECT_EQ(second->wait(20s), 0);
   ASSERT_TRUE(waitUntilBudgetFree(1000ms)) << "still used: " << usedBytes();
   EXPECT_GE(segment_->state().deadClients, 1u);
+}
+
+TEST_F(Liveness, ForkedChildOfAClientNeitherUsesNorFreesItsRecord) {
+  startDaemon();
+  Config config;
+  config.daemonInstance = instance_;
+  auto member = ipc::DaemonClient::connect(config, ipc::DaemonClient::Role::Memory, "parent");
+  ASSERT_NE(member, nullptr);
+  auto budget = member->budget();
+  ASSERT_TRUE(budget->tryAcquire(1 << 20));
+  const pid_t child = fork();
+  if (child == 0) {
+    // What libmqx's exit handler does in a child that exits: nothing of the
+    // parent's may move.
+    const bool took = budget->tryAcquire(1 << 20);
+    member->leave();
+    _exit(took ? 1 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child took budget on the parent's record";
+  {
+    ipc::RobustLock lock(segment_->state().lock);
+    const auto& record = segment_->state().clients[member->slot()];
+    EXPECT_EQ(record.state, ipc::ClientState::Memory);
+    EXPECT_EQ(record.budgetHeld, std::uint64_t{1} << 20);
+  }
+  budget->release(1 << 20);
+  budget.reset();
+  member.reset();
+  EXPECT_EQ(usedBytes(), 0u);
 }
 
 // A client killed at some point of an oversubscribed run (holding pages,
