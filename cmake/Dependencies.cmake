@@ -56,3 +56,5 @@ if(MQX_CUDA_ENABLED)
 else()
   message(STATUS "mqx: no CUDA toolkit: building the simulated backend alone")
 endif()
+
+include(${CMAKE_CURRENT_LIST_DIR}/CudaLanguage.cmake)
