@@ -130,7 +130,7 @@ public:
   Status run(DeviceWork& work, StreamHandle stream, bool wait);
   void markResidentReferenced(const DeviceWork& work, std::vector<PageKey>& keys);
   void discardHostImage(Region& region, std::uint32_t page);
-  bool replaceHostImage(Region& region, std::uint32_t page, HostImage image);
+  void replaceHostImage(Region& region, std::uint32_t page, HostImage image);
   std::byte* materializeSwap(Region& region, std::uint32_t page);
   void writeHostPiece(Region& region, const Piece& piece, const std::byte* source, bool cowAllowed, DeviceWork& work,
                       StreamHandle stream);
@@ -204,11 +204,10 @@ void ManagerState::discardHostImage(Region& region, std::uint32_t index) {
 
 // Installs `image` as the page's only copy. The new image is acquired by
 // the caller before the old one goes, so that a failure loses nothing.
-bool ManagerState::replaceHostImage(Region& region, std::uint32_t index, HostImage image) {
+void ManagerState::replaceHostImage(Region& region, std::uint32_t index, HostImage image) {
   discardHostImage(region, index);
   region.pages[index].host = image;
   region.pages[index].deviceValid = false;
-  return true;
 }
 
 // Gives the page a swap-slot image holding its current content; null when
@@ -334,7 +333,8 @@ bool ManagerState::cloneImage(Region& destination, const Piece& piece, Region& s
     std::memcpy(slot, image.slot, piece.bytes);
     image.slot = slot;
   }
-  return replaceHostImage(destination, piece.page, image);
+  replaceHostImage(destination, piece.page, image);
+  return true;
 }
 
 void ManagerState::breakCow(const CowRecord& record) {

@@ -67,8 +67,8 @@ public:
   // when there is none (overLimit: past the limit rather than fail).
   std::byte* acquireSlot(std::size_t bytes, bool overLimit = false);
 
-  // Marks the content of a host image to be the data of `page`: the
-  // copy-on-write source must not change while a load reads it.
+  // Waits until no load still reads an application buffer: a copy-on-write
+  // source may be changed or released only then.
   void waitForSourceReads();
 
   std::uint64_t tick() { return ++clock_; }
