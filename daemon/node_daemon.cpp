@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/log.hpp"
+#include "ipc/launch_tuning_client.hpp"
 
 namespace mqx::daemon {
 namespace {
@@ -31,12 +32,13 @@ std::string historyPath(const Config& config) {
 
 NodeDaemon::NodeDaemon(const Config& config)
     : config_(config), names_(IpcNames::forInstance(config.daemonInstance, getuid())), capacity_(nodeCapacity(config)),
-      history_(historyPath(config)) {
+      history_(historyPath(config)), launches_(std::chrono::milliseconds(config.launchLeaseMilliseconds)) {
   policy_.kind = config.admission;
   policy_.fixN = config.admissionFixN;
   policy_.capacity = capacity_;
   segment_ = SharedSegment::create(names_, capacity_);
   requests_ = MessageQueue::create(names_.daemonQueue, 64);
+  mps_ = std::make_unique<MpsControl>(config);
   log(LogLevel::Info, "mqxd: node {} ready: budget {} MiB, admission {}{}", names_.segment, capacity_ >> 20,
       toString(config.admission),
       config.admission == AdmissionKind::Fix ? fmt::format("-{}", config.admissionFixN) : "");
@@ -64,6 +66,8 @@ void NodeDaemon::run(const std::atomic<bool>& stop) {
       lastCheck = now;
       reclaimDeadClients();
       observeQueries();
+      for (pid_t pid : launches_.expire(now, processAlive))
+        mq_unlink(launchReplyQueue(names_, pid).c_str());
     }
     admitPostponed();
   }
@@ -90,6 +94,10 @@ void NodeDaemon::handle(const Message& message) {
     }
     return;
   }
+  case MessageKind::LaunchTuningRequest:
+  case MessageKind::LaunchFinished:
+    if (auto reply = launches_.handle(message)) sendTo(launchReplyQueue(names_, message.pid), *reply);
+    return;
   case MessageKind::QueryFinished:
     if (message.bytes > 0) history_.record(message.name, message.bytes);
     return;

@@ -15,6 +15,8 @@
 #include "ipc/ipc_names.hpp"
 #include "ipc/message_queue.hpp"
 #include "ipc/shared_segment.hpp"
+#include "launch_service.hpp"
+#include "mps_control.hpp"
 
 namespace mqx::daemon {
 
@@ -46,6 +48,8 @@ private:
   DemandHistory history_;
   std::unique_ptr<ipc::SharedSegment> segment_;
   std::unique_ptr<ipc::MessageQueue> requests_;
+  LaunchService launches_;
+  std::unique_ptr<MpsControl> mps_; // last: started once the node is set up, stopped first
 };
 
 } // namespace mqx::daemon

@@ -125,6 +125,25 @@ std::string readString(const RawValue& value, const std::string& key) {
   return *s;
 }
 
+// A TOML array of strings, or a comma-separated list from the environment.
+std::vector<std::string> readStringList(const RawValue& value, const std::string& key) {
+  std::vector<std::string> result;
+  if (value.fromEnvironment()) {
+    std::stringstream text(value.text);
+    for (std::string item; std::getline(text, item, ',');)
+      if (!item.empty()) result.push_back(item);
+    return result;
+  }
+  const auto* array = value.node->as_array();
+  if (array == nullptr) fail(key, "expected an array of strings");
+  for (const auto& element : *array) {
+    auto item = element.value<std::string>();
+    if (!item || item->empty()) fail(key, "expected an array of non-empty strings");
+    result.push_back(*item);
+  }
+  return result;
+}
+
 unsigned readMilliseconds(const RawValue& value, const std::string& key, unsigned min, unsigned max) {
   const std::uint64_t result = readInteger(value, key);
   if (result < min || result > max) fail(key, fmt::format("value {} out of range [{}, {}]", result, min, max));
@@ -246,6 +265,30 @@ const std::map<std::string, Setter>& keyTable() {
        [](Config& c, const RawValue& v, const std::string& k) { c.demandStateFile = readString(v, k); }},
       {"daemon.allow_no_daemon",
        [](Config& c, const RawValue& v, const std::string& k) { c.allowNoDaemon = readBool(v, k); }},
+      {"daemon.mps",
+       [](Config& c, const RawValue& v, const std::string& k) {
+         c.mps = readChoice<MpsMode>(v, k,
+                                     {{"off", MpsMode::Off}, {"detect", MpsMode::Detect}, {"manage", MpsMode::Manage}});
+       }},
+      {"daemon.mps_control",
+       [](Config& c, const RawValue& v, const std::string& k) {
+         c.mpsControl = readString(v, k);
+         if (c.mpsControl.empty()) fail(k, "must name the control program");
+       }},
+      {"daemon.mps_pipe_directory",
+       [](Config& c, const RawValue& v, const std::string& k) { c.mpsPipeDirectory = readString(v, k); }},
+      {"daemon.mps_log_directory",
+       [](Config& c, const RawValue& v, const std::string& k) { c.mpsLogDirectory = readString(v, k); }},
+      {"kernelopt.resizable_kernels",
+       [](Config& c, const RawValue& v, const std::string& k) { c.resizableKernels = readStringList(v, k); }},
+      {"kernelopt.reply_timeout_ms",
+       [](Config& c, const RawValue& v, const std::string& k) {
+         c.launchReplyTimeoutMilliseconds = readMilliseconds(v, k, 1, 10'000);
+       }},
+      {"kernelopt.lease_ms",
+       [](Config& c, const RawValue& v, const std::string& k) {
+         c.launchLeaseMilliseconds = readMilliseconds(v, k, 10, 3'600'000);
+       }},
       {"log.level",
        [](Config& c, const RawValue& v, const std::string& k) {
          c.logLevel = readChoice<LogLevel>(v, k,
@@ -387,6 +430,15 @@ std::string toString(AdmissionKind kind) {
   case AdmissionKind::Weight: return "weight";
   case AdmissionKind::Peak: return "peak";
   case AdmissionKind::Fix: return "fix";
+  }
+  return "?";
+}
+
+std::string toString(MpsMode mode) {
+  switch (mode) {
+  case MpsMode::Off: return "off";
+  case MpsMode::Detect: return "detect";
+  case MpsMode::Manage: return "manage";
   }
   return "?";
 }

@@ -8,6 +8,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "common/log.hpp"
 
@@ -18,6 +19,7 @@ enum class EvictionGranularity { Region, Page };
 enum class ReferenceDetection { Auto, Advice, Scan, All };
 enum class BackendKind { Auto, Cuda, Sim };
 enum class AdmissionKind { Weight, Peak, Fix };
+enum class MpsMode { Off, Detect, Manage };
 
 struct Config {
   // [memory]
@@ -55,6 +57,16 @@ struct Config {
   unsigned evictionTimeoutMilliseconds = 2000;
   std::string demandStateFile;        // learned demands; "": $HOME/.mqx-demand
   bool allowNoDaemon = false;         // mqx-run without mqxd runs the query alone
+  // [daemon] MPS (docs/kernelopt.md, "MPS"): off, detect a running control
+  // daemon, or manage (start one when none runs, stop it at shutdown).
+  MpsMode mps = MpsMode::Off;
+  std::string mpsControl = "nvidia-cuda-mps-control";
+  std::string mpsPipeDirectory; // "": $CUDA_MPS_PIPE_DIRECTORY, else /tmp/nvidia-mps
+  std::string mpsLogDirectory;  // "": $CUDA_MPS_LOG_DIRECTORY, else the control daemon's default
+  // [kernelopt] (the launch service: docs/kernelopt.md, "Launch service")
+  std::vector<std::string> resizableKernels; // kernel names (as cuFuncGetName reports them)
+  unsigned launchReplyTimeoutMilliseconds = 20;
+  unsigned launchLeaseMilliseconds = 2000;
   // [log]
   LogLevel logLevel = LogLevel::Warn;
 };
@@ -83,5 +95,6 @@ std::size_t parseSize(const std::string& text, const std::string& key);
 
 std::string toString(ReplacementKind kind);
 std::string toString(AdmissionKind kind);
+std::string toString(MpsMode mode);
 
 } // namespace mqx

@@ -32,7 +32,10 @@ bool validMessage(const Message& message, std::size_t received, std::string* why
   case MessageKind::Wake:
   case MessageKind::Admitted:
   case MessageKind::EvictRequest:
-  case MessageKind::EvictAck: break;
+  case MessageKind::EvictAck:
+  case MessageKind::LaunchTuningRequest:
+  case MessageKind::LaunchFinished:
+  case MessageKind::LaunchParameters: break;
   default: return reject("unknown kind");
   }
   if (message.kind != MessageKind::Wake && message.pid <= 0) return reject("bad pid");

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "ipc/node_state.hpp"
+#include "kernelopt/device_attributes.hpp"
 
 namespace mqx::ipc {
 
@@ -19,14 +20,32 @@ inline constexpr std::uint16_t kMessageVersion = 1;
 
 enum class MessageKind : std::uint16_t {
   // To mqxd.
-  AdmissionRequest = 1, // slot (Waiting) asks to run
-  DemandUpdate = 2,     // slot's weighted/peak demand changed
-  QueryFinished = 3,    // slot's query ended; observedPeak in `bytes`
-  Wake = 4,             // no content: look at the segment again (and shutdown)
+  AdmissionRequest = 1,    // slot (Waiting) asks to run
+  DemandUpdate = 2,        // slot's weighted/peak demand changed
+  QueryFinished = 3,       // slot's query ended; observedPeak in `bytes`
+  Wake = 4,                // no content: look at the segment again (and shutdown)
+  LaunchTuningRequest = 5, // launch parameters for a resizable kernel (`launch`; ticket in `sequence`)
+  LaunchFinished = 6,      // the kernel of ticket `sequence` completed
   // To a client.
-  Admitted = 16,     // the query in `slot` may start
-  EvictRequest = 17, // free `bytes` of device memory; reply to `pid`'s reply queue
-  EvictAck = 18,     // `bytes` were freed for request `sequence`
+  Admitted = 16,         // the query in `slot` may start
+  EvictRequest = 17,     // free `bytes` of device memory; reply to `pid`'s reply queue
+  EvictAck = 18,         // `bytes` were freed for request `sequence`
+  LaunchParameters = 19, // the answer to LaunchTuningRequest `sequence` (`launch`)
+};
+
+// A resizable kernel's launch as the launch service sees it
+// (docs/kernelopt.md, "Launch service"): its resources and device in the
+// request; the block size and grid to launch with in the reply.
+struct LaunchTuningFields {
+  std::uint64_t threads = 0;              // request: threads its grid would launch
+  std::uint32_t registersPerThread = 0;   // request
+  std::uint32_t sharedMemoryPerBlock = 0; // request: static plus dynamic bytes
+  std::uint32_t maxThreadsPerBlock = 0;   // request: the kernel's own limit
+  std::uint32_t ownThreadsPerBlock = 0;   // request: the block size it asked for
+  kernelopt::DeviceAttributes device{};   // request
+  std::uint32_t threadsPerBlock = 0;      // reply; 0: keep the launch's own parameters
+  std::uint32_t gridBlocks = 0;           // reply
+  std::uint32_t kernelsSolved = 0;        // reply: kernels solved together (this one included)
 };
 
 struct Message {
@@ -40,6 +59,7 @@ struct Message {
   std::uint64_t weightedDemand = 0;
   std::uint64_t peakDemand = 0;
   char name[kQueryNameBytes] = {};
+  LaunchTuningFields launch{};
 
   static Message of(MessageKind kind, pid_t pid, std::uint32_t slot);
   void setName(const std::string& text);

@@ -61,11 +61,37 @@ Status SimBackend::destroyStream(StreamHandle stream) {
                           // cuStreamDestroy lets work finish
 }
 
-FunctionHandle SimBackend::registerKernel(SimKernel kernel, std::vector<ParamInfo> layout) {
+FunctionHandle SimBackend::registerKernel(SimKernel kernel, std::vector<ParamInfo> layout,
+                                          KernelProperties properties) {
   std::lock_guard lock(mutex_);
   FunctionHandle handle = nextKernel_++;
-  kernels_.emplace(handle, Kernel{std::move(kernel), std::move(layout)});
+  kernels_.emplace(handle, Kernel{std::move(kernel), std::move(layout), std::move(properties)});
   return handle;
+}
+
+Status SimBackend::kernelProperties(FunctionHandle function, KernelProperties* properties) const {
+  std::lock_guard lock(mutex_);
+  auto it = kernels_.find(function);
+  if (it == kernels_.end()) return Status::InvalidHandle;
+  *properties = it->second.properties;
+  return Status::Success;
+}
+
+kernelopt::DeviceAttributes SimBackend::deviceAttributes() {
+  kernelopt::DeviceAttributes h100;
+  h100.computeCapabilityMajor = 9;
+  h100.computeCapabilityMinor = 0;
+  h100.multiprocessorCount = 132;
+  h100.warpSize = 32;
+  h100.maxThreadsPerBlock = 1024;
+  h100.maxThreadsPerMultiprocessor = 2048;
+  h100.maxBlocksPerMultiprocessor = 32;
+  h100.maxRegistersPerMultiprocessor = 65536;
+  h100.maxRegistersPerBlock = 65536;
+  h100.maxSharedMemoryPerMultiprocessor = 233472;
+  h100.maxSharedMemoryPerBlockOptin = 232448;
+  h100.reservedSharedMemoryPerBlock = 1024;
+  return h100;
 }
 
 SimTransferTotals SimBackend::transferTotals() const {

@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "config/config.hpp"
+#include "core/resizable_launches.hpp"
 #include "device/device_backend.hpp"
 #include "device/sim/sim_stream.hpp"
 
@@ -48,7 +49,14 @@ public:
   // GPU).
   StreamHandle createStream();
   Status destroyStream(StreamHandle stream);
-  FunctionHandle registerKernel(SimKernel kernel, std::vector<ParamInfo> layout);
+  // `properties` are what a CUDA binary declares of a kernel (name,
+  // registers, static shared memory, block limit), for launch tuning.
+  FunctionHandle registerKernel(SimKernel kernel, std::vector<ParamInfo> layout, KernelProperties properties = {});
+  // What cuFuncGetName and cuFuncGetAttribute report on a GPU.
+  Status kernelProperties(FunctionHandle function, KernelProperties* properties) const;
+  // The simulated device as cuDeviceGetAttribute would report it: an H100
+  // SXM5 (sm_90), the device the launch optimizer is tuned for on sim.
+  static kernelopt::DeviceAttributes deviceAttributes();
   SimTransferTotals transferTotals() const;
   std::size_t mappedBytes() const;
 
@@ -85,6 +93,7 @@ private:
   struct Kernel {
     SimKernel function;
     std::vector<ParamInfo> layout;
+    KernelProperties properties;
   };
   struct StreamRecord {
     std::unique_ptr<SimStream> stream;

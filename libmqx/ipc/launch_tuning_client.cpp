@@ -1,0 +1,72 @@
+#include "ipc/launch_tuning_client.hpp"
+
+#include <fmt/format.h>
+
+#include "common/log.hpp"
+
+namespace mqx::ipc {
+
+using Clock = std::chrono::steady_clock;
+
+std::string launchReplyQueue(const IpcNames& names, pid_t pid) {
+  return fmt::format("/{}-launch-{}", names.prefix, pid);
+}
+
+std::shared_ptr<LaunchTuningClient> LaunchTuningClient::connect(const Config& config) {
+  IpcNames names = IpcNames::forInstance(config.daemonInstance, getuid());
+  if (MessageQueue::openForSending(names.daemonQueue) == nullptr) return nullptr;
+  std::shared_ptr<LaunchTuningClient> client(
+      new LaunchTuningClient(std::move(names), std::chrono::milliseconds(config.launchReplyTimeoutMilliseconds)));
+  client->replies_ = MessageQueue::create(launchReplyQueue(client->names_, getpid()), 8);
+  return client;
+}
+
+std::optional<TunedLaunch> LaunchTuningClient::tune(const TuningRequest& request, std::uint64_t* ticket) {
+  *ticket = 0;
+  // A fork() child inherits the object but not the queue's name.
+  if (getpid() != createdBy_) return std::nullopt;
+  std::lock_guard lock(mutex_);
+  Message message = Message::of(MessageKind::LaunchTuningRequest, getpid(), kNoSlot);
+  message.sequence = nextTicket_++;
+  message.setName(request.kernelName);
+  LaunchTuningFields& fields = message.launch;
+  fields.threads = request.threads;
+  fields.registersPerThread = static_cast<std::uint32_t>(request.registersPerThread);
+  fields.sharedMemoryPerBlock = static_cast<std::uint32_t>(request.sharedMemoryPerBlock);
+  fields.maxThreadsPerBlock = static_cast<std::uint32_t>(request.maxThreadsPerBlock);
+  fields.ownThreadsPerBlock = static_cast<std::uint32_t>(request.ownThreadsPerBlock);
+  fields.device = request.device;
+  if (!sendTo(names_.daemonQueue, message)) {
+    log(LogLevel::Debug, "no launch service (mqxd gone or busy): '{}' keeps its parameters", request.kernelName);
+    return std::nullopt;
+  }
+  // Counted by the service from now on, answered or not.
+  *ticket = message.sequence;
+  const auto deadline = Clock::now() + timeout_;
+  Message reply;
+  while (Clock::now() < deadline) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()) + std::chrono::milliseconds(1);
+    if (!replies_->receive(&reply, left)) break;
+    // A late answer to an earlier request that timed out is skipped.
+    if (reply.kind != MessageKind::LaunchParameters || reply.sequence != message.sequence) continue;
+    if (reply.launch.threadsPerBlock == 0) return std::nullopt;
+    return TunedLaunch{message.sequence, reply.launch.gridBlocks, reply.launch.threadsPerBlock,
+                       reply.launch.kernelsSolved};
+  }
+  log(LogLevel::Info,
+      "mqxd's launch service did not answer within {} ms (kernelopt.reply_timeout_ms): '{}' keeps "
+      "its parameters",
+      timeout_.count(), request.kernelName);
+  return std::nullopt;
+}
+
+void LaunchTuningClient::finished(std::uint64_t ticket) {
+  if (ticket == 0 || getpid() != createdBy_) return;
+  Message message = Message::of(MessageKind::LaunchFinished, getpid(), kNoSlot);
+  message.sequence = ticket;
+  // A lost report costs only until the service's lease expires.
+  sendTo(names_.daemonQueue, message);
+}
+
+} // namespace mqx::ipc

@@ -1,0 +1,46 @@
+// LaunchTuningClient: the LaunchTuner of a process on mqxd's node. It asks
+// the daemon's launch service (daemon/launch_service.hpp) for a resizable
+// kernel's launch parameters and reports the kernel's completion. It has its
+// own reply queue, so that launch replies never mix with admission and
+// eviction traffic. No daemon, a full queue or no reply within
+// kernelopt.reply_timeout_ms: the launch keeps its own parameters.
+#pragma once
+
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "config/config.hpp"
+#include "core/launch_tuner.hpp"
+#include "ipc/ipc_names.hpp"
+#include "ipc/message_queue.hpp"
+
+namespace mqx::ipc {
+
+// The queue on which process `pid` receives launch parameters.
+std::string launchReplyQueue(const IpcNames& names, pid_t pid);
+
+class LaunchTuningClient final : public LaunchTuner {
+public:
+  // Null when no mqxd runs for this user and instance.
+  static std::shared_ptr<LaunchTuningClient> connect(const Config& config);
+
+  std::optional<TunedLaunch> tune(const TuningRequest& request, std::uint64_t* ticket) override;
+  void finished(std::uint64_t ticket) override;
+
+private:
+  LaunchTuningClient(IpcNames names, std::chrono::milliseconds timeout) : names_(std::move(names)), timeout_(timeout) {}
+
+  IpcNames names_;
+  std::chrono::milliseconds timeout_;
+  pid_t createdBy_ = getpid();
+  std::mutex mutex_; // one request in flight per process
+  std::unique_ptr<MessageQueue> replies_;
+  std::uint64_t nextTicket_ = 1;
+};
+
+} // namespace mqx::ipc
