@@ -76,12 +76,11 @@ void NodeDaemon::run(const std::atomic<bool>& stop) {
 void NodeDaemon::handle(const Message& message) {
   NodeState& node = segment_->state();
   switch (message.kind) {
-  case MessageKind::AdmissionRequest:
-  case MessageKind::DemandUpdate: {
+  case MessageKind::AdmissionRequest: {
     if (message.slot == kNoSlot) return;
     RobustLock lock(node.lock);
     ClientRecord& record = node.clients[message.slot];
-    if (record.pid != message.pid || (record.state != ClientState::Waiting && record.state != ClientState::Running))
+    if (record.pid != message.pid || record.state != ClientState::Waiting)
       return; // stale or forged: the record is the truth
     record.weightedDemand = message.weightedDemand;
     record.peakDemand = message.peakDemand;
@@ -92,6 +91,24 @@ void NodeDaemon::handle(const Message& message) {
         log(LogLevel::Info, "mqxd: query '{}' declares no demand; learned {} MiB", record.name, *learned >> 20);
       }
     }
+    return;
+  }
+  case MessageKind::DemandUpdate: {
+    // From the query's own record (mqx-run) or from one of its processes (a
+    // memory client whose record names the query): paper §5, a query's
+    // demand is updated as it runs. The loop re-runs admission after this.
+    if (message.slot == kNoSlot) return;
+    RobustLock lock(node.lock);
+    const ClientRecord& sender = node.clients[message.slot];
+    if (sender.pid != message.pid || sender.state == ClientState::Free) return;
+    const std::uint32_t target = sender.state == ClientState::Memory ? sender.querySlot : message.slot;
+    if (target >= kMaxClients) return;
+    ClientRecord& query = node.clients[target];
+    if (query.state != ClientState::Waiting && query.state != ClientState::Running) return;
+    query.weightedDemand = message.weightedDemand;
+    query.peakDemand = message.peakDemand;
+    log(LogLevel::Debug, "mqxd: query '{}' demand now {} MiB weighted, {} MiB peak", query.name,
+        query.weightedDemand >> 20, query.peakDemand >> 20);
     return;
   }
   case MessageKind::LaunchTuningRequest:

@@ -217,6 +217,21 @@ bool DaemonClient::waitForAdmission(std::uint64_t weightedDemand, std::uint64_t 
   }
 }
 
+bool DaemonClient::updateDemand(std::uint64_t weightedDemand, std::uint64_t peakDemand) {
+  if (slot_ == kNoSlot || !inJoiningProcess()) return false;
+  {
+    // Only a client that has a query record to update says so; mqxd
+    // re-checks everything against the segment anyway.
+    RobustLock lock(node().lock);
+    const ClientRecord& record = node().clients[slot_];
+    if (role_ == Role::Memory && record.querySlot == kNoSlot) return false;
+  }
+  Message message = Message::of(MessageKind::DemandUpdate, getpid(), slot_);
+  message.weightedDemand = weightedDemand;
+  message.peakDemand = peakDemand;
+  return sendTo(names_.daemonQueue, message);
+}
+
 void DaemonClient::finishQuery() {
   if (slot_ == kNoSlot || !inJoiningProcess()) return;
   std::uint64_t peak = 0;

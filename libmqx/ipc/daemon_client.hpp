@@ -68,6 +68,13 @@ public:
   // held at once, for learned demand).
   void finishQuery();
 
+  // Either role: the query's demand changed while it runs (paper §5: a
+  // query's demand is updated as it executes). Sends DemandUpdate for the
+  // query record: this client's own (Query role) or the query this process
+  // runs for (Memory role, MQX_QUERY_SLOT); mqxd re-runs admission. False
+  // when there is no query record to update or mqxd cannot be reached.
+  bool updateDemand(std::uint64_t weightedDemand, std::uint64_t peakDemand);
+
 private:
   DaemonClient(const Config& config, Role role) : config_(config), role_(role) {}
   void serveEvictions();

@@ -153,5 +153,49 @@ TEST_F(Admission, RunningQueryDemandIsUpdatedByWhatItHolds) {
   EXPECT_EQ(events().size(), 2u);
 }
 
+TEST_F(Admission, PostponedQueryIsAdmittedWhenARunningQueryDemandDrops) {
+  environment_["MQX_DAEMON_CAPACITY"] = "100MiB";
+  startDaemon();
+  // "a" declares 80 MiB, then its process says it needs 20 MiB from now on
+  // (DaemonClient::updateDemand from a memory client of the query).
+  const std::string update = std::string(SIM_CLIENT_PATH) + " update-demand " + std::to_string(20 << 20) + " " +
+                             std::to_string(20 << 20) + " 300 1500";
+  auto a = run({"--name", "a", "--plan", plan("a", "80", "80"), "--", "/bin/sh", "-c",
+                "echo start a >> " + log_ + "; " + update + " && echo end a >> " + log_});
+  waitUntilArrived("a");
+  auto b = query("b", {"--plan", plan("b", "50", "50")}, "0.05");
+  EXPECT_EQ(b->wait(20s), 0);
+  EXPECT_EQ(a->wait(20s), 0);
+  auto lines = events();
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_LT(indexOf(lines, "end b"), indexOf(lines, "end a")) << "b ran while a was still running";
+}
+
+TEST_F(Admission, RunningQueryDemandRaisedByUpdatePostponesLaterQueries) {
+  environment_["MQX_DAEMON_CAPACITY"] = "100MiB";
+  startDaemon();
+  // "a" declares 20 MiB and raises it to 90 MiB at once; "b" (50 MiB)
+  // arrives after the update and must wait for a's end.
+  const std::string update = std::string(SIM_CLIENT_PATH) + " update-demand " + std::to_string(90 << 20) + " " +
+                             std::to_string(90 << 20) + " 0 700";
+  auto a = run({"--name", "a", "--plan", plan("a", "20", "20"), "--", "/bin/sh", "-c",
+                "echo start a >> " + log_ + "; " + update + " && echo end a >> " + log_});
+  // mqxd's queue is FIFO: the update is there before b's request.
+  ASSERT_TRUE(a->waitForLine("updated", 10s));
+  auto b = query("b", {"--plan", plan("b", "50", "50")}, "0.05");
+  EXPECT_EQ(a->wait(20s), 0);
+  EXPECT_EQ(b->wait(20s), 0);
+  auto lines = events();
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_LT(indexOf(lines, "end a"), indexOf(lines, "start b"));
+}
+
+TEST_F(NodeFixture, DemandUpdateWithoutAQueryRecordIsRefused) {
+  startDaemon();
+  // Not started by mqx-run: the memory client has no query to update.
+  auto lone = client({"update-demand", "1", "1", "0", "0"});
+  EXPECT_EQ(lone->wait(10s), 6);
+}
+
 } // namespace
 } // namespace mqx::test

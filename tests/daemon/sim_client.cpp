@@ -13,6 +13,10 @@
 //                             them MS milliseconds (0: until killed), exits.
 //   hold-lock BYTES           takes BYTES, then the node lock, prints
 //                             "locked" and waits to be killed.
+//   update-demand WEIGHTED PEAK BEFORE_MS AFTER_MS
+//                             sleeps BEFORE_MS, sends the query's new demand
+//                             (DaemonClient::updateDemand), prints "updated",
+//                             sleeps AFTER_MS, exits (6: nothing to update).
 // Exit 3: no daemon.
 #include <unistd.h>
 
@@ -128,7 +132,10 @@ int work(const mqx::Config& config, mqx::ipc::DaemonClient& client, int regions,
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: mqx_sim_client work R BYTES ROUNDS SEED | hold-budget BYTES MS | hold-lock BYTES\n");
+    std::fprintf(
+        stderr,
+        "usage: mqx_sim_client work R BYTES ROUNDS SEED | hold-budget BYTES MS | hold-lock BYTES | update-demand "
+        "WEIGHTED PEAK BEFORE_MS AFTER_MS\n");
     return 2;
   }
   try {
@@ -143,6 +150,14 @@ int main(int argc, char** argv) {
     if (mode == "work" && (argc == 6 || argc == 7))
       return work(config, *client, std::atoi(argv[2]), std::strtoull(argv[3], nullptr, 10), std::atoi(argv[4]),
                   static_cast<unsigned>(std::atoi(argv[5])), argc == 7 ? static_cast<unsigned>(std::atoi(argv[6])) : 0);
+    if (mode == "update-demand" && argc == 6) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(argv[4])));
+      if (!client->updateDemand(std::strtoull(argv[2], nullptr, 10), std::strtoull(argv[3], nullptr, 10))) return 6;
+      std::printf("updated\n");
+      std::fflush(stdout);
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(argv[5])));
+      return 0;
+    }
     if ((mode == "hold-budget" && argc == 4) || (mode == "hold-lock" && argc == 3)) {
       const std::size_t bytes = std::strtoull(argv[2], nullptr, 10);
       if (!client->budget()->tryAcquire(bytes)) {
