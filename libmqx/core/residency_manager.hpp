@@ -105,6 +105,14 @@ private:
   Status evictOne(const std::vector<RegionId>& keep);
   std::vector<Victim> candidates(const std::vector<RegionId>& keep, std::vector<EvictionCandidate>* out);
   Status evict(const Victim& victim);
+  // A dirty page on its way to the swap buffer.
+  struct WriteBack {
+    std::uint32_t index;
+    std::byte* slot;
+    device::Fence done;
+  };
+  // Unmaps an evicted page and gives its bytes back to the budget.
+  Status unbackPage(Region& region, std::uint32_t index);
   void unpin(const PendingWork& work);
   template <typename Function> void forEachPage(const std::vector<PageKey>& pages, Function&& function);
 

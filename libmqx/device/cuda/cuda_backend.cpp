@@ -55,6 +55,8 @@ Status CudaBackend::initialise() {
   MQX_TRY(check("cuStreamCreate", createStream(api_, CU_STREAM_NON_BLOCKING, &toDevice_)));
   MQX_TRY(check("cuStreamCreate", createStream(api_, CU_STREAM_NON_BLOCKING, &toHost_)));
   MQX_TRY(check("cuEventCreate", createEvent(api_, CU_EVENT_DISABLE_TIMING, &orderEvent_)));
+  MQX_TRY(fences_.writeEveryFence(toHandle(toDevice_.get())));
+  MQX_TRY(fences_.writeEveryFence(toHandle(toHost_.get())));
   log(LogLevel::Info, "cuda backend on {}: {} MiB, granularity {} KiB, {} staging copy threads", deviceName_,
       totalMemory_ >> 20, granularity_ >> 10, staging_.copyThreads());
   return Status::Success;

@@ -61,7 +61,7 @@ Status FenceTable::slotFor(CUstream stream, std::uint32_t* slot) {
   }
   if (slots_.size() == blocks_.size() * kSlotsPerBlock) MQX_TRY(addBlock());
   *slot = static_cast<std::uint32_t>(slots_.size());
-  slots_.push_back(Slot{0, 0, stream, isPerThread(stream), {}});
+  slots_.push_back(Slot{0, 0, stream, isPerThread(stream), false, {}});
   if (byId) {
     byStreamId_[streamId] = *slot;
   } else {
@@ -92,8 +92,8 @@ Status FenceTable::enqueue(StreamHandle handle, Fence* fence) {
   MQX_TRY(slotFor(stream, &slot));
   Slot& entry = slots_[slot];
   ++entry.next;
-  bool owe =
-      coalesce_.count() > 0 && !entry.perThread && std::chrono::steady_clock::now() - entry.lastWrite < coalesce_;
+  bool owe = coalesce_.count() > 0 && !entry.perThread && !entry.exact &&
+             std::chrono::steady_clock::now() - entry.lastWrite < coalesce_;
   if (!owe) {
     if (Status status = write(slot); !ok(status)) {
       --entry.next;
@@ -102,6 +102,14 @@ Status FenceTable::enqueue(StreamHandle handle, Fence* fence) {
   }
   fence->slot = slot;
   fence->value = entry.next;
+  return Status::Success;
+}
+
+Status FenceTable::writeEveryFence(StreamHandle handle) {
+  std::lock_guard lock(mutex_);
+  std::uint32_t slot = 0;
+  MQX_TRY(slotFor(reinterpret_cast<CUstream>(handle), &slot));
+  slots_[slot].exact = true;
   return Status::Success;
 }
 

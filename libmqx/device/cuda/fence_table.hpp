@@ -37,6 +37,10 @@ public:
   FenceTable& operator=(const FenceTable&) = delete;
 
   Status enqueue(StreamHandle stream, Fence* fence);
+  // Every fence of `stream` is written where it is enqueued, never owed. For
+  // mqx's own transfer streams: eviction waits for each page's write-back
+  // fence to unmap that page while later write-backs still run.
+  Status writeEveryFence(StreamHandle stream);
   bool reached(const Fence& fence);
   // Makes an owed write, then polls (spinning briefly, then sleeping) until
   // the fence is reached. Fails instead of hanging when the stream reports an
@@ -54,6 +58,7 @@ private:
     std::uint64_t written = 0; // last sequence number enqueued for writing
     CUstream stream = nullptr;
     bool perThread = false;
+    bool exact = false; // never coalesced (writeEveryFence)
     std::chrono::steady_clock::time_point lastWrite{};
   };
 

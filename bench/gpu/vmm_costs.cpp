@@ -1,0 +1,151 @@
+// mqx-vmm-costs: what CUDA virtual memory management costs on this GPU, the
+// numbers behind the eviction path's design (docs/interposer.md):
+//  - cuMemUnmap + cuMemRelease per page, one call per page vs one call over
+//    a run of adjacent pages;
+//  - whether cuMemUnmap waits for copies still running on another stream
+//    (if it does, unmapping cannot be overlapped with write-backs).
+// Prints one JSON object. Build: nvcc -O2 vmm_costs.cpp -lcuda.
+#include <cuda.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+namespace {
+
+void check(CUresult result, const char* what) {
+  if (result == CUDA_SUCCESS) return;
+  const char* name = nullptr;
+  cuGetErrorName(result, &name);
+  std::fprintf(stderr, "%s failed: %s\n", what, name ? name : "?");
+  std::exit(1);
+}
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+struct Pages {
+  CUdeviceptr base = 0;
+  std::size_t pageBytes = 0;
+  std::vector<CUmemGenericAllocationHandle> handles;
+};
+
+CUmemAllocationProp properties() {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  return prop;
+}
+
+void mapPages(Pages& pages, std::size_t count) {
+  CUmemAllocationProp prop = properties();
+  CUmemAccessDesc access{};
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  pages.handles.resize(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    check(cuMemCreate(&pages.handles[i], pages.pageBytes, &prop, 0), "cuMemCreate");
+    check(cuMemMap(pages.base + i * pages.pageBytes, pages.pageBytes, 0, pages.handles[i], 0), "cuMemMap");
+    check(cuMemSetAccess(pages.base + i * pages.pageBytes, pages.pageBytes, &access, 1), "cuMemSetAccess");
+  }
+}
+
+void releaseHandles(Pages& pages) {
+  for (auto handle : pages.handles)
+    check(cuMemRelease(handle), "cuMemRelease");
+  pages.handles.clear();
+}
+
+} // namespace
+
+int main() {
+  check(cuInit(0), "cuInit");
+  CUdevice device;
+  check(cuDeviceGet(&device, 0), "cuDeviceGet");
+  CUcontext context;
+  check(cuDevicePrimaryCtxRetain(&context, device), "retain");
+  check(cuCtxSetCurrent(context), "set current");
+  char name[128];
+  cuDeviceGetName(name, sizeof name, device);
+
+  const std::size_t pageBytes = 8u << 20;
+  const std::size_t count = 64; // 512 MiB
+  Pages pages;
+  pages.pageBytes = pageBytes;
+  check(cuMemAddressReserve(&pages.base, pageBytes * count, 0, 0, 0), "reserve");
+
+  // 1. One unmap per page, then one release per page.
+  mapPages(pages, count);
+  double t0 = now();
+  for (std::size_t i = 0; i < count; ++i)
+    check(cuMemUnmap(pages.base + i * pageBytes, pageBytes), "cuMemUnmap");
+  double t1 = now();
+  releaseHandles(pages);
+  double t2 = now();
+  const double unmapEach = (t1 - t0) / count, releaseEach = (t2 - t1) / count;
+
+  // 2. One unmap over all adjacent pages.
+  mapPages(pages, count);
+  t0 = now();
+  check(cuMemUnmap(pages.base, pageBytes * count), "cuMemUnmap range");
+  t1 = now();
+  releaseHandles(pages);
+  const double unmapRangePerPage = (t1 - t0) / count;
+
+  // 3. Map costs.
+  t0 = now();
+  mapPages(pages, count);
+  const double mapEach = (now() - t0) / count;
+
+  // 4. Does cuMemUnmap wait for a copy running on another stream? A 1 GiB
+  // pinned D2H copy (~20 ms) is queued, then one unrelated page unmapped.
+  CUstream stream;
+  check(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "stream");
+  const std::size_t copyBytes = 1ull << 30;
+  CUdeviceptr source;
+  check(cuMemAlloc(&source, copyBytes), "cuMemAlloc");
+  void* host;
+  check(cuMemHostAlloc(&host, copyBytes, 0), "cuMemHostAlloc");
+  check(cuMemcpyDtoHAsync(host, source, copyBytes, stream), "warm copy");
+  check(cuStreamSynchronize(stream), "sync");
+  t0 = now();
+  check(cuMemcpyDtoHAsync(host, source, copyBytes, stream), "copy");
+  t1 = now();
+  check(cuMemUnmap(pages.base, pageBytes), "cuMemUnmap during copy");
+  t2 = now();
+  check(cuStreamSynchronize(stream), "sync");
+  const double t3 = now();
+  const double copySeconds = t3 - t0;
+  const double unmapDuringCopy = t2 - t1;
+  // 5. The same for cuMemRelease and for a map during a copy.
+  check(cuMemcpyDtoHAsync(host, source, copyBytes, stream), "copy");
+  t1 = now();
+  check(cuMemRelease(pages.handles[0]), "release during copy");
+  t2 = now();
+  check(cuStreamSynchronize(stream), "sync");
+  const double releaseDuringCopy = t2 - t1;
+  CUmemAllocationProp prop = properties();
+  CUmemAccessDesc access{};
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  check(cuMemcpyDtoHAsync(host, source, copyBytes, stream), "copy");
+  t1 = now();
+  check(cuMemCreate(&pages.handles[0], pageBytes, &prop, 0), "create during copy");
+  check(cuMemMap(pages.base, pageBytes, 0, pages.handles[0], 0), "map during copy");
+  check(cuMemSetAccess(pages.base, pageBytes, &access, 1), "access during copy");
+  t2 = now();
+  check(cuStreamSynchronize(stream), "sync");
+  const double mapDuringCopy = t2 - t1;
+
+  std::printf("{\"device\": \"%s\", \"page_MiB\": %zu, \"pages\": %zu,\n", name, pageBytes >> 20, count);
+  std::printf(" \"map_create_access_ms_per_page\": %.4f,\n", mapEach * 1e3);
+  std::printf(" \"unmap_ms_per_page_one_call_each\": %.4f,\n", unmapEach * 1e3);
+  std::printf(" \"release_ms_per_page\": %.4f,\n", releaseEach * 1e3);
+  std::printf(" \"unmap_ms_per_page_one_call_over_range\": %.4f,\n", unmapRangePerPage * 1e3);
+  std::printf(" \"d2h_1GiB_copy_ms\": %.3f,\n", copySeconds * 1e3);
+  std::printf(" \"unmap_during_copy_ms\": %.3f,\n", unmapDuringCopy * 1e3);
+  std::printf(" \"release_during_copy_ms\": %.3f,\n", releaseDuringCopy * 1e3);
+  std::printf(" \"map_during_copy_ms\": %.3f}\n", mapDuringCopy * 1e3);
+  return 0;
+}
