@@ -1,5 +1,6 @@
 /*
  * libmqx_advice: forwards cudaAdvice to the preloaded libmqx (mqx_advise),
+ * and mqx_declare_resizable(_name) to mqx_declare_resizable_handle/_by_name,
  * found once through the global symbol scope. Without libmqx it is a no-op,
  * so the same binary runs natively and under mqx.
  */
@@ -11,15 +12,37 @@
 #include <stdint.h>
 
 typedef int (*mqx_advise_fn)(uint64_t address, int flags);
+typedef int (*mqx_declare_fn)(const void* function);
+typedef int (*mqx_declare_name_fn)(const char* name);
 
 static pthread_once_t resolve_once = PTHREAD_ONCE_INIT;
 static mqx_advise_fn advise_fn;
+static mqx_declare_fn declare_fn;
+static mqx_declare_name_fn declare_name_fn;
 
-static void resolve(void) { advise_fn = (mqx_advise_fn)dlsym(RTLD_DEFAULT, "mqx_advise"); }
+static void resolve(void) {
+  advise_fn = (mqx_advise_fn)dlsym(RTLD_DEFAULT, "mqx_advise");
+  declare_fn = (mqx_declare_fn)dlsym(RTLD_DEFAULT, "mqx_declare_resizable_handle");
+  declare_name_fn = (mqx_declare_name_fn)dlsym(RTLD_DEFAULT, "mqx_declare_resizable_by_name");
+}
 
 __attribute__((visibility("default"))) int cudaAdvice(const void* devicePtr, int flags) {
   if (flags != MQX_ADVICE_INPUT && flags != MQX_ADVICE_OUTPUT && flags != MQX_ADVICE_BOTH) return 1;
   pthread_once(&resolve_once, resolve);
   if (advise_fn == NULL) return 0;
   return advise_fn((uint64_t)(uintptr_t)devicePtr, flags);
+}
+
+__attribute__((visibility("default"))) int mqx_declare_resizable(const void* function) {
+  if (function == NULL) return 1;
+  pthread_once(&resolve_once, resolve);
+  if (declare_fn == NULL) return 0;
+  return declare_fn(function);
+}
+
+__attribute__((visibility("default"))) int mqx_declare_resizable_name(const char* name) {
+  if (name == NULL || *name == '\0') return 1;
+  pthread_once(&resolve_once, resolve);
+  if (declare_name_fn == NULL) return 0;
+  return declare_name_fn(name);
 }

@@ -20,6 +20,11 @@ void ResizableLaunches::declare(FunctionHandle function) {
   declared_.insert(function);
 }
 
+void ResizableLaunches::declareName(std::string name) {
+  std::lock_guard lock(mutex_);
+  names_.insert(std::move(name));
+}
+
 bool ResizableLaunches::isResizable(FunctionHandle function, std::string_view name) const {
   std::lock_guard lock(mutex_);
   return declared_.contains(function) || (!name.empty() && names_.contains(name));

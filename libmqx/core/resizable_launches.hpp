@@ -45,6 +45,8 @@ public:
 
   // The advice API: `function` is resizable whatever its name.
   void declare(FunctionHandle function);
+  // The advice API by name: `name` is resizable (as the configuration's list).
+  void declareName(std::string name);
   bool isResizable(FunctionHandle function, std::string_view name) const;
 
   // Asks the tuner for `launch` of a resizable kernel and, when it answers,

@@ -3,6 +3,8 @@
 // them resident and then has the backend replay this very call (NativeLaunch).
 // Parameters passed packed through `extra` (CU_LAUNCH_PARAM_BUFFER_POINTER)
 // are presented to the core as kernelParams pointing into that buffer.
+// Kernels declared resizable are launched with the launch service's grid
+// and block size (CudaLaunchTuning).
 #include <vector>
 
 #include "device/cuda/native_launch.hpp"
@@ -13,6 +15,7 @@ using namespace mqx;
 using namespace mqx::hook;
 using device::KernelLaunch;
 using device::ParamInfo;
+using device::cuda::CudaLaunchTuning;
 using device::cuda::NativeLaunch;
 
 namespace {
@@ -74,7 +77,18 @@ CUresult launch(const char* call, const NativeLaunch& native, const Geometry& ge
       unpacked = unpackExtra(native.function, native.extra);
       request.params = unpacked.empty() ? nullptr : unpacked.data();
     }
-    return managedResult(call, manager->launch(request));
+    // A resizable kernel gets the launch service's grid and block
+    // (docs/kernelopt.md). A cooperative launch keeps its own (its grid must
+    // stay co-resident as the application sized it), and so does one with
+    // launch attributes (a cluster shape must divide the grid).
+    CudaLaunchTuning* tuning = Runtime::instance().launchTuning();
+    std::uint64_t ticket = 0;
+    const bool plain = native.kind == NativeLaunch::Kind::Kernel ||
+                       (native.kind == NativeLaunch::Kind::KernelEx && native.config->numAttrs == 0);
+    if (tuning != nullptr && plain) ticket = tuning->prepare(request, native.function);
+    const Status status = manager->launch(request);
+    if (ticket != 0) tuning->launched(ticket, reinterpret_cast<CUstream>(request.stream), ok(status));
+    return managedResult(call, status);
   });
 }
 

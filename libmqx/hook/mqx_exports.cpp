@@ -22,6 +22,27 @@ MQX_EXPORT int mqx_advise(std::uint64_t address, int flags) {
                  [&] { return managedResult("cudaAdvice", manager->advise(address, static_cast<Access>(flags))); });
 }
 
+// mqx_declare_resizable of libmqx_advice (advice.h): the kernel `function` (a CUfunction or CUkernel, or cudart's
+// cudaFunction_t or cudaKernel_t, which are the same handles) is written for
+// any grid and block size: the launch service may choose them
+// (docs/kernelopt.md). 0; CUDA_ERROR_INVALID_VALUE for a null handle.
+MQX_EXPORT int mqx_declare_resizable_handle(const void* function) {
+  if (function == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Runtime::instance().declareResizable(reinterpret_cast<FunctionHandle>(function));
+  return CUDA_SUCCESS;
+}
+
+// The same by the kernel's name as cuFuncGetName reports it.
+MQX_EXPORT int mqx_declare_resizable_by_name(const char* name) {
+  if (name == nullptr || *name == '\0') return CUDA_ERROR_INVALID_VALUE;
+  try {
+    Runtime::instance().declareResizable(std::string(name));
+  } catch (...) {
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  return CUDA_SUCCESS;
+}
+
 // 1 when mqx manages this process' device memory.
 MQX_EXPORT int mqx_active() { return Runtime::instance().manager() != nullptr ? 1 : 0; }
 

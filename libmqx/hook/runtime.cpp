@@ -7,6 +7,7 @@
 #include "common/log.hpp"
 #include "hook/host_memory_hooks.hpp"
 #include "ipc/daemon_client.hpp"
+#include "ipc/launch_tuning_client.hpp"
 
 namespace mqx::hook {
 
@@ -127,9 +128,10 @@ MemoryManager* Runtime::activate() {
   log(LogLevel::Info, "managing device memory on {} (limit {} MiB, page {} KiB, policy {})",
       backendStorage_->deviceName(), config_.deviceMemoryLimit >> 20, config_.pageSize >> 10,
       toString(config_.replacement));
+  if (nodeClient != nullptr) startLaunchTuning(*api);
   if (nodeClient != nullptr) {
-    (*nodeClient)->setEvictor([manager = managerStorage_.get()](std::size_t bytes) {
-      return manager->evictForOtherProcess(bytes, std::chrono::milliseconds(200));
+    (*nodeClient)->setRegionEvictor([manager = managerStorage_.get()](std::size_t bytes, std::uint64_t region) {
+      return manager->evictForOtherProcess(bytes, std::chrono::milliseconds(200), region);
     });
   }
   // Registered after cudart's own exit handler, so it runs before cudart
@@ -140,6 +142,34 @@ MemoryManager* Runtime::activate() {
     if (nodeClient != nullptr) (*nodeClient)->leave();
   });
   return managerStorage_.get();
+}
+
+void Runtime::startLaunchTuning(const DriverApi& api) {
+  // Resizable kernels get the launch service's parameters (docs/kernelopt.md).
+  try {
+    if (auto tuner = ipc::LaunchTuningClient::connect(config_)) {
+      launchTuningStorage_ = std::make_unique<device::cuda::CudaLaunchTuning>(api, config_, std::move(tuner));
+      for (FunctionHandle function : declaredFunctions_)
+        launchTuningStorage_->launches().declare(function);
+      for (const std::string& name : declaredNames_)
+        launchTuningStorage_->launches().declareName(name);
+      launchTuning_.store(launchTuningStorage_.get(), std::memory_order_release);
+    }
+  } catch (const std::exception& error) {
+    log(LogLevel::Warn, "no launch tuning ({}): every kernel keeps its launch parameters", error.what());
+  }
+}
+
+void Runtime::declareResizable(FunctionHandle function) {
+  std::lock_guard lock(mutex_);
+  declaredFunctions_.push_back(function);
+  if (auto* tuning = launchTuning()) tuning->launches().declare(function);
+}
+
+void Runtime::declareResizable(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  declaredNames_.push_back(name);
+  if (auto* tuning = launchTuning()) tuning->launches().declareName(name);
 }
 
 void Runtime::logStatisticsAtExit() {

@@ -21,6 +21,7 @@
 #include "config/config.hpp"
 #include "core/memory_manager.hpp"
 #include "device/cuda/cuda_backend.hpp"
+#include "device/cuda/cuda_launch_tuning.hpp"
 #include "device/cuda/driver_api.hpp"
 
 namespace mqx::hook {
@@ -38,6 +39,10 @@ public:
   // The manager when Active, else nullptr. Lock-free: the hot path.
   MemoryManager* manager() const noexcept { return manager_.load(std::memory_order_acquire); }
   device::cuda::CudaBackend* backend() const noexcept { return backend_.load(std::memory_order_acquire); }
+  // Launch tuning of resizable kernels, when Active and mqxd runs.
+  device::cuda::CudaLaunchTuning* launchTuning() const noexcept {
+    return launchTuning_.load(std::memory_order_acquire);
+  }
 
   // From allocation-like hooks: activates on first call if possible. Returns
   // the manager, or nullptr (look at state()).
@@ -57,6 +62,17 @@ private:
   bool configureLocked();
   void passThrough(const std::string& why);
   void logStatisticsAtExit();
+  void startLaunchTuning(const device::cuda::DriverApi& api);
+
+public:
+  // The advice API's declarations of resizable kernels (by handle or by
+  // name); kept until launch tuning starts, which may be after them.
+  void declareResizable(FunctionHandle function);
+  void declareResizable(const std::string& name);
+
+private:
+  std::vector<FunctionHandle> declaredFunctions_; // under mutex_
+  std::vector<std::string> declaredNames_;        // under mutex_
 
   std::mutex mutex_;
   std::atomic<State> state_{State::Pending};
@@ -69,6 +85,8 @@ private:
   device::cuda::DriverApi driverStorage_;
   std::unique_ptr<device::cuda::CudaBackend> backendStorage_;
   std::unique_ptr<MemoryManager> managerStorage_;
+  std::unique_ptr<device::cuda::CudaLaunchTuning> launchTuningStorage_;
+  std::atomic<device::cuda::CudaLaunchTuning*> launchTuning_{nullptr};
 };
 
 } // namespace mqx::hook

@@ -32,6 +32,23 @@ extern "C" {
  */
 int cudaAdvice(const void* devicePtr, int flags);
 
+/*
+ * Declares a kernel resizable (ARCHITECTURE.md decision 11): written with a
+ * grid-stride loop over x, so that it computes the same result with any
+ * one-dimensional grid and block size. When mqxd runs, its launches then
+ * get the launch optimizer's grid and block size while kernels of several
+ * queries share the GPU; every other kernel keeps its own. `function` is the
+ * kernel's CUfunction or CUkernel (driver API) or the cudaFunction_t of
+ * cudaGetFuncBySymbol or the cudaKernel_t of cudaGetKernel (runtime API);
+ * `name` is its name as cuFuncGetName reports it (mangled for C++), as in
+ * the configuration's kernelopt.resizable_kernels.
+ *
+ * Returns 0 on success (and without libmqx loaded); 1
+ * (CUDA_ERROR_INVALID_VALUE) for a null handle or an empty name.
+ */
+int mqx_declare_resizable(const void* function);
+int mqx_declare_resizable_name(const char* name);
+
 #ifdef __cplusplus
 }
 #endif
