@@ -130,8 +130,8 @@ MemoryManager* Runtime::activate() {
       toString(config_.replacement));
   if (nodeClient != nullptr) startLaunchTuning(*api);
   if (nodeClient != nullptr) {
-    (*nodeClient)->setRegionEvictor([manager = managerStorage_.get()](std::size_t bytes, std::uint64_t region) {
-      return manager->evictForOtherProcess(bytes, std::chrono::milliseconds(200), region);
+    (*nodeClient)->setEvictor([manager = managerStorage_.get()](std::size_t bytes) {
+      return manager->evictForOtherProcess(bytes, std::chrono::milliseconds(200));
     });
   }
   // Registered after cudart's own exit handler, so it runs before cudart
