@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/types.hpp"
+#include "device/cuda/streaming_copy.hpp"
 
 namespace mqx::device::cuda {
 
@@ -23,12 +24,19 @@ ParallelCopier::~ParallelCopier() {
     thread.join();
 }
 
+void ParallelCopier::copyPiece(void* destination, const void* source, std::size_t bytes, Stores stores) {
+  if (stores == Stores::Streaming)
+    streamingCopy(destination, source, bytes);
+  else
+    std::memcpy(destination, source, bytes);
+}
+
 void ParallelCopier::runPieces() {
   for (;;) {
     std::size_t piece = nextPiece_.fetch_add(1, std::memory_order_relaxed);
     if (piece >= pieces_) return;
     std::size_t offset = piece * pieceBytes_;
-    std::memcpy(destination_ + offset, source_ + offset, std::min(pieceBytes_, bytes_ - offset));
+    copyPiece(destination_ + offset, source_ + offset, std::min(pieceBytes_, bytes_ - offset), stores_);
   }
 }
 
@@ -47,10 +55,10 @@ void ParallelCopier::workerLoop() {
   }
 }
 
-void ParallelCopier::copy(void* destination, const void* source, std::size_t bytes) {
+void ParallelCopier::copy(void* destination, const void* source, std::size_t bytes, Stores stores) {
   std::size_t lanes = threads_.size() + 1;
   if (threads_.empty() || bytes < 2 * kMinPiece) {
-    std::memcpy(destination, source, bytes);
+    copyPiece(destination, source, bytes, stores);
     return;
   }
   std::lock_guard call(callMutex_);
@@ -64,6 +72,7 @@ void ParallelCopier::copy(void* destination, const void* source, std::size_t byt
     bytes_ = bytes;
     pieceBytes_ = roundUp(std::max(kMinPiece, (bytes + lanes - 1) / lanes), 4096);
     pieces_ = (bytes + pieceBytes_ - 1) / pieceBytes_;
+    stores_ = stores;
     nextPiece_.store(0, std::memory_order_relaxed);
     ++generation_;
   }

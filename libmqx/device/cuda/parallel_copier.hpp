@@ -22,14 +22,19 @@ public:
   ParallelCopier(const ParallelCopier&) = delete;
   ParallelCopier& operator=(const ParallelCopier&) = delete;
 
+  // How the destination is written: Cached (memcpy) for memory the CPU reads
+  // next, Streaming (streamingCopy) for a pinned buffer the DMA engine reads.
+  enum class Stores { Cached, Streaming };
+
   // Returns once all of [source, source + bytes) is in destination.
-  void copy(void* destination, const void* source, std::size_t bytes);
+  void copy(void* destination, const void* source, std::size_t bytes, Stores stores = Stores::Cached);
 
   unsigned workers() const { return static_cast<unsigned>(threads_.size()); }
 
 private:
   static constexpr std::size_t kMinPiece = 512 * 1024;
 
+  static void copyPiece(void* destination, const void* source, std::size_t bytes, Stores stores);
   void workerLoop();
   void runPieces();
 
@@ -47,6 +52,7 @@ private:
   std::size_t bytes_ = 0;
   std::size_t pieceBytes_ = 0;
   std::size_t pieces_ = 0;
+  Stores stores_ = Stores::Cached;
   std::atomic<std::size_t> nextPiece_{0};
 
   std::vector<std::thread> threads_;

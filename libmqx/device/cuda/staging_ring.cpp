@@ -52,7 +52,7 @@ Status StagingRing::toDevice(CUdeviceptr destination, const void* source, std::s
     std::size_t length = std::min(options_.chunkBytes, bytes - offset);
     Buffer& buffer = buffers_[next_++ % buffers_.size()];
     MQX_TRY(drain(buffer));
-    copier_.copy(buffer.memory.get(), from + offset, length);
+    copier_.copy(buffer.memory.get(), from + offset, length, ParallelCopier::Stores::Streaming);
     CUresult result = api_.cuMemcpyHtoDAsync_v2(destination + offset, buffer.memory.get(), length, stream);
     if (result == CUDA_SUCCESS) result = api_.cuEventRecord(buffer.done.get(), stream);
     if (result != CUDA_SUCCESS) {

@@ -93,19 +93,28 @@ TEST(ProcAddressRules, PerThreadFlagPicksThePerThreadVariant) {
 }
 
 TEST(ParallelCopier, CopiesEverySizeExactly) {
+  using Stores = device::cuda::ParallelCopier::Stores;
   device::cuda::ParallelCopier copier(3);
   std::vector<unsigned char> source(21 << 20);
   for (std::size_t i = 0; i < source.size(); ++i)
     source[i] = static_cast<unsigned char>(i * 131 + i / 4096);
-  for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, std::size_t{4095}, std::size_t{1} << 20,
-                            (std::size_t{5} << 20) + 7, source.size()}) {
-    std::vector<unsigned char> destination(bytes + 2, 0xEE);
-    copier.copy(destination.data() + 1, source.data(), bytes);
-    EXPECT_TRUE(
-        std::equal(source.begin(), source.begin() + static_cast<std::ptrdiff_t>(bytes), destination.begin() + 1))
-        << bytes;
-    EXPECT_EQ(destination.front(), 0xEE);
-    EXPECT_EQ(destination.back(), 0xEE) << "wrote past the end for " << bytes;
+  // Streaming stores have an aligned body and plain head and tail: every
+  // destination misalignment and odd sizes around 16 and 64 bytes.
+  for (Stores stores : {Stores::Cached, Stores::Streaming}) {
+    for (std::size_t shift : {std::size_t{0}, std::size_t{1}, std::size_t{9}, std::size_t{15}}) {
+      for (std::size_t bytes :
+           {std::size_t{0}, std::size_t{1}, std::size_t{15}, std::size_t{63}, std::size_t{65}, std::size_t{4095},
+            std::size_t{1} << 20, (std::size_t{5} << 20) + 7, source.size() - shift}) {
+        std::vector<unsigned char> destination(bytes + 2 + shift, 0xEE);
+        copier.copy(destination.data() + 1 + shift, source.data() + shift, bytes, stores);
+        EXPECT_TRUE(std::equal(source.begin() + static_cast<std::ptrdiff_t>(shift),
+                               source.begin() + static_cast<std::ptrdiff_t>(shift + bytes),
+                               destination.begin() + 1 + static_cast<std::ptrdiff_t>(shift)))
+            << bytes << " bytes, shift " << shift << ", streaming " << (stores == Stores::Streaming);
+        EXPECT_EQ(destination[shift], 0xEE) << "wrote before the start";
+        EXPECT_EQ(destination.back(), 0xEE) << "wrote past the end for " << bytes;
+      }
+    }
   }
 }
 
