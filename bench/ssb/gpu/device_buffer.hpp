@@ -1,61 +1,48 @@
-// An owned device array of T (cudaMalloc / cudaFree). At least one element is
+// An owned array of T in a QueryDevice's memory. At least one element is
 // allocated, so that an empty intermediate still has an address that advice
 // and kernel parameters can name.
 #pragma once
 
-#include "ssb/gpu/cuda_check.hpp"
+#include "ssb/gpu/query_device.hpp"
 
-#include <algorithm>
 #include <cstddef>
 #include <utility>
 #include <vector>
 
 namespace mqx::ssb::gpu {
 
-// Device bytes held by all DeviceBuffers of the process, now and at most:
-// what a query variant needs on the device (fusion's saving shows here).
-struct DeviceBytes {
-  std::size_t current = 0;
-  std::size_t peak = 0;
-};
-inline DeviceBytes deviceBytes;
-
 template <class T> class DeviceBuffer {
 public:
   DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t size) : size_(size) {
-    MQX_SSB_CUDA(cudaMalloc(reinterpret_cast<void **>(&data_), bytesFor(size)));
-    deviceBytes.current += bytesFor(size);
-    deviceBytes.peak = std::max(deviceBytes.peak, deviceBytes.current);
-  }
-  static DeviceBuffer upload(const std::vector<T> &host) {
-    DeviceBuffer buffer(host.size());
+  DeviceBuffer(QueryDevice &device, std::size_t size)
+      : device_(&device), size_(size), data_(static_cast<T *>(device.allocate(bytesFor(size)))) {}
+  static DeviceBuffer upload(QueryDevice &device, const std::vector<T> &host) {
+    DeviceBuffer buffer(device, host.size());
     if (!host.empty())
-      MQX_SSB_CUDA(
-          cudaMemcpy(buffer.data_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+      device.upload(buffer.data_, host.data(), host.size() * sizeof(T));
     return buffer;
   }
   std::vector<T> download(std::size_t count) const {
     std::vector<T> host(count);
     if (count > 0)
-      MQX_SSB_CUDA(cudaMemcpy(host.data(), data_, count * sizeof(T), cudaMemcpyDeviceToHost));
+      device_->download(host.data(), data_, count * sizeof(T));
     return host;
   }
 
   DeviceBuffer(DeviceBuffer &&other) noexcept
-      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+      : device_(std::exchange(other.device_, nullptr)), size_(std::exchange(other.size_, 0)),
+        data_(std::exchange(other.data_, nullptr)) {}
   DeviceBuffer &operator=(DeviceBuffer &&other) noexcept {
-    std::swap(data_, other.data_);
+    std::swap(device_, other.device_);
     std::swap(size_, other.size_);
+    std::swap(data_, other.data_);
     return *this;
   }
   DeviceBuffer(const DeviceBuffer &) = delete;
   DeviceBuffer &operator=(const DeviceBuffer &) = delete;
   ~DeviceBuffer() {
-    if (data_) {
-      MQX_SSB_CUDA(cudaFree(data_));
-      deviceBytes.current -= bytesFor(size_);
-    }
+    if (data_)
+      device_->release(data_, bytesFor(size_));
   }
 
   T *get() const { return data_; }
@@ -64,8 +51,9 @@ public:
 
 private:
   static std::size_t bytesFor(std::size_t size) { return (size > 0 ? size : 1) * sizeof(T); }
-  T *data_ = nullptr;
+  QueryDevice *device_ = nullptr;
   std::size_t size_ = 0;
+  T *data_ = nullptr;
 };
 
 } // namespace mqx::ssb::gpu

@@ -1,10 +1,7 @@
-#include "ssb/gpu/gpu_executor.hpp"
+#include "ssb/gpu/executor.hpp"
 
 #include "ssb/common/error.hpp"
-#include "ssb/gpu/cuda_check.hpp"
 #include "ssb/gpu/device_buffer.hpp"
-#include "ssb/gpu/fused_star.hpp"
-#include "ssb/gpu/operators.hpp"
 
 #include <chrono>
 #include <limits>
@@ -27,30 +24,32 @@ std::int32_t rowCount(std::size_t rows) {
 // operator's time, transfers and allocations included.
 class StepTimer {
 public:
-  explicit StepTimer(std::vector<OperatorTiming> &timings) : timings_(timings) {}
+  StepTimer(QueryDevice &device, std::vector<OperatorTiming> &timings)
+      : device_(device), timings_(timings) {}
   template <class Step> void run(std::string name, Step step) {
     auto start = Clock::now();
     step();
-    MQX_SSB_CUDA(cudaDeviceSynchronize());
+    device_.synchronize();
     std::chrono::duration<double, std::milli> elapsed = Clock::now() - start;
     timings_.push_back({std::move(name), elapsed.count()});
   }
 
 private:
+  QueryDevice &device_;
   std::vector<OperatorTiming> &timings_;
 };
 
 // The device copies of the base columns, uploaded once per query.
 class DeviceColumns {
 public:
-  explicit DeviceColumns(ColumnCache &cache) : cache_(cache) {}
+  DeviceColumns(ColumnCache &cache, QueryDevice &device) : cache_(cache), device_(device) {}
   void upload(TableId table, const std::string &name) {
     auto key = std::make_pair(table, name);
     if (columns_.contains(key))
       return;
     const auto &host = cache_.column(table, name);
     bytes_ += host.size() * sizeof(std::int32_t);
-    columns_.emplace(key, Column::upload(host));
+    columns_.emplace(key, Column::upload(device_, host));
   }
   void release(TableId table) {
     std::erase_if(columns_, [&](const auto &entry) { return entry.first.first == table; });
@@ -62,6 +61,7 @@ public:
 
 private:
   ColumnCache &cache_;
+  QueryDevice &device_;
   std::map<std::pair<TableId, std::string>, Column> columns_;
   std::size_t bytes_ = 0;
 };
@@ -69,7 +69,8 @@ private:
 // Applies predicates one after the other (the first over the whole table,
 // the others over the previous selection). Without predicates the selection
 // stays empty (null), which the operators read as "all rows".
-std::pair<Column, std::int32_t> selectAll(const DeviceColumns &columns, TableId table,
+std::pair<Column, std::int32_t> selectAll(QueryDevice &device, const DeviceColumns &columns,
+                                          TableId table,
                                           const std::vector<ColumnPredicate> &predicates,
                                           std::int32_t rows, DeviceBuffer<std::uint32_t> &counter,
                                           StepTimer &timer) {
@@ -77,9 +78,9 @@ std::pair<Column, std::int32_t> selectAll(const DeviceColumns &columns, TableId 
   std::int32_t count = rows;
   for (const ColumnPredicate &predicate : predicates) {
     timer.run("select " + predicate.column, [&] {
-      Column out(static_cast<std::size_t>(count));
-      count = selectRows(columns.get(table, predicate.column), selection.get(), count,
-                         predicate.accepted, out.get(), counter.get());
+      Column out(device, static_cast<std::size_t>(count));
+      count = device.selectRows(columns.get(table, predicate.column), selection.get(), count,
+                                predicate.accepted, out.get(), counter.get());
       selection = std::move(out);
     });
   }
@@ -114,13 +115,13 @@ struct AggregateArrays {
 // Operator at a time: lineorder selections, one probe per join (carrying
 // the grouped joins' payloads along by gather), the measure's projection,
 // then the aggregation; every intermediate is a device buffer.
-void aggregateByOperators(const QueryPlan &plan, const DeviceColumns &columns,
+void aggregateByOperators(QueryDevice &device, const QueryPlan &plan, const DeviceColumns &columns,
                           std::vector<BuiltTable> &tables, std::int32_t factRows,
                           DeviceBuffer<std::uint32_t> &counter, StepTimer &timer,
                           const AggregateArrays &arrays) {
   // `attributes`: the grouped joins' payloads, aligned with the selection.
   auto [selection, count] =
-      selectAll(columns, TableId::Lineorder, plan.factPredicates, factRows, counter, timer);
+      selectAll(device, columns, TableId::Lineorder, plan.factPredicates, factRows, counter, timer);
   std::vector<Column> attributes;
   for (std::size_t j = 0; j < plan.joins.size(); ++j) {
     const DimensionJoin &join = plan.joins[j];
@@ -128,20 +129,20 @@ void aggregateByOperators(const QueryPlan &plan, const DeviceColumns &columns,
     Column rows, positions, payload;
     std::int32_t matches = 0;
     timer.run("probe " + std::string(tableName(join.table)), [&] {
-      rows = Column(static_cast<std::size_t>(count));
+      rows = Column(device, static_cast<std::size_t>(count));
       if (carry)
-        positions = Column(static_cast<std::size_t>(count));
+        positions = Column(device, static_cast<std::size_t>(count));
       if (join.groupColumn)
-        payload = Column(static_cast<std::size_t>(count));
-      matches = probeHashTable(columns.get(TableId::Lineorder, join.factKeyColumn), selection.get(),
-                               count, tables[j].table, rows.get(), positions.get(), payload.get(),
-                               counter.get());
+        payload = Column(device, static_cast<std::size_t>(count));
+      matches = device.probeHashTable(columns.get(TableId::Lineorder, join.factKeyColumn),
+                                      selection.get(), count, tables[j].table, rows.get(),
+                                      positions.get(), payload.get(), counter.get());
     });
     if (carry) {
       timer.run("gather attributes", [&] {
         for (Column &attribute : attributes) {
-          Column moved(static_cast<std::size_t>(matches));
-          gather(attribute.get(), positions.get(), matches, moved.get());
+          Column moved(device, static_cast<std::size_t>(matches));
+          device.gather(attribute.get(), positions.get(), matches, moved.get());
           attribute = std::move(moved);
         }
       });
@@ -156,13 +157,13 @@ void aggregateByOperators(const QueryPlan &plan, const DeviceColumns &columns,
   // Projection of the measure's columns, then the aggregation.
   Column first, second;
   timer.run("gather measures", [&] {
-    first = Column(static_cast<std::size_t>(count));
-    gather(columns.get(TableId::Lineorder, plan.measure.first), selection.get(), count,
-           first.get());
+    first = Column(device, static_cast<std::size_t>(count));
+    device.gather(columns.get(TableId::Lineorder, plan.measure.first), selection.get(), count,
+                  first.get());
     if (!plan.measure.second.empty()) {
-      second = Column(static_cast<std::size_t>(count));
-      gather(columns.get(TableId::Lineorder, plan.measure.second), selection.get(), count,
-             second.get());
+      second = Column(device, static_cast<std::size_t>(count));
+      device.gather(columns.get(TableId::Lineorder, plan.measure.second), selection.get(), count,
+                    second.get());
     }
   });
 
@@ -178,13 +179,13 @@ void aggregateByOperators(const QueryPlan &plan, const DeviceColumns &columns,
       keys.base[j] = grouped[j]->domain.base;
       keys.stride[j] = strides[j];
     }
-    aggregateGroups(keys, deviceMeasure(plan.measure.kind), first.get(), second.get(), count,
-                    static_cast<std::int64_t>(arrays.slots), arrays.sums, arrays.counts);
+    device.aggregateGroups(keys, deviceMeasure(plan.measure.kind), first.get(), second.get(), count,
+                           static_cast<std::int64_t>(arrays.slots), arrays.sums, arrays.counts);
   });
 }
 
 // Fused: the whole lineorder pass in one kernel (fused_star.hpp).
-void aggregateFused(const QueryPlan &plan, const DeviceColumns &columns,
+void aggregateFused(QueryDevice &device, const QueryPlan &plan, const DeviceColumns &columns,
                     const std::vector<BuiltTable> &tables, std::int32_t factRows, StepTimer &timer,
                     const AggregateArrays &arrays) {
   if (plan.factPredicates.size() > kMaxFusedFilters || plan.joins.size() > kMaxFusedJoins)
@@ -215,28 +216,19 @@ void aggregateFused(const QueryPlan &plan, const DeviceColumns &columns,
   star.first = columns.get(TableId::Lineorder, plan.measure.first);
   star.second =
       plan.measure.second.empty() ? nullptr : columns.get(TableId::Lineorder, plan.measure.second);
-  timer.run("fused star", [&] { runFusedStar(star, factRows, arrays.sums, arrays.counts); });
+  timer.run("fused star", [&] { device.runFusedStar(star, factRows, arrays.sums, arrays.counts); });
 }
 
 } // namespace
 
-std::string initializeDevice() {
-  int device = 0;
-  MQX_SSB_CUDA(cudaGetDevice(&device));
-  MQX_SSB_CUDA(cudaFree(nullptr)); // creates the context
-  cudaDeviceProp properties{};
-  MQX_SSB_CUDA(cudaGetDeviceProperties(&properties, device));
-  return properties.name;
-}
-
-GpuRun runPlanOnGpu(const QueryPlan &plan, ColumnCache &cache, Variant variant) {
-  GpuRun run;
-  StepTimer timer(run.operators);
-  deviceBytes.peak = deviceBytes.current;
+QueryRun runPlan(const QueryPlan &plan, ColumnCache &cache, QueryDevice &device, Variant variant) {
+  QueryRun run;
+  StepTimer timer(device, run.operators);
+  device.resetPeak();
   auto start = Clock::now();
   std::int32_t factRows = rowCount(static_cast<std::size_t>(cache.rows(TableId::Lineorder)));
 
-  DeviceColumns columns(cache);
+  DeviceColumns columns(cache, device);
   timer.run("upload", [&] {
     // The fused kernel reads lineorder directly: it needs only the columns
     // it reads; the operators need the same ones.
@@ -251,21 +243,22 @@ GpuRun runPlanOnGpu(const QueryPlan &plan, ColumnCache &cache, Variant variant) 
     }
   });
   run.uploadedBytes = columns.bytes();
-  DeviceBuffer<std::uint32_t> counter(1);
+  DeviceBuffer<std::uint32_t> counter(device, 1);
 
   // Dimensions: select, then build one hash table each.
   std::vector<BuiltTable> tables;
   for (const DimensionJoin &join : plan.joins) {
     std::int32_t rows = rowCount(static_cast<std::size_t>(cache.rows(join.table)));
-    auto [selection, count] = selectAll(columns, join.table, join.predicates, rows, counter, timer);
+    auto [selection, count] =
+        selectAll(device, columns, join.table, join.predicates, rows, counter, timer);
     BuiltTable built;
     timer.run("build " + std::string(tableName(join.table)), [&] {
       std::uint32_t capacity = hashCapacity(count);
-      built.slots = DeviceBuffer<std::int32_t>(2 * std::size_t{capacity});
+      built.slots = DeviceBuffer<std::int32_t>(device, 2 * std::size_t{capacity});
       built.table = {built.slots.get(), built.slots.get() + capacity, capacity};
-      buildHashTable(columns.get(join.table, join.keyColumn),
-                     join.groupColumn ? columns.get(join.table, *join.groupColumn) : nullptr,
-                     selection.get(), count, built.table);
+      device.buildHashTable(columns.get(join.table, join.keyColumn),
+                            join.groupColumn ? columns.get(join.table, *join.groupColumn) : nullptr,
+                            selection.get(), count, built.table);
     });
     tables.push_back(std::move(built));
     // The dimension's columns are not read again: free their device memory.
@@ -274,13 +267,13 @@ GpuRun runPlanOnGpu(const QueryPlan &plan, ColumnCache &cache, Variant variant) 
 
   // Sums, then counts, in one allocation (one region under mqx).
   auto slots = static_cast<std::size_t>(groupSlots(plan));
-  DeviceBuffer<unsigned long long> aggregate(2 * slots);
-  MQX_SSB_CUDA(cudaMemset(aggregate.get(), 0, aggregate.bytes()));
+  DeviceBuffer<unsigned long long> aggregate(device, 2 * slots);
+  device.zero(aggregate.get(), aggregate.bytes());
   AggregateArrays arrays{aggregate.get(), aggregate.get() + slots, slots};
   if (variant == Variant::Fused)
-    aggregateFused(plan, columns, tables, factRows, timer, arrays);
+    aggregateFused(device, plan, columns, tables, factRows, timer, arrays);
   else
-    aggregateByOperators(plan, columns, tables, factRows, counter, timer, arrays);
+    aggregateByOperators(device, plan, columns, tables, factRows, counter, timer, arrays);
 
   timer.run("download", [&] {
     auto raw = aggregate.download(2 * slots);
@@ -290,7 +283,7 @@ GpuRun runPlanOnGpu(const QueryPlan &plan, ColumnCache &cache, Variant variant) 
   });
   std::chrono::duration<double, std::milli> total = Clock::now() - start;
   run.totalMilliseconds = total.count();
-  run.peakDeviceBytes = deviceBytes.peak;
+  run.peakDeviceBytes = device.peakBytes();
   return run;
 }
 

@@ -1,7 +1,7 @@
 // One grid-stride pass over lineorder per query: a row leaves at its first
 // failed filter or missed probe, so most rows read only one or two columns.
 #include "ssb/gpu/fused_star.hpp"
-#include "ssb/gpu/hash_slot.cuh"
+#include "ssb/gpu/hash_slot.hpp"
 #include "ssb/gpu/launch.cuh"
 
 namespace mqx::ssb::gpu {
@@ -38,17 +38,7 @@ void runFusedStar(const FusedStar &star, std::int32_t n, unsigned long long *sum
                   unsigned long long *counts) {
   if (n == 0)
     return;
-  for (int f = 0; f < star.filterCount; ++f)
-    detail::advise(star.filterColumn[f], MQX_ADVICE_INPUT);
-  for (int j = 0; j < star.joinCount; ++j) {
-    detail::advise(star.foreignKey[j], MQX_ADVICE_INPUT);
-    detail::advise(star.table[j].keys, MQX_ADVICE_INPUT);
-    detail::advise(star.table[j].values, MQX_ADVICE_INPUT);
-  }
-  detail::advise(star.first, MQX_ADVICE_INPUT);
-  detail::advise(star.second, MQX_ADVICE_INPUT);
-  detail::advise(sums, MQX_ADVICE_BOTH);
-  detail::advise(counts, MQX_ADVICE_BOTH);
+  detail::advise(fusedStarAdvice(star, sums, counts));
   fusedStarKernel<<<detail::gridFor(n), detail::kBlockSize>>>(star, n, sums, counts);
   MQX_SSB_LAUNCHED();
   MQX_SSB_CUDA(cudaDeviceSynchronize());

@@ -6,29 +6,11 @@
 // variants shows what fusion saves in device memory and time.
 #pragma once
 
-#include "ssb/gpu/operators.hpp"
+#include "ssb/gpu/operator_types.hpp"
 
 namespace mqx::ssb::gpu {
 
-inline constexpr int kMaxFusedFilters = 2;
-inline constexpr int kMaxFusedJoins = 4;
-
-struct FusedStar {
-  const std::int32_t *filterColumn[kMaxFusedFilters];
-  ValueSet filter[kMaxFusedFilters];
-  int filterCount;
-  const std::int32_t *foreignKey[kMaxFusedJoins];
-  DeviceHashTable table[kMaxFusedJoins];
-  // A grouped join adds (payload - base) * stride to the slot; stride 0
-  // marks a join that only filters.
-  std::int32_t base[kMaxFusedJoins];
-  std::int64_t stride[kMaxFusedJoins];
-  int joinCount;
-  DeviceMeasure measure;
-  const std::int32_t *first;
-  const std::int32_t *second; // null for DeviceMeasure::Value
-};
-
+// FusedStar (operator_types.hpp) describes the pass.
 // sums[slot] += measure(r), counts[slot] += 1 for every lineorder row r < n
 // that passes the filters and finds a match in every table. sums and counts
 // must be zeroed by the caller.

@@ -19,10 +19,7 @@ void gather(const std::int32_t *source, const std::int32_t *indices, std::int32_
             std::int32_t *out) {
   if (n == 0)
     return;
-  detail::advise(source, MQX_ADVICE_INPUT);
-  detail::advise(indices, MQX_ADVICE_INPUT);
-  // The executor allocates gather outputs at exactly n entries: all written.
-  detail::advise(out, MQX_ADVICE_OUTPUT);
+  detail::advise(gatherAdvice(source, indices, out));
   gatherKernel<<<detail::gridFor(n), detail::kBlockSize>>>(source, indices, n, out);
   MQX_SSB_LAUNCHED();
   MQX_SSB_CUDA(cudaDeviceSynchronize());

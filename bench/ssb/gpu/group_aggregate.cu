@@ -34,12 +34,7 @@ void aggregateGroups(GroupKeys keys, DeviceMeasure measure, const std::int32_t *
                      unsigned long long *sums, unsigned long long *counts) {
   if (n == 0)
     return;
-  for (int j = 0; j < keys.count; ++j)
-    detail::advise(keys.column[j], MQX_ADVICE_INPUT);
-  detail::advise(first, MQX_ADVICE_INPUT);
-  detail::advise(second, MQX_ADVICE_INPUT);
-  detail::advise(sums, MQX_ADVICE_BOTH);
-  detail::advise(counts, MQX_ADVICE_BOTH);
+  detail::advise(aggregateAdvice(keys, first, second, sums, counts));
   aggregateKernel<<<detail::gridFor(n), detail::kBlockSize>>>(keys, measure, first, second, n, sums,
                                                               counts);
   MQX_SSB_LAUNCHED();

@@ -3,7 +3,7 @@
 // (1 + log2 SF) parts), the table is at most half full, so probe sequences
 // stay short; a murmur finaliser spreads the dense SSB keys and the
 // yyyymmdd date keys alike.
-#include "ssb/gpu/hash_slot.cuh"
+#include "ssb/gpu/hash_slot.hpp"
 #include "ssb/gpu/launch.cuh"
 #include "ssb/gpu/operators.hpp"
 
@@ -60,25 +60,13 @@ __global__ void probeKernel(const std::int32_t *foreignKeys, const std::int32_t 
 
 } // namespace
 
-std::uint32_t hashCapacity(std::int32_t rows) {
-  std::uint32_t capacity = 16;
-  while (capacity < 2u * static_cast<std::uint32_t>(rows))
-    capacity *= 2;
-  return capacity;
-}
-
 void buildHashTable(const std::int32_t *keys, const std::int32_t *payload,
                     const std::int32_t *selection, std::int32_t n, DeviceHashTable table) {
-  detail::advise(table.keys, MQX_ADVICE_OUTPUT);
-  detail::advise(table.values, MQX_ADVICE_OUTPUT);
+  detail::advise(clearTableAdvice(table));
   clearKernel<<<detail::gridFor(table.capacity), detail::kBlockSize>>>(table);
   MQX_SSB_LAUNCHED();
   if (n > 0) {
-    detail::advise(keys, MQX_ADVICE_INPUT);
-    detail::advise(payload, MQX_ADVICE_INPUT);
-    detail::advise(selection, MQX_ADVICE_INPUT);
-    detail::advise(table.keys, MQX_ADVICE_BOTH);
-    detail::advise(table.values, MQX_ADVICE_BOTH); // only the occupied slots are written
+    detail::advise(buildAdvice(keys, payload, selection, table));
     buildKernel<<<detail::gridFor(n), detail::kBlockSize>>>(keys, payload, selection, n, table);
     MQX_SSB_LAUNCHED();
   }
@@ -92,15 +80,8 @@ std::int32_t probeHashTable(const std::int32_t *foreignKeys, const std::int32_t 
   if (n == 0)
     return 0;
   MQX_SSB_CUDA(cudaMemset(counter, 0, sizeof *counter));
-  detail::advise(foreignKeys, MQX_ADVICE_INPUT);
-  detail::advise(selection, MQX_ADVICE_INPUT);
-  detail::advise(table.keys, MQX_ADVICE_INPUT);
-  detail::advise(table.values, MQX_ADVICE_INPUT);
-  // Outputs hold n entries, of which only the matches are written.
-  detail::advise(rowsOut, MQX_ADVICE_BOTH);
-  detail::advise(positionsOut, MQX_ADVICE_BOTH);
-  detail::advise(payloadOut, MQX_ADVICE_BOTH);
-  detail::advise(counter, MQX_ADVICE_BOTH);
+  detail::advise(
+      probeAdvice(foreignKeys, selection, table, rowsOut, positionsOut, payloadOut, counter));
   probeKernel<<<detail::gridFor(n), detail::kBlockSize>>>(foreignKeys, selection, n, table, rowsOut,
                                                           positionsOut, payloadOut, counter);
   MQX_SSB_LAUNCHED();

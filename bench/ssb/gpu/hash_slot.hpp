@@ -1,13 +1,14 @@
-// The hash table's addressing, shared by the separate probe operator and the
-// fused kernel so that both find exactly what the build inserted.
+// The hash table's addressing, shared by the probe operator, the fused
+// kernel and the simulated device's host kernels, so that all find exactly
+// what the build inserted.
 #pragma once
 
-#include "ssb/gpu/operators.hpp"
+#include "ssb/gpu/operator_types.hpp"
 
 namespace mqx::ssb::gpu::detail {
 
 // murmur3's finaliser: spreads the dense SSB keys and the yyyymmdd date keys.
-__device__ inline std::uint32_t hashSlot(std::int32_t key, std::uint32_t mask) {
+MQX_SSB_HOST_DEVICE inline std::uint32_t hashSlot(std::int32_t key, std::uint32_t mask) {
   auto h = static_cast<std::uint32_t>(key);
   h ^= h >> 16;
   h *= 0x85ebca6bu;
@@ -19,8 +20,8 @@ __device__ inline std::uint32_t hashSlot(std::int32_t key, std::uint32_t mask) {
 
 // Finds `key` by linear probing; terminates because at least half of the
 // slots are empty. kEmptyKey itself is never found.
-__device__ inline bool lookup(const DeviceHashTable &table, std::int32_t key,
-                              std::int32_t &payload) {
+MQX_SSB_HOST_DEVICE inline bool lookup(const DeviceHashTable &table, std::int32_t key,
+                                       std::int32_t &payload) {
   if (key == kEmptyKey)
     return false;
   std::uint32_t mask = table.capacity - 1;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "ssb/gpu/cuda_check.hpp"
+#include "ssb/gpu/operator_advice.hpp"
 
 #include <mqx/advice.h>
 
@@ -28,9 +29,9 @@ inline int gridFor(std::int64_t n) {
 
 // Advice is a hint for mqx (and a no-op natively): its status is not an
 // error of the query, so it is not checked.
-inline void advise(const void *buffer, int flags) {
-  if (buffer)
-    (void)cudaAdvice(buffer, flags);
+inline void advise(const LaunchAdvice &advice) {
+  for (const BufferAdvice &entry : advice)
+    (void)cudaAdvice(entry.buffer, static_cast<int>(entry.access));
 }
 
 // Reads and zeroes nothing: copies the device counter back (synchronising

@@ -1,8 +1,8 @@
-// The GPU operators of the SSB engine, YDB style (MultiQx-GPU §2.1):
+// The CUDA operators of the SSB engine, YDB style (MultiQx-GPU §2.1):
 // operator at a time, column at a time, every intermediate materialised in
 // device memory. Each function launches its kernels, calls cudaAdvice for
-// every buffer a kernel reads (INPUT) or writes (OUTPUT when the kernel
-// overwrites all of it, else BOTH) right before the launch, and returns once
+// every buffer a kernel reads or writes (operator_advice.hpp) right before
+// the launch, and returns once
 // the result is complete (the counts it returns are copied back, which
 // synchronises). Every kernel is a grid-stride loop, so a launch may be
 // resized (by mqx's launch optimizer) without changing the result.
@@ -13,7 +13,7 @@
 // (probe, gather, aggregation with exact integer sums) is order-insensitive.
 #pragma once
 
-#include "ssb/gpu/value_set.hpp"
+#include "ssb/gpu/operator_types.hpp"
 
 #include <cstdint>
 
@@ -28,18 +28,6 @@ std::int32_t selectRows(const std::int32_t *column, const std::int32_t *selectio
 // Gather (projection through a selection vector): out[i] = source[indices[i]].
 void gather(const std::int32_t *source, const std::int32_t *indices, std::int32_t n,
             std::int32_t *out);
-
-// An open-addressing hash table (linear probing) of int32 keys, each carrying
-// one int32 payload; capacity is a power of two at least twice the rows.
-// Keys and values may lie in one allocation (the executor puts them in one,
-// since under mqx every allocation is a region of at least 2 MiB).
-struct DeviceHashTable {
-  std::int32_t *keys;
-  std::int32_t *values;
-  std::uint32_t capacity;
-};
-inline constexpr std::int32_t kEmptyKey = INT32_MIN; // no SSB key
-std::uint32_t hashCapacity(std::int32_t rows);
 
 // Build: inserts keys[r] -> payload[r] (0 without payload) for the n rows of
 // `selection` (all rows without one). Keys must be unique (dimension keys).
@@ -59,14 +47,6 @@ std::int32_t probeHashTable(const std::int32_t *foreignKeys, const std::int32_t 
 // stride[j]; sums[slot] += measure(i), counts[slot] += 1 for i < n. The
 // measure reads first[i] and second[i] (aligned with the keys). sums and
 // counts must be zeroed by the caller (slots entries each).
-inline constexpr int kMaxGroupKeys = 4;
-struct GroupKeys {
-  const std::int32_t *column[kMaxGroupKeys];
-  std::int32_t base[kMaxGroupKeys];
-  std::int64_t stride[kMaxGroupKeys];
-  int count;
-};
-enum class DeviceMeasure : int { Product = 0, Value = 1, Difference = 2 };
 void aggregateGroups(GroupKeys keys, DeviceMeasure measure, const std::int32_t *first,
                      const std::int32_t *second, std::int32_t n, std::int64_t slots,
                      unsigned long long *sums, unsigned long long *counts);

@@ -1,20 +1,32 @@
-// One SSB query on the GPU: ssb-qX.Y --data DIR [--check] [--fused] [--repeat N].
+// One SSB query: ssb-qX.Y --data DIR [--check] [--fused] [--repeat N]
+//                          [--device auto|gpu|sim].
 // Each of the 13 executables is this file compiled with its query's name
 // (MQX_SSB_QUERY), so that every query is a separate program, as mqx sees
-// them in the paper's experiments. The columns are loaded into host memory
-// before the timed part; --check compares the result with the CPU reference
-// exactly and exits 1 when they differ. --fused runs the fused variant.
+// them in the paper's experiments. It runs on the GPU (built with CUDA and
+// one present) or on the simulated device (libmqx's memory manager on the
+// sim backend, joined to mqxd's node when one runs); --device, else the
+// configuration's backend.kind (MQX_BACKEND_KIND), chooses, auto preferring
+// the GPU. The columns are loaded into host memory before the timed part;
+// --check compares the result with the CPU reference exactly and exits 1
+// when they differ. --fused runs the fused variant. Errors exit 2.
 #include "ssb/common/column_cache.hpp"
 #include "ssb/common/error.hpp"
 #include "ssb/common/ssb_data.hpp"
-#include "ssb/gpu/gpu_executor.hpp"
+#include "ssb/gpu/executor.hpp"
 #include "ssb/gpu/query_plan.hpp"
 #include "ssb/gpu/result_decoder.hpp"
+#include "ssb/gpu/sim_query_device.hpp"
 #include "ssb/reference/reference_queries.hpp"
+#ifdef MQX_SSB_WITH_CUDA
+#include "ssb/gpu/cuda_device.hpp"
+#endif
+
+#include "config/config.hpp"
 
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -29,10 +41,13 @@ struct Options {
   bool check = false;
   bool fused = false;
   int repeat = 1;
+  std::string device; // auto, gpu, sim; empty: backend.kind
 };
 
 [[noreturn]] void usage(const char *program) {
-  std::fprintf(stderr, "usage: %s --data DIR [--check] [--fused] [--repeat N]\n", program);
+  std::fprintf(stderr,
+               "usage: %s --data DIR [--check] [--fused] [--repeat N] [--device auto|gpu|sim]\n",
+               program);
   std::exit(2);
 }
 
@@ -48,12 +63,58 @@ Options parse(int argc, char **argv) {
       options.fused = true;
     else if (arg == "--repeat" && i + 1 < argc)
       options.repeat = std::atoi(argv[++i]);
+    else if (arg == "--device" && i + 1 < argc)
+      options.device = argv[++i];
     else
       usage(argv[0]);
   }
-  if (options.dataDir.empty() || options.repeat < 1)
+  if (options.dataDir.empty() || options.repeat < 1 ||
+      !(options.device.empty() || options.device == "auto" || options.device == "gpu" ||
+        options.device == "sim"))
     usage(argv[0]);
   return options;
+}
+
+// The device named by --device, else by backend.kind: "gpu" or "sim".
+std::string chooseDevice(const Options &options, const mqx::Config &config) {
+  std::string wanted = options.device;
+  if (wanted.empty())
+    wanted = config.backend == mqx::BackendKind::Sim    ? "sim"
+             : config.backend == mqx::BackendKind::Cuda ? "gpu"
+                                                        : "auto";
+#ifdef MQX_SSB_WITH_CUDA
+  if (wanted == "auto")
+    return mqx::ssb::gpu::cudaDevicePresent() ? "gpu" : "sim";
+  return wanted;
+#else
+  if (wanted == "gpu")
+    throw std::runtime_error("built without CUDA: only --device sim (or auto) runs here");
+  return "sim";
+#endif
+}
+
+std::unique_ptr<mqx::ssb::gpu::QueryDevice> openDevice(const std::string &kind,
+                                                       const mqx::Config &config) {
+#ifdef MQX_SSB_WITH_CUDA
+  if (kind == "gpu")
+    return mqx::ssb::gpu::openCudaDevice();
+#endif
+  return std::make_unique<mqx::ssb::gpu::SimQueryDevice>(config, "ssb-" MQX_SSB_QUERY);
+}
+
+// What libmqx's manager did on the simulated device, one "# mqx" line each.
+void printSimReport(const mqx::ssb::gpu::SimDeviceReport &report) {
+  const mqx::Statistics &stats = report.statistics;
+  std::printf("# mqx node %s\n", report.onNode ? "joined" : "alone");
+  std::printf("# mqx evictions %llu\n", static_cast<unsigned long long>(stats.evictions));
+  std::printf("# mqx bytes to device %llu\n", static_cast<unsigned long long>(stats.bytesToDevice));
+  std::printf("# mqx bytes lazy avoided %llu\n",
+              static_cast<unsigned long long>(stats.bytesAvoidedLazy));
+  std::printf("# mqx bytes written back %llu\n",
+              static_cast<unsigned long long>(stats.bytesWrittenBack));
+  std::printf("# mqx sim transfer seconds %.6f\n",
+              report.transfers.secondsToDevice + report.transfers.secondsToHost);
+  std::printf("# mqx statistics %s\n", stats.toJson().c_str());
 }
 
 int runQuery(const Options &options) {
@@ -70,23 +131,30 @@ int runQuery(const Options &options) {
   for (const std::string &column : gpu::factColumns(plan))
     cache.column(TableId::Lineorder, column);
 
-  std::string device = gpu::initializeDevice();
+  // Opened after the columns are in host memory, closed before them: the
+  // simulated device's lazy copies read the cache's columns until it goes.
+  mqx::Config config = mqx::loadConfig();
+  mqx::setLogLevel(config.logLevel);
+  std::string kind = chooseDevice(options, config);
+  std::unique_ptr<gpu::QueryDevice> device = openDevice(kind, config);
 
-  gpu::GpuRun run;
+  gpu::QueryRun run;
   for (int i = 0; i < options.repeat; ++i) {
-    run = gpu::runPlanOnGpu(plan, cache,
-                            options.fused ? gpu::Variant::Fused : gpu::Variant::OperatorAtATime);
+    run = gpu::runPlan(plan, cache, *device,
+                       options.fused ? gpu::Variant::Fused : gpu::Variant::OperatorAtATime);
     std::printf("# run %d total %.3f ms\n", i + 1, run.totalMilliseconds);
   }
   QueryResult result = gpu::decodeResult(plan, run.aggregate, cache);
   std::fputs(formatResult(result).c_str(), stdout);
   for (const gpu::OperatorTiming &step : run.operators)
     std::printf("# operator %-24s %10.3f ms\n", step.name.c_str(), step.milliseconds);
-  std::printf("# device %s\n", device.c_str());
+  std::printf("# device %s\n", device->name().c_str());
   std::printf("# variant %s\n", options.fused ? "fused" : "operator-at-a-time");
   std::printf("# uploaded %.1f MB\n", static_cast<double>(run.uploadedBytes) / 1e6);
   std::printf("# device peak %.1f MB\n", static_cast<double>(run.peakDeviceBytes) / 1e6);
   std::printf("# total %.3f ms\n", run.totalMilliseconds);
+  if (auto *sim = dynamic_cast<gpu::SimQueryDevice *>(device.get()))
+    printSimReport(sim->report());
 
   if (options.check) {
     QueryResult expected = runReferenceQuery(*query, cache);

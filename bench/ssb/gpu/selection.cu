@@ -25,10 +25,7 @@ std::int32_t selectRows(const std::int32_t *column, const std::int32_t *selectio
   if (n == 0)
     return 0;
   MQX_SSB_CUDA(cudaMemset(counter, 0, sizeof *counter));
-  detail::advise(column, MQX_ADVICE_INPUT);
-  detail::advise(selection, MQX_ADVICE_INPUT);
-  detail::advise(out, MQX_ADVICE_BOTH); // only the first `count` entries are written
-  detail::advise(counter, MQX_ADVICE_BOTH);
+  detail::advise(selectAdvice(column, selection, out, counter));
   selectKernel<<<detail::gridFor(n), detail::kBlockSize>>>(column, selection, n, accepted, out,
                                                            counter);
   MQX_SSB_LAUNCHED();
