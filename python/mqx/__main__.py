@@ -1,0 +1,74 @@
+"""python -m mqx status [--instance NAME] [--json] [--watch SECONDS]: the live state of a running mqxd.
+
+Exit status: 0, or 69 (EX_UNAVAILABLE, as mqx-run) when no mqxd serves the user and instance.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Optional, Sequence
+
+from . import DaemonNotRunning, MqxError, NodeStatus, status
+
+NO_DAEMON_EXIT = 69
+
+
+def mib(count: int) -> str:
+    return f"{count / (1 << 20):.1f} MiB"
+
+
+def render(node: NodeStatus) -> str:
+    share = 100.0 * node.used / node.capacity if node.capacity else 0.0
+    lines = [
+        f"mqxd pid {node.daemon_pid}, node {node.segment}"
+        + (f" (instance {node.instance})" if node.instance else ""),
+        f"budget: {mib(node.used)} used of {mib(node.capacity)} ({share:.0f}%)",
+        f"dead clients: {node.dead_clients}, reclaimed {mib(node.reclaimed_bytes)}; "
+        f"cross-process evictions: {node.eviction_requests_served} ({mib(node.bytes_evicted_for_others)})",
+        f"{len(node.clients)} client(s)",
+    ]
+    if node.clients:
+        lines.append(
+            f"{'slot':>4} {'state':<8} {'pid':>8} {'name':<20} {'arrival':>7} {'weighted':>12} {'peak':>12} "
+            f"{'held':>12} {'query':>5}"
+        )
+        for c in node.clients:
+            lines.append(
+                f"{c.slot:>4} {c.state:<8} {c.pid:>8} {c.name[:20]:<20} {c.arrival:>7} {mib(c.weighted_demand):>12} "
+                f"{mib(c.peak_demand):>12} {mib(c.budget_held):>12} "
+                f"{'-' if c.query_slot is None else c.query_slot:>5}"
+            )
+    return "\n".join(lines)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mqx", description="mqx from the command line")
+    commands = parser.add_subparsers(dest="command", required=True)
+    show = commands.add_parser("status", help="the live state of a running mqxd")
+    show.add_argument("--instance", help="daemon.instance (default: MQX_DAEMON_INSTANCE or the config's)")
+    show.add_argument("--json", action="store_true", help="print JSON")
+    show.add_argument("--watch", type=float, metavar="SECONDS", help="print again every SECONDS until Ctrl-C")
+    options = parser.parse_args(argv)
+    try:
+        while True:
+            node = status(instance=options.instance)
+            print(json.dumps(node.as_dict(), indent=2) if options.json else render(node), flush=True)
+            if options.watch is None:
+                return 0
+            time.sleep(options.watch)
+            print()
+    except DaemonNotRunning as error:
+        print(f"python -m mqx: {error}", file=sys.stderr)
+        return NO_DAEMON_EXIT
+    except MqxError as error:
+        print(f"python -m mqx: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

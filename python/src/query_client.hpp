@@ -1,0 +1,63 @@
+// QueryClient: mqx.Client, a query's membership of the node as mqx-run has it
+// (DaemonClient, Role::Query): it arrives (claims a record, which fixes its
+// place in the admission order), asks for admission with its weighted and
+// peak demand (paper §5), may update its demand while it runs, and releases.
+// Unlike DaemonClient::waitForAdmission, the wait has a timeout and reacts to
+// Python signals: the segment is polled, which is the truth (docs/daemon.md).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "config/config.hpp"
+#include "ipc/daemon_client.hpp"
+
+namespace mqx::python {
+
+class QueryClient {
+public:
+  // Joins the node of `config` (DaemonNotRunning when there is none) and
+  // declares the demand at once, so that mqxd never sees the record without it.
+  QueryClient(const Config& config, const std::string& name, std::uint64_t weightedDemand, std::uint64_t peakDemand);
+  ~QueryClient() { close(); }
+  QueryClient(const QueryClient&) = delete;
+  QueryClient& operator=(const QueryClient&) = delete;
+
+  // Asks mqxd to admit the query and waits, at most `timeout` (none: for
+  // ever, but still ending on a dead daemon or a Python signal). Returns the
+  // seconds waited. AdmissionTimeout or DaemonNotRunning withdraw the query.
+  double requestAdmission(std::optional<std::uint64_t> weightedDemand, std::optional<std::uint64_t> peakDemand,
+                          std::optional<double> timeoutSeconds);
+  // The query's demand changed (waiting or running); mqxd re-runs admission.
+  void updateDemand(std::uint64_t weightedDemand, std::uint64_t peakDemand);
+  // The query ended: mqxd admits the next ones. Leaves the node. Idempotent.
+  void release();
+  // Leaves the node (withdraws a waiting query). Idempotent.
+  void close();
+
+  std::string state();
+  std::int64_t slot() const { return slot_; }
+  const std::string& name() const { return name_; }
+  const std::string& instance() const { return instance_; }
+
+private:
+  ipc::DaemonClient& member(const char* operation);
+  void declare(std::uint64_t weightedDemand, std::uint64_t peakDemand);
+  bool daemonAlive();
+  void checkPythonSignals();
+
+  std::shared_ptr<ipc::DaemonClient> client_;
+  std::string name_;
+  std::string instance_;
+  std::int64_t slot_ = -1;
+  std::uint64_t weightedDemand_ = 0;
+  std::uint64_t peakDemand_ = 0;
+  bool requested_ = false;
+  bool admitted_ = false;
+  bool released_ = false;
+};
+
+} // namespace mqx::python
