@@ -34,8 +34,12 @@ public:
   std::uint64_t capacity() const { return capacity_; }
   const ipc::IpcNames& names() const { return names_; }
 
-private:
+  // Acts on one message that passed validMessage(); nothing in it is trusted
+  // beyond that (the segment is the truth). Public for the message fuzzer
+  // (tests/fuzz), which drives it directly.
   void handle(const ipc::Message& message);
+
+private:
   void reclaimDeadClients();
   void observeQueries();
   std::array<std::uint64_t, ipc::kMaxClients> heldByQuery();

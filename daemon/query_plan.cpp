@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "config/config.hpp"
@@ -12,13 +13,27 @@
 namespace mqx::daemon {
 
 std::uint64_t QueryPlan::weightedDemand() const {
+  // Times are scaled by the longest first, so that neither Σ tᵢ nor
+  // Σ tᵢmᵢ overflows a double for any finite times and sizes; the result is
+  // clamped to [min mᵢ, max mᵢ], where it lies exactly, so that rounding
+  // never carries it past the peak or out of a uint64 (found by
+  // tests/fuzz/plan_fuzzer).
+  double longest = 0;
+  std::uint64_t smallest = std::numeric_limits<std::uint64_t>::max(), largest = 0;
+  for (const auto& op : operators) {
+    longest = std::max(longest, op.time);
+    smallest = std::min(smallest, op.memory);
+    largest = std::max(largest, op.memory);
+  }
+  if (longest <= 0) return peakDemand();
   double timeSum = 0, weighted = 0;
   for (const auto& op : operators) {
-    timeSum += op.time;
-    weighted += op.time * static_cast<double>(op.memory);
+    timeSum += op.time / longest;
+    weighted += op.time / longest * static_cast<double>(op.memory);
   }
-  if (timeSum <= 0) return peakDemand();
-  return static_cast<std::uint64_t>(std::llround(weighted / timeSum));
+  const double value = weighted / timeSum;
+  if (!(value < static_cast<double>(largest))) return largest;
+  return std::clamp(static_cast<std::uint64_t>(std::round(value)), smallest, largest);
 }
 
 std::uint64_t QueryPlan::peakDemand() const {
@@ -30,10 +45,14 @@ std::uint64_t QueryPlan::peakDemand() const {
 
 QueryPlan QueryPlan::parse(const std::string& tomlText, const std::string& origin) {
   toml::table table;
+  requireAsciiToml(tomlText, "mqx plan: " + origin);
   try {
     table = toml::parse(tomlText, origin);
   } catch (const toml::parse_error& error) {
-    throw ConfigError("mqx plan: " + origin + ": " + std::string(error.description()));
+    // One line: toml++ descriptions may quote a newline of the input.
+    std::string description(error.description());
+    std::replace(description.begin(), description.end(), '\n', ' ');
+    throw ConfigError("mqx plan: " + origin + ": " + description);
   }
   QueryPlan plan;
   for (const auto& [key, node] : table) {

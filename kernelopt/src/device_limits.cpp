@@ -44,6 +44,10 @@ void fillFamilyGranularities(DeviceLimits &limits, int major) {
 } // namespace
 
 DeviceLimits DeviceLimits::fromAttributes(const DeviceAttributes &a) {
+  // The attributes may come from a message (mqxd's launch service): range
+  // first, so that nothing below overflows (found by tests/fuzz).
+  require(a.computeCapabilityMajor >= 1 && a.computeCapabilityMajor <= 99, "computeCapabilityMajor out of range");
+  require(a.computeCapabilityMinor >= 0 && a.computeCapabilityMinor <= 9, "computeCapabilityMinor out of range");
   DeviceLimits limits;
   limits.name = "sm_" + std::to_string(a.computeCapabilityMajor) + std::to_string(a.computeCapabilityMinor) +
                 " (device attributes)";

@@ -261,6 +261,10 @@ const std::map<std::string, Setter>& keyTable() {
        [](Config& c, const RawValue& v, const std::string& k) {
          c.evictionTimeoutMilliseconds = readMilliseconds(v, k, 10, 600'000);
        }},
+      {"daemon.demand_report_interval_ms",
+       [](Config& c, const RawValue& v, const std::string& k) {
+         c.demandReportIntervalMilliseconds = readMilliseconds(v, k, 10, 600'000);
+       }},
       {"daemon.demand_state_file",
        [](Config& c, const RawValue& v, const std::string& k) { c.demandStateFile = readString(v, k); }},
       {"daemon.allow_no_daemon",
@@ -344,7 +348,12 @@ std::size_t parseSize(const std::string& text, const std::string& key) {
       break;
     }
   }
-  if (t.empty() || !std::all_of(t.begin(), t.end(), [](unsigned char c) { return std::isdigit(c) || c == '.'; }))
+  // Digits with at most one decimal point: what std::stod would otherwise
+  // reject with an exception of its own ("." alone) or read only in part
+  // ("1.2.3").
+  const bool number = std::all_of(t.begin(), t.end(), [](unsigned char c) { return std::isdigit(c) || c == '.'; }) &&
+                      std::count(t.begin(), t.end(), '.') <= 1 && std::any_of(t.begin(), t.end(), ::isdigit);
+  if (!number)
     fail(key, "expected a size such as 4096, \"512KiB\", \"8MiB\" or \"2GiB\", "
               "got '" +
                   text + "'");
@@ -354,14 +363,33 @@ std::size_t parseSize(const std::string& text, const std::string& key) {
   return static_cast<std::size_t>(bytes);
 }
 
+void requireAsciiToml(const std::string& tomlText, const std::string& where) {
+  std::size_t line = 1, column = 1;
+  for (unsigned char c : tomlText) {
+    if (c >= 0x80)
+      throw ConfigError(fmt::format("{}:{}:{}: non-ASCII character (mqx configuration and plan files are ASCII)",
+                                    where, line, column));
+    if (c == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+}
+
 Config parseConfig(const std::string& tomlText, const std::string& origin) {
   Config config;
+  requireAsciiToml(tomlText, "mqx config: " + origin);
   toml::table table;
   try {
     table = toml::parse(tomlText, origin);
   } catch (const toml::parse_error& error) {
     const auto& where = error.source().begin;
-    throw ConfigError(fmt::format("mqx config: {}:{}:{}: {}", origin, where.line, where.column, error.description()));
+    // One line: toml++ descriptions may quote a newline of the input.
+    std::string description(error.description());
+    std::replace(description.begin(), description.end(), '\n', ' ');
+    throw ConfigError(fmt::format("mqx config: {}:{}:{}: {}", origin, where.line, where.column, description));
   }
   applyTable(config, table, "");
   validate(config);

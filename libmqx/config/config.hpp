@@ -55,6 +55,7 @@ struct Config {
   unsigned admissionFixN = 2;         // FIX-n: at most n queries at once
   unsigned livenessIntervalMilliseconds = 100;
   unsigned evictionTimeoutMilliseconds = 2000;
+  unsigned demandReportIntervalMilliseconds = 100; // a query's observed demand goes to mqxd at most this often
   std::string demandStateFile;        // learned demands; "": $HOME/.mqx-demand
   bool allowNoDaemon = false;         // mqx-run without mqxd runs the query alone
   // [daemon] MPS (docs/kernelopt.md, "MPS"): off, detect a running control
@@ -88,6 +89,13 @@ std::map<std::string, std::string> processEnvironment();
 // Loads the configuration the way a process does at start: the file named by
 // MQX_CONFIG (if set), then environment overrides. Throws ConfigError.
 Config loadConfig();
+
+// TOML text mqx accepts: ASCII only. Throws ConfigError "<where>:line:column:
+// ..." at the first other byte. toml++ 3.3 (Debian 12) reaches
+// __builtin_unreachable on some non-ASCII characters (U+00A1..U+0499 among
+// them) where it looks for whitespace: undefined behaviour, found by
+// tests/fuzz/config_fuzzer. Every key and value mqx reads is ASCII.
+void requireAsciiToml(const std::string& tomlText, const std::string& where);
 
 // Parses "8MiB", "512KiB", "2GiB", "4096" into bytes. Throws ConfigError naming
 // `key`.
