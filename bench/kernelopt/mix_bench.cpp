@@ -1,5 +1,5 @@
 // kernelopt_mix_bench: concurrent kernel mixes on the GPU (docs/kernelopt.md
-// §9). Each mix is a set of independent hash-join phase kernels of the
+// §10). Each mix is a set of independent hash-join phase kernels of the
 // knapsack paper's queries Q1-Q5 (build, scan, probe; mix_kernels.cu),
 // timed three ways: one after another with their default parameters (256
 // threads per block, one thread per element), each on its own stream with
