@@ -23,9 +23,10 @@ started (``Daemon(admission=..., fix_n=...)``). The API, all of it::
 
 The run functions share their keyword arguments: ``env`` (MQX_* variables, e.g. ``Daemon.env``,
 laid over os.environ), ``mqx_run`` (the path; default: found as in mqx.binaries), ``timeout``
-(seconds per query; a query past it is killed and reported with ``timed_out``) and ``ordered``
-(run_concurrent, run_poisson and run_closed: wait until mqxd registered each query before the next
-is submitted, so that arrival order at the daemon is submission order; needs the extension).
+(seconds per query; a query past it gets SIGTERM, then SIGKILL, and is reported with
+``timed_out``) and ``ordered`` (run_concurrent, run_poisson: wait until mqxd registered each query
+before the next is submitted, so that arrival order at the daemon is submission order; needs the
+extension).
 
 Example, the paper's scheduling experiment (§7.5) on four queries::
 
@@ -42,6 +43,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import signal
 import subprocess
 import threading
 import time
@@ -113,6 +115,21 @@ class QueryResult:
 _STATS = re.compile(r"mqx-run: query '.*': waited ([0-9.]+) s for admission, ran ([0-9.]+) s")
 
 
+def _stop(process: subprocess.Popen[str], grace: float = 2.0) -> tuple[str, str]:
+    """Stops a query past its timeout: SIGTERM (mqx-run forwards it to the query, which may clean
+    up), then SIGKILL to the whole process group, whose members would keep the pipes open."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, None)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            return process.communicate(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+    return process.communicate()
+
+
 class _Runner:
     """Runs QueryCommands through mqx-run, one thread per query in flight."""
 
@@ -165,6 +182,7 @@ class _Runner:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            start_new_session=True,  # its own process group: a timeout stops the query with mqx-run
         )
         return process, submitted
 
@@ -173,8 +191,7 @@ class _Runner:
         try:
             stdout, stderr = process.communicate(timeout=self.timeout)
         except subprocess.TimeoutExpired:
-            process.kill()
-            stdout, stderr = process.communicate()
+            stdout, stderr = _stop(process)
             timed_out = True
         finished = self.now()
         waited = ran = None

@@ -1,0 +1,142 @@
+"""mqx.load_config / parse_config run the C++ parser: the cases of tests/unit/config_test.cpp, and
+the same message as mqxd itself prints for the same bad input."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import mqx
+from conftest import requires_daemon
+from mqx.binaries import find_binary
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+
+
+def error_of(toml: str) -> str:
+    with pytest.raises(mqx.ConfigError) as caught:
+        mqx.parse_config(toml, "test.toml")
+    return str(caught.value)
+
+
+def test_default_file_parses_to_the_built_in_defaults():
+    parsed = mqx.load_config(path=str(REPOSITORY / "configs" / "default.toml"), environment={})
+    built_in = mqx.load_config(environment={})
+    assert parsed.as_dict() == built_in.as_dict()
+    assert built_in["memory.page_size"] == 8 << 20
+    assert built_in["policy.replacement"] == "cdr"
+    assert built_in["daemon.admission"] == "weight"
+
+
+def test_parses_sizes_and_choices():
+    config = mqx.parse_config(
+        '[memory]\npage_size = "16MiB"\ndevice_memory_limit = 1073741824\n'
+        '[policy]\nreplacement = "LFU"\neviction_granularity = "page"\nlatency_factor = 0.5\n'
+        '[optimizations]\nreference_detection = "scan"\n'
+        '[daemon]\nadmission = "fix"\nfix_n = 3\ninstance = "abc"\n'
+    )
+    assert config["memory.page_size"] == 16 << 20
+    assert config["memory.device_memory_limit"] == 1 << 30
+    assert config["policy.replacement"] == "lfu"
+    assert config["policy.eviction_granularity"] == "page"
+    assert config["policy.latency_factor"] == 0.5
+    assert config["optimizations.reference_detection"] == "scan"
+    assert (config.admission, config["daemon.fix_n"], config.instance) == ("fix", 3, "abc")
+    with pytest.raises(KeyError):
+        config["memory.nothing"]
+
+
+@pytest.mark.parametrize(
+    "toml, key",
+    [
+        ("[memory]\npage_sise = 1", "memory.page_sise"),
+        ("[memroy]\npage_size = 1", "memroy"),
+        ('[policy]\nreplacement = "fifo"', "policy.replacement"),
+        ("[policy]\nlatency_factor = 2.0", "policy.latency_factor"),
+        ('[policy]\nlatency_factor = "x"', "policy.latency_factor"),
+        ('[memory]\npage_size = "3MiB"', "memory.page_size"),
+        ('[memory]\npage_size = "lots"', "memory.page_size"),
+        ("[memory]\npage_size = -4", "memory.page_size"),
+        ("[optimizations]\nlazy_transfer = 1", "optimizations.lazy_transfer"),
+        ('[sim]\ngranularity = "16MiB"', "sim.granularity"),
+        ("[daemon]\nfix_n = 0", "daemon.fix_n"),
+        ('[daemon]\nadmission = "lottery"', "daemon.admission"),
+        ('[daemon]\ninstance = "a/b"', "daemon.instance"),
+        ("top = 1", "top"),
+    ],
+)
+def test_bad_input_names_the_key_on_one_line(toml, key):
+    error = error_of(toml)
+    assert key in error
+    assert "\n" not in error
+    assert isinstance(mqx.ConfigError(error), ValueError)
+
+
+def test_syntax_errors_name_the_file():
+    assert "test.toml:" in error_of("[memory\n")
+
+
+def test_environment_overrides_and_rejects_unknown_variables(tmp_path):
+    config = mqx.load_config(
+        environment={
+            "MQX_MEMORY_PAGE_SIZE": "4MiB",
+            "MQX_POLICY_REPLACEMENT": "mru",
+            "MQX_OPTIMIZATIONS_LAZY_TRANSFER": "off",
+            "MQX_SIM_COPY_BANDWIDTH_GBPS": "12.5",
+            "HOME": "/root",
+        }
+    )
+    assert config["memory.page_size"] == 4 << 20
+    assert config["policy.replacement"] == "mru"
+    assert config["optimizations.lazy_transfer"] is False
+    assert config["sim.copy_bandwidth_gbps"] == 12.5
+    with pytest.raises(mqx.ConfigError, match="MQX_MEMORY_PAGESIZE"):
+        mqx.load_config(environment={"MQX_MEMORY_PAGESIZE": "1"})
+    with pytest.raises(mqx.ConfigError, match="MQX_POLICY_LATENCY_FACTOR"):
+        mqx.load_config(environment={"MQX_POLICY_LATENCY_FACTOR": "-1"})
+    # MQX_CONFIG names the file; the environment overrides it.
+    file = tmp_path / "mqx.toml"
+    file.write_text('[daemon]\ncapacity = "3GiB"\nadmission = "peak"\n')
+    loaded = mqx.load_config(environment={"MQX_CONFIG": str(file), "MQX_DAEMON_ADMISSION": "fix"})
+    assert (loaded.capacity, loaded.admission) == (3 << 30, "fix")
+    assert mqx.load_config(path=str(file), environment={}).admission == "peak"
+    with pytest.raises(mqx.ConfigError, match="MQX_CONFIG: cannot read"):
+        mqx.load_config(environment={"MQX_CONFIG": str(tmp_path / "missing.toml")})
+
+
+def test_the_process_environment_is_the_default(monkeypatch):
+    monkeypatch.setenv("MQX_DAEMON_FIX_N", "5")
+    assert mqx.load_config()["daemon.fix_n"] == 5
+    monkeypatch.setenv("MQX_DAEMON_FIX_N", "99")
+    with pytest.raises(mqx.ConfigError, match="MQX_DAEMON_FIX_N"):
+        mqx.load_config()
+
+
+def test_size_parsing():
+    assert mqx.parse_size("4096") == 4096
+    assert mqx.parse_size("512KiB") == 512 * 1024
+    assert mqx.parse_size("2 GiB") == 2 << 30
+    assert mqx.parse_size("1.5MiB") == 3 << 19
+    assert mqx.parse_size("10GB") == 10_000_000_000
+    for bad in ("MiB", "-1"):
+        with pytest.raises(mqx.ConfigError, match="capacity"):
+            mqx.parse_size(bad, "capacity")
+
+
+@requires_daemon
+@pytest.mark.parametrize(
+    "variable, value",
+    [("MQX_DAEMON_FIX_N", "0"), ("MQX_DAEMON_ADMISSION", "lottery"), ("MQX_DAEMON_CAPACTIY", "1GiB")],
+)
+def test_the_message_is_the_one_mqxd_prints(variable, value):
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("MQX_")}
+    environment[variable] = value
+    daemon = subprocess.run([find_binary("mqxd")], env=environment, capture_output=True, text=True, timeout=10)
+    assert daemon.returncode == 1
+    with pytest.raises(mqx.ConfigError) as caught:
+        mqx.load_config(environment={variable: value})
+    assert daemon.stderr.strip() == f"mqxd: {caught.value}"
+    assert variable in str(caught.value)
