@@ -8,6 +8,8 @@
 
 namespace mqx {
 
+class PeerRegions;
+
 class DeviceBudget {
 public:
   virtual ~DeviceBudget() = default;
@@ -20,6 +22,9 @@ public:
   // budget shared with other processes asks them to evict (ARCHITECTURE.md
   // decision 8). True when some bytes may have been freed (retry tryAcquire).
   virtual bool reclaimElsewhere(std::size_t bytes) { return false; }
+  // The other processes' regions, for global victim selection; null when
+  // the budget is this process's own.
+  virtual PeerRegions* peers() { return nullptr; }
 };
 
 class LocalDeviceBudget final : public DeviceBudget {

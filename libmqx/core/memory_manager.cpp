@@ -168,6 +168,13 @@ Status ManagerState::run(DeviceWork& work, StreamHandle stream, bool wait) {
     if (region->pages[page].host.kind != HostImageKind::None) residency.releaseHostImage(*region, page);
     region->pages[page].deviceValid = true;
   }
+  // Multi-process mode: the other processes see these regions' new policy
+  // inputs (uses come grouped by region).
+  if (residency.sharesNode()) {
+    const Region* published = nullptr;
+    for (const auto& use : work.uses)
+      if (use.region != published) residency.publish(*(published = use.region));
+  }
   std::vector<PageKey> keys;
   for (const auto& use : work.uses)
     keys.push_back({use.region->id, use.page});
@@ -598,6 +605,12 @@ Status MemoryManager::launch(const device::KernelLaunch& launch) {
       if (writes(reference.access)) work.written.emplace_back(&region, i);
     }
   }
+  if (s.residency.sharesNode()) {
+    std::size_t footprint = 0; // what the query's kernels actually use (its demand as it runs)
+    for (const auto& reference : references)
+      footprint += reference.region->reservedSize;
+    s.residency.observeLaunchFootprint(footprint);
+  }
   work.operations.push_back([&s, &launch] { return s.backend.launch(launch); });
   work.residentRegionsReferenced = s.config.referenceDetection == ReferenceDetection::All;
   work.usesUnique = true; // one reference per region, every page once
@@ -633,13 +646,14 @@ bool MemoryManager::isProtectedHostRange(const void* address, std::size_t bytes)
   return state_->cow.anyProtected() && state_->cow.overlapsProtected(reinterpret_cast<std::uintptr_t>(address), bytes);
 }
 
-std::size_t MemoryManager::evictForOtherProcess(std::size_t bytes, std::chrono::milliseconds patience) {
+std::size_t MemoryManager::evictForOtherProcess(std::size_t bytes, std::chrono::milliseconds patience,
+                                                std::uint64_t preferred) {
   const auto deadline = std::chrono::steady_clock::now() + patience;
   for (;;) {
     std::unique_lock lock(state_->mutex, std::try_to_lock);
     if (lock.owns_lock()) {
       insideManager = true;
-      const std::size_t freed = state_->residency.evictForOtherProcess(bytes);
+      const std::size_t freed = state_->residency.evictForOtherProcess(bytes, preferred);
       insideManager = false;
       return freed;
     }

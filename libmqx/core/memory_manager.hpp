@@ -101,7 +101,10 @@ public:
   // and not at all when this process is itself waiting for others (two
   // processes each waiting for the other's lock would deadlock). Returns the
   // bytes freed.
-  std::size_t evictForOtherProcess(std::size_t bytes, std::chrono::milliseconds patience);
+  // `preferred` (a region id this process published, 0 for none) is
+  // evicted first when it is still evictable (global victim selection).
+  std::size_t evictForOtherProcess(std::size_t bytes, std::chrono::milliseconds patience,
+                                   std::uint64_t preferred = 0);
 
   // Total bytes of regions allocated and of device memory currently backed.
   std::size_t allocatedBytes() const;

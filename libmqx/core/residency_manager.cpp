@@ -20,7 +20,7 @@ std::uint64_t nanosecondsSince(std::chrono::steady_clock::time_point start) {
 } // namespace
 
 ResidencyManager::ResidencyManager(ResidencyContext context, std::unique_ptr<ReplacementPolicy> policy)
-    : context_(context), policy_(std::move(policy)) {}
+    : context_(context), policy_(std::move(policy)), peers_(context.budget.peers()) {}
 
 Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandle stream) {
   const auto start = std::chrono::steady_clock::now();
@@ -38,8 +38,33 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
     return Status::OutOfMemory;
   }
 
-  for (const auto& use : uses)
-    if (!use.region->pages[use.page].backed) MQX_TRY(back(*use.region, use.page, keep));
+  std::vector<PageKey> newlyBacked;
+  Status backed = backAll(uses, keep, &newlyBacked);
+  // Two processes whose launches each need much of the node could each back
+  // part and wait for the other forever (docs/daemon.md, "deadlock"). The
+  // younger (later arrival on the node) gives back what it backed for this
+  // launch, which holds nothing yet, lets the older one proceed, and tries
+  // again after it: a fixed node-wide order, so one of them always proceeds.
+  const auto yieldDeadline =
+      std::chrono::steady_clock::now() + 4 * std::chrono::milliseconds(context_.config.evictionTimeoutMilliseconds);
+  while (backed == Status::NotReady) {
+    for (const PageKey& key : newlyBacked)
+      unbackUnloaded(*context_.directory.byId(key.region), key.page);
+    newlyBacked.clear();
+    ++context_.statistics.launchYields;
+    waitingForOthers_.store(true, std::memory_order_release);
+    const bool turn = peers_->waitForTurn();
+    waitingForOthers_.store(false, std::memory_order_release);
+    if (!turn || std::chrono::steady_clock::now() >= yieldDeadline) {
+      log(LogLevel::Warn,
+          "an operation waited {} ms (4 x daemon.eviction_timeout_ms) for older processes to get their device memory: "
+          "out of memory",
+          4 * context_.config.evictionTimeoutMilliseconds);
+      return Status::OutOfMemory;
+    }
+    backed = backAll(uses, keep, &newlyBacked);
+  }
+  MQX_TRY(backed);
   // Loads of neighbouring pages from one contiguous source become one
   // transfer: a lazy copy of a large buffer is then loaded at the rate of
   // one large copy, not of many page-sized ones.
@@ -60,8 +85,27 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
   return Status::Success;
 }
 
+Status ResidencyManager::backAll(std::span<const PageUse> uses, const std::vector<RegionId>& keep,
+                                 std::vector<PageKey>* newlyBacked) {
+  for (const auto& use : uses) {
+    if (use.region->pages[use.page].backed) continue;
+    MQX_TRY(back(*use.region, use.page, keep));
+    newlyBacked->push_back({use.region->id, use.page});
+  }
+  return Status::Success;
+}
+
+void ResidencyManager::unbackUnloaded(Region& region, std::uint32_t index) {
+  // Backed by the launch that yields, before any load: nothing to keep.
+  context_.backend.unmap(region.pageAddress(index), region.pageMappedBytes(index));
+  context_.budget.release(region.pageMappedBytes(index));
+  region.pages[index].backed = false;
+  region.pages[index].deviceValid = false;
+}
+
 Status ResidencyManager::back(Region& region, std::uint32_t index, const std::vector<RegionId>& keep) {
   const std::size_t bytes = region.pageMappedBytes(index);
+  std::vector<PeerCandidate> refused; // other processes' regions whose owners freed nothing
   for (;;) {
     if (context_.budget.tryAcquire(bytes)) {
       Status status = context_.backend.map(region.pageAddress(index), bytes);
@@ -76,14 +120,16 @@ Status ResidencyManager::back(Region& region, std::uint32_t index, const std::ve
       // allocation does (§6).
       log(LogLevel::Debug, "device map of {} bytes failed within budget; evicting and retrying", bytes);
     }
-    Status evicted = evictOne(keep);
+    Status evicted = evictOne(keep, bytes, &refused);
     if (evicted == Status::NotFound) {
-      // Nothing of ours is evictable: with a node budget, other processes
-      // hold the rest and are asked to evict (paper §6).
+      // Nothing of ours is evictable and no published region of another
+      // process was freed: the other processes are asked for anything
+      // (paper §6).
       waitingForOthers_.store(true, std::memory_order_release);
       const bool reclaimed = context_.budget.reclaimElsewhere(bytes);
       waitingForOthers_.store(false, std::memory_order_release);
       if (reclaimed) continue;
+      if (peers_ != nullptr && peers_->mustYield()) return Status::NotReady; // makeResident yields
       log(LogLevel::Info, "cannot back {} bytes: budget {} of {} used, nothing evictable", bytes,
           context_.budget.used(), context_.budget.limit());
       return Status::OutOfMemory;
@@ -267,14 +313,38 @@ std::vector<ResidencyManager::Victim> ResidencyManager::candidates(const std::ve
   return victims;
 }
 
-Status ResidencyManager::evictOne(const std::vector<RegionId>& keep) {
+Status ResidencyManager::evictOne(const std::vector<RegionId>& keep, std::size_t bytes,
+                                  std::vector<PeerCandidate>* refused) {
   for (;;) {
     poll();
     std::vector<EvictionCandidate> list;
     auto victims = candidates(keep, &list);
+    // Paper §6: with other processes on the node, the victim is chosen by
+    // the same policy among their published regions too (their last uses are
+    // on the node clock, like ours).
+    std::vector<PeerCandidate> peers;
+    if (peers_ != nullptr) {
+      peers_->collect(&peers);
+      std::erase_if(peers, [&](const PeerCandidate& peer) {
+        return std::any_of(refused->begin(), refused->end(), [&](const PeerCandidate& no) {
+          return no.owner == peer.owner && no.region == peer.region;
+        });
+      });
+    }
+    const std::size_t local = list.size();
+    for (std::size_t i = 0; i < peers.size(); ++i) {
+      list.push_back(peers[i].inputs);
+      list.back().id = local + i;
+    }
     if (!list.empty()) {
-      const std::size_t choice = policy_->chooseVictim(list);
-      return evict(victims[list[choice].id]);
+      const std::uint64_t choice = list[policy_->chooseVictim(list)].id;
+      if (choice >= local) {
+        if (ok(evictPeer(peers[choice - local], bytes, refused))) return Status::Success;
+        continue; // its owner freed nothing: choose again without it
+      }
+      MQX_TRY(evict(victims[choice]));
+      publish(*victims[choice].region);
+      return Status::Success;
     }
     if (pending_.empty()) return Status::NotFound;
     // Everything evictable is in use: wait for the oldest work to finish.
@@ -283,21 +353,60 @@ Status ResidencyManager::evictOne(const std::vector<RegionId>& keep) {
   }
 }
 
-std::size_t ResidencyManager::evictForOtherProcess(std::size_t bytes) {
+Status ResidencyManager::evictPeer(const PeerCandidate& victim, std::size_t bytes,
+                                   std::vector<PeerCandidate>* refused) {
+  // This process holds its manager's lock while it waits: an owner that
+  // asks us meanwhile gets 0 at once (waitingForOtherProcesses).
+  waitingForOthers_.store(true, std::memory_order_release);
+  const std::size_t freed = peers_->evictAt(victim, bytes);
+  waitingForOthers_.store(false, std::memory_order_release);
+  if (freed > 0) {
+    ++context_.statistics.peerEvictions;
+    return Status::Success;
+  }
+  refused->push_back(victim);
+  return Status::NotFound;
+}
+
+std::size_t ResidencyManager::victimBytes(const Victim& victim) const {
+  std::size_t size = 0;
+  for (std::uint32_t index : victim.pages)
+    size += victim.region->pageMappedBytes(index);
+  return size;
+}
+
+std::size_t ResidencyManager::evictForOtherProcess(std::size_t bytes, RegionId preferred) {
   std::size_t freed = 0;
+  poll();
+  // The region the requester chose among every process's, if it is still
+  // evictable (its published state may be stale).
+  if (Region* region = preferred != 0 ? context_.directory.byId(preferred) : nullptr) {
+    const bool pageGranular = context_.config.evictionGranularity == EvictionGranularity::Page;
+    Victim victim{region, {}};
+    if (pageGranular || !region->anyPinned())
+      for (std::uint32_t i = 0; i < region->pageCount(); ++i)
+        if (region->pages[i].backed && !region->pages[i].pinned()) victim.pages.push_back(i);
+    const std::size_t size = victimBytes(victim);
+    if (!victim.pages.empty() && ok(evict(victim))) freed += size;
+    publish(*region);
+  }
   while (freed < bytes) {
     poll();
     std::vector<EvictionCandidate> list;
     auto victims = candidates({}, &list);
     if (list.empty()) break;
     const Victim& victim = victims[list[policy_->chooseVictim(list)].id];
-    std::size_t size = 0;
-    for (std::uint32_t index : victim.pages)
-      size += victim.region->pageMappedBytes(index);
+    const std::size_t size = victimBytes(victim);
     if (!ok(evict(victim))) break;
+    publish(*victim.region);
     freed += size;
   }
   return freed;
+}
+
+void ResidencyManager::publishToPeers(const Region& region) {
+  peers_->publish(region.id, EvictionCandidate{0, region.backedBytes(), region.dirtyBytes(), region.lastUse,
+                                               region.useCount});
 }
 
 Status ResidencyManager::evict(const Victim& victim) {
@@ -380,6 +489,7 @@ void ResidencyManager::unbackRegion(Region& region) {
     page.backed = false;
     page.deviceValid = false;
   }
+  publish(region); // nothing resident: withdrawn
 }
 
 void ResidencyManager::releaseHostImage(Region& region, std::uint32_t index) {

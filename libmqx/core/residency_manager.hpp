@@ -14,6 +14,7 @@
 #include "config/config.hpp"
 #include "core/cow_tracker.hpp"
 #include "core/device_budget.hpp"
+#include "core/peer_regions.hpp"
 #include "core/region_directory.hpp"
 #include "core/statistics.hpp"
 #include "core/swap_buffer.hpp"
@@ -71,12 +72,25 @@ public:
   // source may be changed or released only then.
   void waitForSourceReads();
 
-  std::uint64_t tick() { return ++clock_; }
+  // The logical clock of region uses: the node's when the budget is shared
+  // (so that last uses of different processes compare), else this process's.
+  std::uint64_t tick() { return peers_ != nullptr ? peers_->tick() : ++clock_; }
+  // Multi-process mode: tells the other processes the region's current
+  // policy inputs (global victim selection). Free without a node.
+  void publish(const Region& region) {
+    if (peers_ != nullptr) publishToPeers(region);
+  }
+  bool sharesNode() const { return peers_ != nullptr; }
+  void observeLaunchFootprint(std::size_t bytes) {
+    if (peers_ != nullptr) peers_->observeLaunchFootprint(bytes);
+  }
 
   // Another process's request (multi-process mode): evicts unpinned victims
   // that the policy chooses until `bytes` are freed or nothing is left
-  // unpinned; never waits for device work. Returns the bytes freed.
-  std::size_t evictForOtherProcess(std::size_t bytes);
+  // unpinned; never waits for device work. `preferred` (a RegionId, 0 for
+  // none) goes first when it is still evictable: the requester chose it
+  // among every process's regions. Returns the bytes freed.
+  std::size_t evictForOtherProcess(std::size_t bytes, RegionId preferred = 0);
   // Lock-free: whether this process is itself waiting for other processes to
   // evict (then it has nothing to give them, and must not be waited for).
   bool waitingForOtherProcesses() const { return waitingForOthers_.load(std::memory_order_acquire); }
@@ -91,7 +105,12 @@ private:
     std::vector<std::uint32_t> pages;
   };
 
+  // Backs every page of `uses` that is not; the pages it backed are added to
+  // `newlyBacked` (they hold nothing yet).
+  Status backAll(std::span<const PageUse> uses, const std::vector<RegionId>& keep, std::vector<PageKey>* newlyBacked);
+  // NotReady: this launch must yield to an older process (makeResident).
   Status back(Region& region, std::uint32_t page, const std::vector<RegionId>& keep);
+  void unbackUnloaded(Region& region, std::uint32_t page);
   // One transfer (or fill) that makes device memory valid.
   struct Load {
     DevicePtr address;
@@ -102,7 +121,13 @@ private:
   Status issue(const Load& load);
   // Frees device memory by evicting one victim; NotFound when nothing is
   // evictable, after waiting for in-flight work if there is any.
-  Status evictOne(const std::vector<RegionId>& keep);
+  // With a node, the victim may be another process's region (paper §6):
+  // its owner is asked to evict it; those that freed nothing are added to
+  // `refused` and not chosen again.
+  Status evictOne(const std::vector<RegionId>& keep, std::size_t bytes, std::vector<PeerCandidate>* refused);
+  Status evictPeer(const PeerCandidate& victim, std::size_t bytes, std::vector<PeerCandidate>* refused);
+  void publishToPeers(const Region& region);
+  std::size_t victimBytes(const Victim& victim) const;
   std::vector<Victim> candidates(const std::vector<RegionId>& keep, std::vector<EvictionCandidate>* out);
   Status evict(const Victim& victim);
   // A dirty page on its way to the swap buffer.
@@ -134,6 +159,7 @@ private:
   std::uint64_t clock_ = 0;
   bool sourceReadsInFlight_ = false;
   std::atomic<bool> waitingForOthers_{false};
+  PeerRegions* peers_ = nullptr; // the budget's, when shared with other processes
 };
 
 } // namespace mqx

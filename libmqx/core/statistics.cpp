@@ -12,10 +12,12 @@ std::string Statistics::toJson() const {
                      "\"bytes_dropped_clean\": {}, \"bytes_copied_on_host\": {}, \"evictions\": {}, "
                      "\"pages_evicted\": {}, \"cow_faults\": {}, "
                      "\"cow_bytes_saved\": {}, \"launches\": {}, "
-                     "\"residency_wait_ns\": {}, \"fence_waits\": {}}}",
+                     "\"residency_wait_ns\": {}, \"fence_waits\": {}, \"peer_evictions\": {}, "
+                     "\"launch_yields\": {}}}",
                      bytesToDevice, bytesToHost, bytesOnDevice, bytesFilledOnDevice, bytesRequestedToDevice,
-                     bytesAvoidedLazy, bytesWrittenBack, bytesDroppedClean, bytesCopiedOnHost, evictions, pagesEvicted, cowFaults,
-                     cowBytesSaved, launches, residencyWaitNanoseconds, fenceWaits);
+                     bytesAvoidedLazy, bytesWrittenBack, bytesDroppedClean, bytesCopiedOnHost, evictions, pagesEvicted,
+                     cowFaults, cowBytesSaved, launches, residencyWaitNanoseconds, fenceWaits, peerEvictions,
+                     launchYields);
 }
 
 } // namespace mqx

@@ -18,12 +18,14 @@ struct Statistics {
   std::uint64_t bytesDroppedClean = 0;      // clean bytes evicted without a transfer
   std::uint64_t evictions = 0;              // eviction decisions (regions or pages)
   std::uint64_t pagesEvicted = 0;
-  std::uint64_t bytesCopiedOnHost = 0;     // application data buffered into the swap buffer by the CPU
-  std::uint64_t cowFaults = 0;     // write faults on protected copy sources
-  std::uint64_t cowBytesSaved = 0; // bytes copied to the swap buffer by faults and frees
+  std::uint64_t bytesCopiedOnHost = 0; // application data buffered into the swap buffer by the CPU
+  std::uint64_t cowFaults = 0;         // write faults on protected copy sources
+  std::uint64_t cowBytesSaved = 0;     // bytes copied to the swap buffer by faults and frees
   std::uint64_t launches = 0;
   std::uint64_t residencyWaitNanoseconds = 0; // time launches waited for backing and loads
   std::uint64_t fenceWaits = 0;               // times mqx waited for in-flight work to free memory
+  std::uint64_t peerEvictions = 0; // victims chosen among other processes' regions and evicted by their owners
+  std::uint64_t launchYields = 0;  // operations that gave back their backing to an older process (deadlock avoidance)
 
   std::string toJson() const;
 };

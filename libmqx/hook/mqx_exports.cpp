@@ -7,6 +7,8 @@
 
 #include "hook/export.hpp"
 #include "hook/hook_support.hpp"
+#include "hook/node_membership.hpp"
+#include "ipc/daemon_client.hpp"
 
 using namespace mqx;
 using namespace mqx::hook;
@@ -39,6 +41,21 @@ MQX_EXPORT int mqx_declare_resizable_by_name(const char* name) {
     Runtime::instance().declareResizable(std::string(name));
   } catch (...) {
     return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  return CUDA_SUCCESS;
+}
+
+// One operator of the running query's plan (paper §5): expected seconds and
+// device bytes; mqxd gets the plan's weighted and peak demand so far. 0 on
+// success, and without mqxd's node (nothing to declare to);
+// CUDA_ERROR_INVALID_VALUE for seconds that are not positive and finite.
+MQX_EXPORT int mqx_node_declare_operator(double seconds, std::uint64_t bytes) {
+  if (!(seconds > 0) || seconds > 1e300) return CUDA_ERROR_INVALID_VALUE;
+  ipc::DaemonClient* client = nodeMembership();
+  if (client == nullptr) return CUDA_SUCCESS;
+  try {
+    client->declareOperator(seconds, bytes);
+  } catch (...) {
   }
   return CUDA_SUCCESS;
 }

@@ -6,6 +6,7 @@
 
 #include "common/log.hpp"
 #include "hook/host_memory_hooks.hpp"
+#include "hook/node_membership.hpp"
 #include "ipc/daemon_client.hpp"
 #include "ipc/launch_tuning_client.hpp"
 
@@ -36,6 +37,8 @@ std::shared_ptr<DeviceBudget> joinNode(const Config& config) {
 }
 
 } // namespace
+
+ipc::DaemonClient* nodeMembership() { return nodeClient != nullptr ? nodeClient->get() : nullptr; }
 
 Runtime& Runtime::instance() {
   // Leaked on purpose: hooks may run after static destructors.
@@ -130,8 +133,8 @@ MemoryManager* Runtime::activate() {
       toString(config_.replacement));
   if (nodeClient != nullptr) startLaunchTuning(*api);
   if (nodeClient != nullptr) {
-    (*nodeClient)->setEvictor([manager = managerStorage_.get()](std::size_t bytes) {
-      return manager->evictForOtherProcess(bytes, std::chrono::milliseconds(200));
+    (*nodeClient)->setRegionEvictor([manager = managerStorage_.get()](std::size_t bytes, std::uint64_t region) {
+      return manager->evictForOtherProcess(bytes, std::chrono::milliseconds(200), region);
     });
   }
   // Registered after cudart's own exit handler, so it runs before cudart

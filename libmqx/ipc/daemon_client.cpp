@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -52,6 +53,8 @@ std::shared_ptr<DaemonClient> DaemonClient::connect(const Config& config, Role r
       record.peakDemand = 0;
       record.heartbeatNs = monotonicNanoseconds();
       record.querySlot = role == Role::Memory ? querySlotFromEnvironment(node) : kNoSlot;
+      record.blockedOnMemory = 0;
+      node.published[i].clear();
       record.arrival = node.nextArrival++;
       std::memset(record.name, 0, sizeof record.name);
       std::memcpy(record.name, name.data(), std::min(name.size(), sizeof record.name - 1));
@@ -106,6 +109,11 @@ std::shared_ptr<DeviceBudget> DaemonClient::budget() {
 }
 
 void DaemonClient::setEvictor(Evictor evictor) {
+  if (!evictor) return setRegionEvictor(nullptr);
+  setRegionEvictor([evictor = std::move(evictor)](std::size_t bytes, std::uint64_t) { return evictor(bytes); });
+}
+
+void DaemonClient::setRegionEvictor(RegionEvictor evictor) {
   std::lock_guard lock(evictorMutex_);
   evictor_ = std::move(evictor);
 }
@@ -122,7 +130,7 @@ void DaemonClient::serveEvictions() {
     std::size_t freed = 0;
     {
       std::lock_guard lock(evictorMutex_);
-      if (evictor_) freed = evictor_(message.bytes);
+      if (evictor_) freed = evictor_(message.bytes, message.region);
     }
     if (freed > 0) {
       RobustLock lock(node().lock);
@@ -138,12 +146,76 @@ void DaemonClient::serveEvictions() {
   }
 }
 
+void DaemonClient::setBlocked(bool blocked) {
+  RobustLock lock(node().lock);
+  ClientRecord& record = node().clients[slot_];
+  if (record.pid == getpid()) record.blockedOnMemory = blocked ? 1 : 0;
+}
+
+bool DaemonClient::mustYield() {
+  if (slot_ == kNoSlot || !inJoiningProcess()) return false;
+  std::vector<pid_t> older;
+  {
+    RobustLock lock(node().lock);
+    const std::uint64_t mine = node().clients[slot_].arrival;
+    for (const ClientRecord& record : node().clients)
+      if (record.state == ClientState::Memory && record.blockedOnMemory != 0 && record.arrival < mine)
+        older.push_back(record.pid);
+  }
+  return std::any_of(older.begin(), older.end(), processAlive);
+}
+
+std::optional<std::size_t> DaemonClient::askToEvict(pid_t owner, std::uint64_t region, std::size_t bytes,
+                                                    Clock::time_point answerBy) {
+  Message request = Message::of(MessageKind::EvictRequest, getpid(), slot_);
+  request.sequence = nextSequence_++;
+  request.bytes = bytes;
+  request.region = region;
+  if (!sendTo(names_.evictQueue(owner), request)) return std::nullopt;
+  Message reply;
+  while (Clock::now() < answerBy) {
+    const auto left = std::chrono::duration_cast<milliseconds>(answerBy - Clock::now()) + milliseconds(1);
+    if (!replies_->receive(&reply, left)) break;
+    // Late answers to earlier requests are dropped here.
+    if (reply.kind == MessageKind::EvictAck && reply.sequence == request.sequence) return reply.bytes;
+  }
+  return std::nullopt;
+}
+
+std::size_t DaemonClient::requestEvictionOf(std::uint32_t ownerSlot, std::uint64_t region, std::size_t bytes) {
+  if (!inJoiningProcess() || ownerSlot >= kMaxClients || ownerSlot == slot_) return 0;
+  std::lock_guard serial(requestMutex_);
+  pid_t owner = 0;
+  {
+    RobustLock lock(node().lock);
+    const ClientRecord& record = node().clients[ownerSlot];
+    if (record.state != ClientState::Memory) return 0;
+    owner = record.pid;
+  }
+  if (!processAlive(owner)) return 0;
+  const auto answerBy = Clock::now() + milliseconds(config_.evictionTimeoutMilliseconds);
+  const auto freed = askToEvict(owner, region, bytes, answerBy);
+  if (!freed)
+    log(LogLevel::Warn,
+        "process {} did not answer the eviction of its region {} within {} ms (daemon.eviction_timeout_ms); choosing "
+        "another victim",
+        owner, region, config_.evictionTimeoutMilliseconds);
+  return freed.value_or(0);
+}
+
 bool DaemonClient::requestEviction(std::size_t bytes) {
   if (!inJoiningProcess()) return false;
   std::lock_guard serial(requestMutex_);
   const auto start = Clock::now();
   const auto deadline = start + milliseconds(config_.evictionTimeoutMilliseconds);
   const pid_t self = getpid();
+  // Others see that this process waits for memory (deadlock avoidance,
+  // mustYield); cleared however this ends.
+  setBlocked(true);
+  struct Unblock {
+    DaemonClient* client;
+    ~Unblock() { client->setBlocked(false); }
+  } unblock{this};
   while (Clock::now() < deadline) {
     // The other memory clients, largest holder first: the most likely to
     // have something unpinned to evict.
@@ -157,6 +229,9 @@ bool DaemonClient::requestEviction(std::size_t bytes) {
         if (record.state == ClientState::Memory && record.pid != self && record.budgetHeld > 0)
           owners.emplace_back(record.budgetHeld, record.pid);
     }
+    // An older client waits too: this one gives way (the caller releases
+    // what it backed for its pending launch and retries after it).
+    if (mustYield()) return false;
     // A dead owner cannot answer; the daemon gives its bytes back shortly.
     const bool nobodyElse = owners.empty();
     std::erase_if(owners, [](const auto& owner) { return !processAlive(owner.second); });
@@ -167,20 +242,8 @@ bool DaemonClient::requestEviction(std::size_t bytes) {
     }
     std::sort(owners.rbegin(), owners.rend());
     for (const auto& [held, owner] : owners) {
-      Message request = Message::of(MessageKind::EvictRequest, self, slot_);
-      request.sequence = nextSequence_++;
-      request.bytes = bytes;
-      if (!sendTo(names_.evictQueue(owner), request)) continue;
-      Message reply;
-      const auto answerBy = std::min(deadline, Clock::now() + milliseconds(500));
-      while (Clock::now() < answerBy) {
-        const auto left = std::chrono::duration_cast<milliseconds>(answerBy - Clock::now()) + milliseconds(1);
-        if (!replies_->receive(&reply, left)) break;
-        if (reply.kind == MessageKind::EvictAck && reply.sequence == request.sequence) {
-          if (reply.bytes > 0) return true;
-          break;
-        }
-      }
+      const auto freed = askToEvict(owner, 0, bytes, std::min(deadline, Clock::now() + milliseconds(500)));
+      if (freed && *freed > 0) return true;
       if (Clock::now() >= deadline) break;
     }
     // Everything the others hold is in use right now: let their work finish.
@@ -230,6 +293,42 @@ bool DaemonClient::updateDemand(std::uint64_t weightedDemand, std::uint64_t peak
   message.weightedDemand = weightedDemand;
   message.peakDemand = peakDemand;
   return sendTo(names_.daemonQueue, message);
+}
+
+bool DaemonClient::declareOperator(double seconds, std::uint64_t bytes) {
+  if (!(seconds > 0) || !std::isfinite(seconds)) return false;
+  std::uint64_t weighted = 0, peak = 0;
+  {
+    std::lock_guard lock(demandMutex_);
+    declaredSeconds_ += seconds;
+    declaredByteSeconds_ += seconds * static_cast<double>(bytes);
+    declaredPeak_ = std::max(declaredPeak_, bytes);
+    weighted = static_cast<std::uint64_t>(declaredByteSeconds_ / declaredSeconds_);
+    peak = declaredPeak_;
+    declared_.store(true, std::memory_order_relaxed);
+  }
+  return updateDemand(weighted, peak);
+}
+
+void DaemonClient::observeLaunchFootprint(std::uint64_t bytes) {
+  // The launch path: one relaxed load when the query declared its plan, else
+  // a clock read; a message at most once per interval.
+  if (declared_.load(std::memory_order_relaxed) || !inJoiningProcess()) return;
+  std::uint64_t report = 0;
+  {
+    std::lock_guard lock(demandMutex_);
+    windowFootprint_ = std::max(windowFootprint_, bytes);
+    const auto now = Clock::now();
+    if (now - windowStart_ < milliseconds(config_.demandReportIntervalMilliseconds)) return;
+    windowStart_ = now;
+    if (windowFootprint_ == reportedFootprint_) {
+      windowFootprint_ = 0;
+      return;
+    }
+    report = reportedFootprint_ = windowFootprint_;
+    windowFootprint_ = 0;
+  }
+  updateDemand(report, report);
 }
 
 void DaemonClient::finishQuery() {

@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -33,6 +34,9 @@ public:
   // Frees up to the given bytes of this process's device memory for another
   // process; returns the bytes freed.
   using Evictor = std::function<std::size_t(std::size_t)>;
+  // The same, preferring the named region (one of this process's RegionIds,
+  // 0 for none): global victim selection names the victim.
+  using RegionEvictor = std::function<std::size_t(std::size_t bytes, std::uint64_t region)>;
 
   // Null when no daemon runs for this user and instance (then the process
   // works alone). Throws std::runtime_error when the node is full.
@@ -49,6 +53,7 @@ public:
   std::uint32_t slot() const { return slot_; }
   NodeState& node() { return segment_->state(); }
   const IpcNames& names() const { return names_; }
+  const Config& config() const { return config_; }
   bool daemonAlive();
 
   // Memory role: the node budget, drawn through this client's record (the
@@ -56,10 +61,19 @@ public:
   std::shared_ptr<DeviceBudget> budget();
   // Installs (or, with nullptr, removes) what serves eviction requests.
   void setEvictor(Evictor evictor);
+  void setRegionEvictor(RegionEvictor evictor);
   // Asks other memory clients, largest holder first, to free `bytes`; waits
   // for their acknowledgements up to daemon.eviction_timeout_ms. True when
   // some bytes were freed.
+  // Returns false at once, too, when an older client also waits for memory
+  // (then this one must yield: mustYield()).
   bool requestEviction(std::size_t bytes);
+  // Asks the client in `ownerSlot` to evict `region` (or its best
+  // alternative) for `bytes`; waits for its acknowledgement at most
+  // daemon.eviction_timeout_ms. The bytes it freed.
+  std::size_t requestEvictionOf(std::uint32_t ownerSlot, std::uint64_t region, std::size_t bytes);
+  // Whether another live memory client of older arrival waits for memory.
+  bool mustYield();
 
   // Query role: declares the demand and waits until mqxd admits the query.
   // False when the daemon went away meanwhile.
@@ -74,10 +88,26 @@ public:
   // runs for (Memory role, MQX_QUERY_SLOT); mqxd re-runs admission. False
   // when there is no query record to update or mqxd cannot be reached.
   bool updateDemand(std::uint64_t weightedDemand, std::uint64_t peakDemand);
+  // Memory role, the advice API (mqx_declare_operator): one more operator of
+  // the running query's plan, expected to take `seconds` with `bytes` of
+  // device memory. Sends the plan's demand so far: weighted
+  // m = Σ tᵢmᵢ / Σ tᵢ and peak max mᵢ (paper §5). False for a bad operator
+  // or when there is no query record to update.
+  bool declareOperator(double seconds, std::uint64_t bytes);
+  // Memory role, the launch path: the device bytes a launch references.
+  // While the query declared no operator, the most referenced by one launch
+  // in each daemon.demand_report_interval_ms is sent as its demand when it
+  // changed: the demand follows what the query's kernels actually use.
+  void observeLaunchFootprint(std::uint64_t bytes);
 
 private:
   DaemonClient(const Config& config, Role role) : config_(config), role_(role) {}
   void serveEvictions();
+  void setBlocked(bool blocked);
+  // Sends one request and waits for its acknowledgement until `answerBy`;
+  // nullopt when none came.
+  std::optional<std::size_t> askToEvict(pid_t owner, std::uint64_t region, std::size_t bytes,
+                                        std::chrono::steady_clock::time_point answerBy);
 
   // Whether this is the process that joined (not a fork() child of it, which
   // inherits the object but neither the record, the queues nor the thread).
@@ -94,9 +124,18 @@ private:
   std::thread server_;
   std::atomic<bool> stopping_{false};
   std::mutex evictorMutex_;
-  Evictor evictor_;
+  RegionEvictor evictor_;
   std::mutex requestMutex_; // one outstanding eviction request per process
   std::uint64_t nextSequence_ = 1;
+  // Demand of the query as declared (advice API) and observed (launches).
+  std::mutex demandMutex_;
+  double declaredSeconds_ = 0;
+  double declaredByteSeconds_ = 0;
+  std::uint64_t declaredPeak_ = 0;
+  std::atomic<bool> declared_{false};
+  std::uint64_t windowFootprint_ = 0;
+  std::uint64_t reportedFootprint_ = 0;
+  std::chrono::steady_clock::time_point windowStart_{};
 };
 
 } // namespace mqx::ipc

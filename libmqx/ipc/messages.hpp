@@ -28,7 +28,7 @@ enum class MessageKind : std::uint16_t {
   LaunchFinished = 6,      // the kernel of ticket `sequence` completed
   // To a client.
   Admitted = 16,         // the query in `slot` may start
-  EvictRequest = 17,     // free `bytes` of device memory; reply to `pid`'s reply queue
+  EvictRequest = 17,     // free `bytes` (`region` first); reply to `pid`'s reply queue
   EvictAck = 18,         // `bytes` were freed for request `sequence`
   LaunchParameters = 19, // the answer to LaunchTuningRequest `sequence` (`launch`)
 };
@@ -58,6 +58,7 @@ struct Message {
   std::uint64_t bytes = 0;
   std::uint64_t weightedDemand = 0;
   std::uint64_t peakDemand = 0;
+  std::uint64_t region = 0; // EvictRequest: the owner's region to evict (0: its own choice)
   char name[kQueryNameBytes] = {};
   LaunchTuningFields launch{};
 

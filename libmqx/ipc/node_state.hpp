@@ -1,6 +1,7 @@
 // NodeState: the layout of the node's shared-memory segment (ARCHITECTURE.md
 // decision 9). Plain fixed-size data, no pointers, so that every process maps
-// it anywhere. Every field is written under `lock`, and every update is one
+// it anywhere. Every field but the clock and the published regions is written
+// under `lock`, and every update is one
 // store that leaves the state valid: a process killed between two stores
 // leaves nothing to repair (see RobustMutex). The node's used budget is not
 // stored: it is the sum of what live client records hold, so reclaiming a
@@ -12,12 +13,15 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <atomic>
+
+#include "ipc/published_regions.hpp"
 #include "ipc/robust_mutex.hpp"
 
 namespace mqx::ipc {
 
 inline constexpr std::uint32_t kNodeStateMagic = 0x6d71786e; // "mqxn"
-inline constexpr std::uint32_t kNodeStateVersion = 1;
+inline constexpr std::uint32_t kNodeStateVersion = 2;
 inline constexpr std::uint32_t kMaxClients = 64;
 inline constexpr std::size_t kQueryNameBytes = 64;
 inline constexpr std::uint32_t kNoSlot = 0xffffffffu;
@@ -39,6 +43,7 @@ struct ClientRecord {
   std::uint64_t observedPeak = 0;    // a query: most bytes its processes held at once
   std::uint64_t heartbeatNs = 0;     // CLOCK_MONOTONIC
   std::uint32_t querySlot = kNoSlot; // a Memory client: the query it runs for
+  std::uint32_t blockedOnMemory = 0; // a Memory client waiting for others to free memory
   char name[kQueryNameBytes] = {};
 };
 
@@ -54,6 +59,11 @@ struct NodeState {
   std::uint64_t evictionRequestsServed = 0; // cross-process evictions that freed something
   std::uint64_t bytesEvictedForOthers = 0;
   ClientRecord clients[kMaxClients];
+  // Not under `lock`: the node-wide logical clock of region uses (one
+  // fetch_add per launch), so that last uses of different processes compare,
+  // and each client's published regions (seqlocks, written by the owner).
+  std::atomic<std::uint64_t> logicalClock{0};
+  PublishedRegions published[kMaxClients];
 
   // Call with `lock` held.
   std::uint64_t usedBytes() const {

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "ipc/daemon_client.hpp"
 
@@ -51,5 +53,79 @@ std::size_t SharedDeviceBudget::held() const {
 }
 
 bool SharedDeviceBudget::reclaimElsewhere(std::size_t bytes) { return client_->requestEviction(bytes); }
+
+} // namespace mqx::ipc
+
+namespace mqx::ipc {
+
+std::uint64_t SharedDeviceBudget::tick() {
+  return client_->node().logicalClock.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
+void SharedDeviceBudget::publish(RegionId region, const EvictionCandidate& inputs) {
+  if (ownRecord(*client_) == nullptr) return; // left the node (or a fork() child)
+  if (!entriesInitialised_) {
+    for (std::uint32_t i = kPublishedRegionsPerClient; i > 0; --i)
+      freeEntries_.push_back(i - 1);
+    entriesInitialised_ = true;
+  }
+  PublishedRegions& table = client_->node().published[client_->slot()];
+  auto found = entryOf_.find(region);
+  if (inputs.bytes == 0) { // nothing resident: withdrawn
+    if (found == entryOf_.end()) return;
+    table.entries[found->second].write({});
+    freeEntries_.push_back(found->second);
+    entryOf_.erase(found);
+    return;
+  }
+  if (found == entryOf_.end()) {
+    // A full table leaves the region unpublished: only its owner's own
+    // victim selection sees it (docs/daemon.md).
+    if (freeEntries_.empty()) return;
+    found = entryOf_.emplace(region, freeEntries_.back()).first;
+    freeEntries_.pop_back();
+  }
+  table.entries[found->second].write({region, inputs.bytes, inputs.dirtyBytes, inputs.lastUse, inputs.useCount});
+}
+
+void SharedDeviceBudget::collect(std::vector<PeerCandidate>* out) {
+  NodeState& node = client_->node();
+  std::vector<std::pair<std::uint32_t, pid_t>> others;
+  {
+    RobustLock lock(node.lock);
+    for (std::uint32_t slot = 0; slot < kMaxClients; ++slot) {
+      const ClientRecord& record = node.clients[slot];
+      if (slot != client_->slot() && record.state == ClientState::Memory) others.emplace_back(slot, record.pid);
+    }
+  }
+  for (const auto& [slot, pid] : others) {
+    if (!processAlive(pid)) continue; // cannot answer; mqxd reclaims its bytes
+    for (const PublishedRegion& entry : node.published[slot].entries) {
+      RegionSummary summary;
+      if (!entry.read(&summary) || summary.residentBytes == 0) continue;
+      out->push_back(
+          {slot, summary.region,
+           EvictionCandidate{0, summary.residentBytes, summary.dirtyBytes, summary.lastUse, summary.useCount}});
+    }
+  }
+}
+
+std::size_t SharedDeviceBudget::evictAt(const PeerCandidate& candidate, std::size_t bytes) {
+  return client_->requestEvictionOf(candidate.owner, candidate.region, bytes);
+}
+
+void SharedDeviceBudget::observeLaunchFootprint(std::size_t bytes) { client_->observeLaunchFootprint(bytes); }
+
+bool SharedDeviceBudget::mustYield() { return client_->mustYield(); }
+
+bool SharedDeviceBudget::waitForTurn() {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(client_->config().evictionTimeoutMilliseconds);
+  while (client_->mustYield()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
 
 } // namespace mqx::ipc

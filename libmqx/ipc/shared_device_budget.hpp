@@ -2,18 +2,23 @@
 // DeviceBudget interface that MemoryManager uses (ARCHITECTURE.md decision
 // 9). Each process's bytes are counted in its own client record, so the
 // daemon gives a dead process's bytes back by freeing its record; the node's
-// use is the sum of the records.
+// use is the sum of the records. It is also the manager's view of the other
+// processes (PeerRegions): the node clock, every process's published
+// regions, and eviction of another process's region on request (paper §6).
 #pragma once
 
 #include <memory>
+#include <unordered_map>
+#include <vector>
 
 #include "core/device_budget.hpp"
+#include "core/peer_regions.hpp"
 
 namespace mqx::ipc {
 
 class DaemonClient;
 
-class SharedDeviceBudget final : public DeviceBudget {
+class SharedDeviceBudget final : public DeviceBudget, public PeerRegions {
 public:
   explicit SharedDeviceBudget(std::shared_ptr<DaemonClient> client) : client_(std::move(client)) {}
   bool tryAcquire(std::size_t bytes) override;
@@ -23,11 +28,25 @@ public:
   // Cross-process eviction: asks the other processes to evict (paper §6,
   // evicting another query's regions when this one cannot proceed).
   bool reclaimElsewhere(std::size_t bytes) override;
+  PeerRegions* peers() override { return this; }
   // Bytes this process holds.
   std::size_t held() const;
 
+  std::uint64_t tick() override;
+  void publish(RegionId region, const EvictionCandidate& inputs) override;
+  void collect(std::vector<PeerCandidate>* out) override;
+  std::size_t evictAt(const PeerCandidate& candidate, std::size_t bytes) override;
+  void observeLaunchFootprint(std::size_t bytes) override;
+  bool mustYield() override;
+  bool waitForTurn() override;
+
 private:
   std::shared_ptr<DaemonClient> client_;
+  // This process's published entries (the owner's side; under its
+  // manager's lock): which entry holds which region, and the free ones.
+  std::unordered_map<RegionId, std::uint32_t> entryOf_;
+  std::vector<std::uint32_t> freeEntries_;
+  bool entriesInitialised_ = false;
 };
 
 } // namespace mqx::ipc

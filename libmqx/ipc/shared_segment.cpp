@@ -11,7 +11,8 @@ namespace bip = boost::interprocess;
 namespace {
 
 constexpr const char* kStateObject = "NodeState";
-constexpr std::size_t kSegmentBytes = 64 * 1024;
+// The node state and Boost's own bookkeeping.
+constexpr std::size_t kSegmentBytes = sizeof(NodeState) + 64 * 1024;
 
 } // namespace
 

@@ -31,6 +31,60 @@ TEST_P(Oversubscribed, EightProcessesAtThreeTimesTheBudgetFinishCorrectly) {
 
 INSTANTIATE_TEST_SUITE_P(Policies, Oversubscribed, ::testing::Values("cdr", "lru", "mru", "lfu", "random"));
 
+// Global victim selection (paper §6): the victim is chosen among every
+// process's regions. A holds one cold, clean region; B needs memory for its
+// third region while holding only hot (recently used, dirty) ones: A's region
+// goes, not B's (B evicts nothing of its own).
+class GlobalVictim : public NodeFixture, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(GlobalVictim, AnotherProcessColdRegionIsEvictedNotTheRequesterHotOne) {
+  environment_["MQX_DAEMON_CAPACITY"] = "24MiB";
+  environment_["MQX_POLICY_REPLACEMENT"] = GetParam();
+  startDaemon();
+  auto cold = client({"cold", std::to_string(8 << 20), "1500", "7"});
+  ASSERT_TRUE(cold->waitForLine("ready", 10s));
+  // 3 x 6 MiB: with A's 8 MiB that is 26 MiB of a 24 MiB node.
+  auto hot = client({"work", "3", std::to_string(6 << 20), "3", "9"});
+  EXPECT_TRUE(hot->waitForLine("ok", 20s));
+  EXPECT_TRUE(hot->waitForLine("evictions 0", 1s)) << "B evicted its own hot data";
+  EXPECT_EQ(hot->wait(20s), 0);
+  EXPECT_TRUE(cold->waitForLine("ok", 20s)) << "A's data survives the eviction";
+  EXPECT_TRUE(cold->waitForLine("evictions 1", 1s)) << "A evicted its cold region for B";
+  EXPECT_EQ(cold->wait(20s), 0);
+  EXPECT_EQ(segment_->state().evictionRequestsServed, 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, GlobalVictim, ::testing::Values("cdr", "lru"));
+
+// Deadlock avoidance: every process's single launch needs 0.6x of the node,
+// so two of them cannot be backed at once. Each backs part of its region and
+// waits for the others; the younger ones give back what they backed and let
+// the oldest proceed, then the next. All finish with correct data.
+class OversizedLaunches : public NodeFixture, public ::testing::WithParamInterface<int> {};
+
+TEST_P(OversizedLaunches, AllCompleteOneAfterTheOther) {
+  const int processes = GetParam();
+  environment_["MQX_DAEMON_CAPACITY"] = "20MiB";
+  // Small pages: backing a region takes long enough (192 pages) that the
+  // processes, started together, back their regions at the same time.
+  environment_["MQX_MEMORY_PAGE_SIZE"] = "64KiB";
+  environment_["MQX_SIM_GRANULARITY"] = "64KiB";
+  startDaemon();
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::unique_ptr<ChildProcess>> clients;
+  for (int i = 0; i < processes; ++i)
+    clients.push_back(
+        client({"work", "1", std::to_string(12 << 20), "2", std::to_string(i + 3), std::to_string(processes)}));
+  for (auto& process : clients) {
+    EXPECT_TRUE(process->waitForLine("ok", 20s));
+    EXPECT_EQ(process->wait(20s), 0);
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 20s);
+  ASSERT_TRUE(waitUntilBudgetFree(1000ms)) << "still used: " << usedBytes();
+}
+
+INSTANTIATE_TEST_SUITE_P(Processes, OversizedLaunches, ::testing::Values(2, 3));
+
 TEST_F(NodeFixture, EvictionRequestNobodyCanServeIsOutOfMemoryAfterTheTimeout) {
   environment_["MQX_DAEMON_CAPACITY"] = "16MiB";
   environment_["MQX_DAEMON_EVICTION_TIMEOUT_MS"] = "300";

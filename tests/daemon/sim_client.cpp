@@ -9,6 +9,10 @@
 //                             1 wrong data, 4 a call failed (out of memory).
 //                             With PEERS, the passes start once PEERS clients
 //                             have joined the node, so that they all compete.
+//   cold BYTES MS SEED        one region of BYTES, read once by a kernel
+//                             (cudaAdvice input: it stays clean), prints
+//                             "ready", keeps it MS milliseconds (serving
+//                             eviction requests), then checks it as work does.
 //   hold-budget BYTES MS      takes BYTES of the budget, prints "held", keeps
 //                             them MS milliseconds (0: until killed), exits.
 //   hold-lock BYTES           takes BYTES, then the node lock, prints
@@ -55,14 +59,39 @@ void waitForPeers(mqx::ipc::DaemonClient& client, unsigned peers) {
       arrivals = client.node().nextArrival - 1;
     }
     if (arrivals >= peers) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    // Short: the peers start their passes within microseconds of each other.
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   std::fprintf(stderr, "sim_client %d: only some of %u peers joined\n", getpid(), peers);
 }
 
-int work(const mqx::Config& config, mqx::ipc::DaemonClient& client, int regions, std::size_t bytes, int rounds,
-         unsigned seed, unsigned peers) {
+struct WorkOptions {
+  int regions = 1;
+  std::size_t bytes = 0;
+  int rounds = 1;
+  unsigned seed = 0;
+  unsigned peers = 0;
+  bool readOnly = false;     // a kernel that only reads (cudaAdvice input): the data stays clean
+  long holdMilliseconds = 0; // after the passes: prints "ready" and keeps the data this long
+};
+
+int work(const mqx::Config& config, mqx::ipc::DaemonClient& client, const WorkOptions& options) {
+  const int regions = options.regions;
+  const std::size_t bytes = options.bytes;
+  const int rounds = options.rounds;
+  const unsigned seed = options.seed;
   mqx::device::SimBackend backend(config);
+  const mqx::FunctionHandle readAll = backend.registerKernel(
+      [](const mqx::device::SimKernelContext&, void** params) {
+        const auto* data = *static_cast<const std::uint8_t**>(params[0]);
+        auto n = *static_cast<std::uint64_t*>(params[1]);
+        std::uint64_t sum = 0;
+        for (std::uint64_t i = 0; i < n; ++i)
+          sum += data[i];
+        volatile std::uint64_t sink = sum; // read everything, write nothing
+        (void)sink;
+      },
+      {{0, 8}, {8, 8}});
   const mqx::FunctionHandle transform = backend.registerKernel(
       [](const mqx::device::SimKernelContext&, void** params) {
         auto* data = *static_cast<std::uint8_t**>(params[0]);
@@ -75,8 +104,9 @@ int work(const mqx::Config& config, mqx::ipc::DaemonClient& client, int regions,
   // Copy-on-write faults of lazily copied host buffers go to the manager, as
   // in libmqx.so.
   mqx::hook::registerHostMemoryManager(manager.get());
-  client.setEvictor(
-      [&](std::size_t wanted) { return manager->evictForOtherProcess(wanted, std::chrono::milliseconds(200)); });
+  client.setRegionEvictor([&](std::size_t wanted, std::uint64_t region) {
+    return manager->evictForOtherProcess(wanted, std::chrono::milliseconds(200), region);
+  });
   int result = 0;
   auto fail = [&](const char* what, Status status) {
     std::fprintf(stderr, "sim_client %d: %s failed: %s\n", getpid(), what, std::string(mqx::toString(status)).c_str());
@@ -92,7 +122,7 @@ int work(const mqx::Config& config, mqx::ipc::DaemonClient& client, int regions,
     else if (Status s2 = manager->copyHostToDevice(addresses[r], reference[r].data(), bytes, 0, true); !mqx::ok(s2))
       fail("copy to device", s2);
   }
-  waitForPeers(client, peers);
+  waitForPeers(client, options.peers);
   for (int round = 0; round < rounds && result == 0; ++round) {
     for (int r = 0; r < regions && result == 0; ++r) {
       void* pointer = reinterpret_cast<void*>(addresses[r]);
@@ -100,13 +130,19 @@ int work(const mqx::Config& config, mqx::ipc::DaemonClient& client, int regions,
       auto k = static_cast<std::uint8_t>(seed + round * 5 + r);
       void* params[] = {&pointer, &n, &k};
       mqx::device::KernelLaunch launch;
-      launch.function = transform;
+      launch.function = options.readOnly ? readAll : transform;
       launch.params = params;
+      if (options.readOnly) manager->advise(addresses[r], mqx::Access::Input);
       if (Status s = manager->launch(launch); !mqx::ok(s))
         fail("launch", s);
-      else
+      else if (!options.readOnly)
         transformReference(reference[r].data(), n, k);
     }
+  }
+  if (options.holdMilliseconds > 0 && result == 0) {
+    std::printf("ready\n");
+    std::fflush(stdout);
+    std::this_thread::sleep_for(std::chrono::milliseconds(options.holdMilliseconds));
   }
   for (int r = 0; r < regions && result == 0; ++r) {
     std::vector<std::uint8_t> back(bytes);
@@ -118,7 +154,9 @@ int work(const mqx::Config& config, mqx::ipc::DaemonClient& client, int regions,
     }
   }
   const auto stats = manager->statistics();
-  std::printf("%s\nevictions %llu\n", result == 0 ? "ok" : "failed", static_cast<unsigned long long>(stats.evictions));
+  std::printf("%s\nevictions %llu\npeer evictions %llu\nyields %llu\n", result == 0 ? "ok" : "failed",
+              static_cast<unsigned long long>(stats.evictions), static_cast<unsigned long long>(stats.peerEvictions),
+              static_cast<unsigned long long>(stats.launchYields));
   std::fflush(stdout);
   client.setEvictor(nullptr); // before the manager goes
   for (auto address : addresses)
@@ -132,10 +170,9 @@ int work(const mqx::Config& config, mqx::ipc::DaemonClient& client, int regions,
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(
-        stderr,
-        "usage: mqx_sim_client work R BYTES ROUNDS SEED | hold-budget BYTES MS | hold-lock BYTES | update-demand "
-        "WEIGHTED PEAK BEFORE_MS AFTER_MS\n");
+    std::fprintf(stderr, "usage: mqx_sim_client work R BYTES ROUNDS SEED [PEERS] | cold BYTES MS SEED | hold-budget "
+                         "BYTES MS | hold-lock BYTES | update-demand "
+                         "WEIGHTED PEAK BEFORE_MS AFTER_MS\n");
     return 2;
   }
   try {
@@ -147,9 +184,18 @@ int main(int argc, char** argv) {
       return 3;
     }
     const std::string mode = argv[1];
-    if (mode == "work" && (argc == 6 || argc == 7))
-      return work(config, *client, std::atoi(argv[2]), std::strtoull(argv[3], nullptr, 10), std::atoi(argv[4]),
-                  static_cast<unsigned>(std::atoi(argv[5])), argc == 7 ? static_cast<unsigned>(std::atoi(argv[6])) : 0);
+    if (mode == "work" && (argc == 6 || argc == 7)) {
+      WorkOptions options{std::atoi(argv[2]), std::strtoull(argv[3], nullptr, 10), std::atoi(argv[4]),
+                          static_cast<unsigned>(std::atoi(argv[5])),
+                          argc == 7 ? static_cast<unsigned>(std::atoi(argv[6])) : 0};
+      return work(config, *client, options);
+    }
+    if (mode == "cold" && argc == 5) {
+      WorkOptions options{1, std::strtoull(argv[2], nullptr, 10), 1, static_cast<unsigned>(std::atoi(argv[4]))};
+      options.readOnly = true;
+      options.holdMilliseconds = std::atol(argv[3]);
+      return work(config, *client, options);
+    }
     if (mode == "update-demand" && argc == 6) {
       std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(argv[4])));
       if (!client->updateDemand(std::strtoull(argv[2], nullptr, 10), std::strtoull(argv[3], nullptr, 10))) return 6;

@@ -17,6 +17,8 @@
 #ifndef MQX_ADVICE_H
 #define MQX_ADVICE_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -31,6 +33,18 @@ extern "C" {
  * devicePtr lies in no region it manages.
  */
 int cudaAdvice(const void* devicePtr, int flags);
+
+/*
+ * Declares one operator of the running query's plan to mqxd's admission
+ * control (MultiQx-GPU §5): it is expected to run expected_seconds (any
+ * positive unit, the same for every operator of the query) and to use
+ * device_bytes of device memory. After each call mqxd counts the query with
+ * the weighted demand sum(t*m)/sum(t) and the peak demand max(m) of the
+ * operators declared so far, and reconsiders postponed queries. Returns 0
+ * on success, and when the process runs natively or without mqxd; 1 when
+ * expected_seconds is not positive and finite.
+ */
+int mqx_declare_operator(double expected_seconds, size_t device_bytes);
 
 /*
  * Declares a kernel resizable (ARCHITECTURE.md decision 11): written with a

@@ -1,0 +1,54 @@
+// PeerRegions: what a memory manager sees of the other processes that share
+// its device budget (multi-process mode, docs/daemon.md): a node-wide
+// logical clock, the swappable regions of every process with the inputs of
+// the replacement policy, and the owner's eviction of one of them on
+// request. Paper §6: the victim is chosen among the regions of every query,
+// not only the requester's. Single-process managers have none.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/region.hpp"
+#include "policy/replacement_policy.hpp"
+
+namespace mqx {
+
+// A region of another process, as last published by its owner.
+struct PeerCandidate {
+  std::uint32_t owner = 0; // opaque to the core
+  RegionId region = 0;
+  EvictionCandidate inputs; // inputs.id is left for the caller
+};
+
+class PeerRegions {
+public:
+  virtual ~PeerRegions() = default;
+  // The node-wide logical clock: one tick per launch of any process.
+  virtual std::uint64_t tick() = 0;
+  // Owner side (called with the manager's lock held): the region's policy
+  // inputs changed; residentBytes 0 withdraws it.
+  virtual void publish(RegionId region, const EvictionCandidate& inputs) = 0;
+  // The published regions of the other live processes (may be stale).
+  virtual void collect(std::vector<PeerCandidate>* out) = 0;
+  // Asks the owner to evict `candidate` (or, when it is no longer
+  // evictable, its own best alternative) and waits for the answer, at most
+  // daemon.eviction_timeout_ms. The bytes freed; 0 on refusal or timeout.
+  virtual std::size_t evictAt(const PeerCandidate& candidate, std::size_t bytes) = 0;
+
+  // The device bytes one launch references (the query's demand as it runs,
+  // paper §5); the node side rate-limits what it reports.
+  virtual void observeLaunchFootprint(std::size_t bytes) = 0;
+
+  // Deadlock avoidance between launches that each cannot complete their
+  // backing (docs/daemon.md): whether a process of older arrival is also
+  // waiting for memory, so that this one must give back what it backed for
+  // its launch and let that one proceed.
+  virtual bool mustYield() = 0;
+  // Waits until no older process waits for memory; false after
+  // daemon.eviction_timeout_ms.
+  virtual bool waitForTurn() = 0;
+};
+
+} // namespace mqx
