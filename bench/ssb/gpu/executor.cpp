@@ -27,11 +27,12 @@ public:
   StepTimer(QueryDevice &device, std::vector<OperatorTiming> &timings)
       : device_(device), timings_(timings) {}
   template <class Step> void run(std::string name, Step step) {
+    device_.takeStepPeak();
     auto start = Clock::now();
     step();
     device_.synchronize();
     std::chrono::duration<double, std::milli> elapsed = Clock::now() - start;
-    timings_.push_back({std::move(name), elapsed.count()});
+    timings_.push_back({std::move(name), elapsed.count(), device_.takeStepPeak()});
   }
 
 private:

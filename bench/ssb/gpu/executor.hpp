@@ -17,6 +17,7 @@ namespace mqx::ssb::gpu {
 struct OperatorTiming {
   std::string name; // "select lo_discount", "probe part", ...
   double milliseconds;
+  std::size_t deviceBytes; // the most device memory held during the step
 };
 
 struct QueryRun {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace mqx::ssb::gpu {
 
@@ -39,6 +40,7 @@ public:
     void *buffer = allocateBytes(bytes);
     currentBytes_ += bytes;
     peakBytes_ = std::max(peakBytes_, currentBytes_);
+    stepPeakBytes_ = std::max(stepPeakBytes_, currentBytes_);
     return buffer;
   }
   void release(void *buffer, std::size_t bytes) noexcept {
@@ -46,7 +48,10 @@ public:
     currentBytes_ -= bytes;
   }
   std::size_t peakBytes() const { return peakBytes_; }
-  void resetPeak() { peakBytes_ = currentBytes_; }
+  void resetPeak() { peakBytes_ = stepPeakBytes_ = currentBytes_; }
+  // The most bytes held since the previous call (per operator: the memory
+  // column of the query's operator plan, docs/daemon.md).
+  std::size_t takeStepPeak() { return std::exchange(stepPeakBytes_, currentBytes_); }
 
   // Synchronous copies and zeroing.
   virtual void upload(void *device, const void *host, std::size_t bytes) = 0;
@@ -82,6 +87,7 @@ protected:
 private:
   std::size_t currentBytes_ = 0;
   std::size_t peakBytes_ = 0;
+  std::size_t stepPeakBytes_ = 0;
 };
 
 } // namespace mqx::ssb::gpu

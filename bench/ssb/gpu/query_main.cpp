@@ -147,7 +147,8 @@ int runQuery(const Options &options) {
   QueryResult result = gpu::decodeResult(plan, run.aggregate, cache);
   std::fputs(formatResult(result).c_str(), stdout);
   for (const gpu::OperatorTiming &step : run.operators)
-    std::printf("# operator %-24s %10.3f ms\n", step.name.c_str(), step.milliseconds);
+    std::printf("# operator %-24s %10.3f ms %10.1f MB\n", step.name.c_str(), step.milliseconds,
+                static_cast<double>(step.deviceBytes) / 1e6);
   std::printf("# device %s\n", device->name().c_str());
   std::printf("# variant %s\n", options.fused ? "fused" : "operator-at-a-time");
   std::printf("# uploaded %.1f MB\n", static_cast<double>(run.uploadedBytes) / 1e6);
