@@ -1,6 +1,7 @@
 #include "device/sim/sim_backend.hpp"
 
 #include <initializer_list>
+#include <signal.h>
 #include <sys/mman.h>
 
 #include <chrono>
@@ -171,8 +172,21 @@ Status SimBackend::unmap(DevicePtr address, std::size_t bytes) {
   return Status::Success;
 }
 
+void SimBackend::injectFaults(const SimFaults& faults) { faults_ = faults; }
+
+void SimBackend::maybeKillInTransfer(TransferDirection direction) {
+  const bool toHost = direction == TransferDirection::ToHost;
+  const std::uint64_t at = toHost ? faults_.killAtCopyToHost : faults_.killAtCopyToDevice;
+  const std::uint64_t count = ++(toHost ? copiesToHost_ : copiesToDevice_);
+  if (at != 0 && count == at) ::raise(SIGKILL);
+}
+
 Status SimBackend::allocateHost(std::size_t bytes, void** out) {
   if (bytes == 0 || out == nullptr) return Status::InvalidValue;
+  if (faults_.failHostAllocations) {
+    ++hostAllocationsRefused_;
+    return Status::OutOfMemory;
+  }
   *out = std::aligned_alloc(4096, roundUp(bytes, 4096));
   return *out != nullptr ? Status::Success : Status::OutOfMemory;
 }
@@ -222,6 +236,7 @@ Status SimBackend::copyToDevice(DevicePtr destination, const void* source, std::
   SimStream* target = streamFor(stream);
   if (target == nullptr) return Status::InvalidHandle;
   if (source == nullptr || !rangeMapped(destination, bytes)) return Status::InvalidValue;
+  maybeKillInTransfer(TransferDirection::ToDevice);
   target->enqueue([=, this] {
     std::memcpy(toPointer(destination), source, bytes);
     charge(bytes, copyBandwidth_, &SimTransferTotals::bytesToDevice, &SimTransferTotals::secondsToDevice);
@@ -233,6 +248,7 @@ Status SimBackend::copyToHost(void* destination, DevicePtr source, std::size_t b
   SimStream* target = streamFor(stream);
   if (target == nullptr) return Status::InvalidHandle;
   if (destination == nullptr || !rangeMapped(source, bytes)) return Status::InvalidValue;
+  maybeKillInTransfer(TransferDirection::ToHost);
   target->enqueue([=, this] {
     std::memcpy(destination, toPointer(source), bytes);
     charge(bytes, copyBandwidth_, &SimTransferTotals::bytesToHost, &SimTransferTotals::secondsToHost);

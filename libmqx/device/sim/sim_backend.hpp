@@ -40,6 +40,16 @@ struct SimTransferTotals {
   double secondsOnDevice = 0;
 };
 
+// Faults a test injects into the simulated device (tests/faults): pinned
+// host memory refused, or the process SIGKILLed inside its Nth transfer in a
+// direction (a copy to the host is an eviction's write-back, a copy to the
+// device a load). Zero: never.
+struct SimFaults {
+  bool failHostAllocations = false;
+  std::uint64_t killAtCopyToHost = 0;
+  std::uint64_t killAtCopyToDevice = 0;
+};
+
 class SimBackend final : public DeviceBackend {
 public:
   explicit SimBackend(const Config& config);
@@ -59,6 +69,8 @@ public:
   static kernelopt::DeviceAttributes deviceAttributes();
   SimTransferTotals transferTotals() const;
   std::size_t mappedBytes() const;
+  void injectFaults(const SimFaults& faults);
+  std::uint64_t hostAllocationsRefused() const { return hostAllocationsRefused_.load(); }
 
   std::string_view name() const override { return "sim"; }
   std::size_t granularity() const override { return granularity_; }
@@ -123,6 +135,9 @@ private:
   std::unique_ptr<std::atomic<std::uint64_t>[]> fenceWords_;
   std::uint32_t fenceSlots_ = 0;
   SimTransferTotals totals_;
+  void maybeKillInTransfer(TransferDirection direction);
+  SimFaults faults_;
+  std::atomic<std::uint64_t> copiesToHost_{0}, copiesToDevice_{0}, hostAllocationsRefused_{0};
 };
 
 } // namespace mqx::device
