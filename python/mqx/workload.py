@@ -186,7 +186,9 @@ class _Runner:
         )
         return process, submitted
 
-    def _finish(self, query: QueryCommand, stream: int, process: subprocess.Popen[str], submitted: float) -> QueryResult:
+    def _finish(
+        self, query: QueryCommand, stream: int, process: subprocess.Popen[str], submitted: float
+    ) -> QueryResult:
         timed_out = False
         try:
             stdout, stderr = process.communicate(timeout=self.timeout)
@@ -335,7 +337,8 @@ def solo_times(
         for _ in range(repeats):
             result = runner.run(query, 0)
             if not result.ok:
-                raise RuntimeError(f"query {query.name} failed alone (exit {result.exit_code}): {result.stderr.strip()}")
+                why = f"exit {result.exit_code}" + (", timed out" if result.timed_out else "")
+                raise RuntimeError(f"query {query.name} failed alone ({why}): {result.stderr.strip()}")
             seconds.setdefault(query.name, []).append(result.seconds)
     return {name: mean(values) for name, values in seconds.items()}
 

@@ -59,6 +59,17 @@ class Admission:
         assert not self.thread.is_alive(), f"{self.client.name} still waiting"
 
 
+def hold_budget(sim_client: str, node, count: int) -> subprocess.Popen[str]:
+    """A memory client that takes `count` bytes of the node budget and prints "held"."""
+    return subprocess.Popen(
+        [sim_client, "hold-budget", str(count), "0"], env={**os.environ, **node.env}, stdout=subprocess.PIPE, text=True
+    )
+
+
+def demands(node) -> dict[str, int]:
+    return {c.name: c.weighted_demand for c in mqx.status(instance=node.instance).clients}
+
+
 def test_absent_daemon_is_an_exception_not_a_hang():
     instance = f"absent{os.getpid()}"
     start = time.monotonic()
@@ -71,9 +82,7 @@ def test_absent_daemon_is_an_exception_not_a_hang():
 
 
 def test_status_shows_clients_demands_and_budget(node, sim_client):
-    holder = subprocess.Popen(
-        [sim_client, "hold-budget", str(20 * MIB), "0"], env={**os.environ, **node.env}, stdout=subprocess.PIPE, text=True
-    )
+    holder = hold_budget(sim_client, node, 20 * MIB)
     try:
         assert holder.stdout.readline().strip() == "held"
         with mqx.Client("q-status", weighted="30MiB", peak=40 * MIB, instance=node.instance) as query:
@@ -173,7 +182,7 @@ def test_demand_updates_admit_and_postpone(start_node):
     assert (record.weighted_demand, record.peak_demand) == (40 * MIB, 40 * MIB)
     # And more again: a new arrival waits.
     small.update_demand(weighted="60MiB", peak="60MiB")
-    assert wait_for(lambda: {c.name: c.weighted_demand for c in mqx.status(instance=node.instance).clients}["small"] == 60 * MIB)
+    assert wait_for(lambda: demands(node)["small"] == 60 * MIB)
     late = mqx.Client("late", weighted="10MiB", peak="10MiB", instance=node.instance)
     with pytest.raises(mqx.AdmissionTimeout):
         late.request_admission(timeout=0.5)
@@ -229,9 +238,7 @@ def test_a_killed_query_is_reclaimed_and_the_next_admitted(node):
 
 
 def test_a_killed_memory_client_budget_is_reclaimed(node, sim_client):
-    holder = subprocess.Popen(
-        [sim_client, "hold-budget", str(20 * MIB), "0"], env={**os.environ, **node.env}, stdout=subprocess.PIPE, text=True
-    )
+    holder = hold_budget(sim_client, node, 20 * MIB)
     assert holder.stdout.readline().strip() == "held"
     assert mqx.status(instance=node.instance).used == 20 * MIB
     holder.send_signal(signal.SIGKILL)
@@ -283,15 +290,12 @@ def test_requesting_twice_and_using_a_closed_client_are_errors(node):
 
 
 def python_m_mqx(*args: str, env: Optional[dict[str, str]] = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mqx", *args], env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=30
-    )
+    command = [sys.executable, "-m", "mqx", *args]
+    return subprocess.run(command, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=30)
 
 
 def test_python_m_mqx_status_shows_the_live_state(node, sim_client):
-    holder = subprocess.Popen(
-        [sim_client, "hold-budget", str(8 * MIB), "0"], env={**os.environ, **node.env}, stdout=subprocess.PIPE, text=True
-    )
+    holder = hold_budget(sim_client, node, 8 * MIB)
     try:
         assert holder.stdout.readline().strip() == "held"
         with mqx.Client("shown", weighted="12MiB", peak="24MiB", instance=node.instance) as query:

@@ -184,4 +184,5 @@ def test_weighted_speedup_and_throughput_formulas():
 
 def test_query_command_line():
     query = QueryCommand("q", ["./query", 3], plan="plan.toml")
-    assert query.command("/bin/mqx-run") == ["/bin/mqx-run", "--stats", "--name", "q", "--plan", "plan.toml", "--", "./query", "3"]
+    expected = ["/bin/mqx-run", "--stats", "--name", "q", "--plan", "plan.toml", "--", "./query", "3"]
+    assert query.command("/bin/mqx-run") == expected
