@@ -68,6 +68,8 @@ else:
 
 
 def __getattr__(name: str) -> object:
+    if _extension_error is not None and name == "_mqx":
+        raise _extension_error
     if _extension_error is not None and not name.startswith("__"):
         raise ImportError(
             f"mqx.{name} needs the extension mqx._mqx, which is not built for this Python "

@@ -144,6 +144,14 @@ class _Runner:
         self.mqx_run = str(mqx_run) if mqx_run is not None else find_binary("mqx-run")
         self.timeout = timeout
         self.ordered = ordered
+        if ordered:
+            try:
+                from . import _mqx  # noqa: F401, PLC0415
+            except ImportError as error:
+                raise ImportError(
+                    "ordered=True reads mqxd's segment through the extension mqx._mqx, which is not importable "
+                    f"here ({error}); put the built package first on sys.path or pass ordered=False"
+                ) from error
         self.start = time.monotonic()
         self.results: list[QueryResult] = []
         self._lock = threading.Lock()
