@@ -322,3 +322,45 @@ def test_python_m_mqx_status_without_a_daemon_exits_69():
     assert result.returncode == 69
     assert "no mqxd is running" in result.stderr
     assert result.stdout == ""
+
+
+CHILD_WAITING = """
+import sys, mqx
+first = mqx.Client("first", instance=sys.argv[1])
+first.request_admission(timeout=10)
+second = mqx.Client("second", instance=sys.argv[1])
+try:
+    print("waiting", flush=True)
+    second.request_admission()          # FIX-1: waits until interrupted
+except KeyboardInterrupt:
+    print("interrupted", second.state, flush=True)
+    first.release()
+"""
+
+
+def test_ctrl_c_interrupts_a_wait_and_withdraws_the_query(start_node):
+    node = start_node(admission="fix", fix_n=1)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD_WAITING, node.instance], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout.readline().strip() == "waiting"
+        assert wait_for(lambda: states(node) == {"first": "running", "second": "waiting"})
+        time.sleep(0.3)  # inside request_admission by now
+        child.send_signal(signal.SIGINT)
+        stdout, stderr = child.communicate(timeout=10)
+        assert child.returncode == 0, stderr
+        assert stdout.strip() == "interrupted closed"
+        assert states(node) == {}
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_status_and_client_take_a_config(node):
+    config = mqx.load_config(environment={"MQX_DAEMON_INSTANCE": node.instance})
+    assert mqx.status(config=config).capacity == 100 * MIB
+    with mqx.Client("configured", config=config) as query:
+        query.request_admission(timeout=10)
+        assert query.instance == node.instance
+        assert states(node) == {"configured": "running"}

@@ -140,3 +140,34 @@ def test_the_message_is_the_one_mqxd_prints(variable, value):
         mqx.load_config(environment={variable: value})
     assert daemon.stderr.strip() == f"mqxd: {caught.value}"
     assert variable in str(caught.value)
+
+
+needs_plans = pytest.mark.skipif(not hasattr(mqx, "load_plan"), reason="plans need the daemon suite")
+
+
+@needs_plans
+def test_plan_demand_is_the_time_weighted_mean(tmp_path):
+    # tests/daemon/admission_policy_test.cpp: (1*100 + 3*20) / 4 = 40 MiB; peak 100 MiB.
+    plan = tmp_path / "q3.toml"
+    plan.write_text(
+        'name = "q3"\n[[operator]]\ntime = 1.0\nmemory = "100MiB"\n[[operator]]\ntime = 3.0\nmemory = 20971520\n'
+    )
+    assert mqx.load_plan(str(plan)) == ("q3", 40 << 20, 100 << 20)
+
+
+@needs_plans
+@pytest.mark.parametrize(
+    "text",
+    [
+        'name = "x"\n',
+        "[[operator]]\ntime = -1\nmemory = 1\n",
+        "[[operator]]\ntime = 1\n",
+        "[[operator]]\ntime = 1\nmemory = 1\nspeed = 2\n",
+        "junk = 1\n[[operator]]\ntime = 1\nmemory = 1\n",
+    ],
+)
+def test_bad_plans_are_config_errors(tmp_path, text):
+    plan = tmp_path / "bad.toml"
+    plan.write_text(text)
+    with pytest.raises(mqx.ConfigError, match="bad.toml"):
+        mqx.load_plan(str(plan))
