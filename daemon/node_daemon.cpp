@@ -6,10 +6,13 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "common/log.hpp"
 #include "ipc/launch_tuning_client.hpp"
+#include "trace/trace_span.hpp"
+#include "trace/trace_tracks.hpp"
 
 namespace mqx::daemon {
 namespace {
@@ -20,6 +23,24 @@ std::uint64_t nodeCapacity(const Config& config) {
   if (config.daemonCapacity != 0) return config.daemonCapacity;
   if (config.deviceMemoryLimit != 0) return config.deviceMemoryLimit;
   return config.simCapacity;
+}
+
+// The most a demand may be (daemon.capacity's own limit): a larger value in
+// a message is refused, never added up.
+constexpr std::uint64_t kMaxDemandBytes = std::uint64_t{1} << 50;
+
+bool demandsInRange(const Message& message) {
+  return message.weightedDemand <= kMaxDemandBytes && message.peakDemand <= kMaxDemandBytes &&
+         (message.peakDemand == 0 || message.weightedDemand <= message.peakDemand);
+}
+
+const char* kindName(MessageKind kind) {
+  switch (kind) {
+  case MessageKind::AdmissionRequest: return "AdmissionRequest";
+  case MessageKind::DemandUpdate: return "DemandUpdate";
+  case MessageKind::QueryFinished: return "QueryFinished";
+  default: return "message";
+  }
 }
 
 std::string historyPath(const Config& config) {
@@ -38,6 +59,10 @@ NodeDaemon::NodeDaemon(const Config& config)
   policy_.capacity = capacity_;
   segment_ = SharedSegment::create(names_, capacity_);
   requests_ = MessageQueue::create(names_.daemonQueue, 64);
+  trace_ = trace::TraceRecorder::open(config.traceFile, "mqxd", config.traceBufferEvents);
+  if (trace_) trace_->nameTrack(trace::kAdmissionTrack, "admission decisions");
+  metrics_ = std::make_unique<MetricsExporter>(config);
+  if (metrics_->port() != 0) log(LogLevel::Info, "mqxd: metrics on http://127.0.0.1:{}/metrics", metrics_->port());
   mps_ = std::make_unique<MpsControl>(config);
   log(LogLevel::Info, "mqxd: node {} ready: budget {} MiB, admission {}{}", names_.segment, capacity_ >> 20,
       toString(config.admission),
@@ -45,6 +70,7 @@ NodeDaemon::NodeDaemon(const Config& config)
 }
 
 NodeDaemon::~NodeDaemon() {
+  if (metrics_) metrics_->writeFile(metrics()); // the last state, for whoever reads the file after
   // Clients waiting for admission notice that the daemon is gone.
   NodeState& node = segment_->state();
   RobustLock lock(node.lock);
@@ -66,10 +92,12 @@ void NodeDaemon::run(const std::atomic<bool>& stop) {
       lastCheck = now;
       reclaimDeadClients();
       observeQueries();
+      if (trace_) traceNode();
       for (pid_t pid : launches_.expire(now, processAlive))
         mq_unlink(launchReplyQueue(names_, pid).c_str());
     }
     admitPostponed();
+    if (metrics_->enabled()) metrics_->serve([this] { return metrics(); });
   }
 }
 
@@ -77,11 +105,12 @@ void NodeDaemon::handle(const Message& message) {
   NodeState& node = segment_->state();
   switch (message.kind) {
   case MessageKind::AdmissionRequest: {
-    if (message.slot == kNoSlot) return;
+    if (message.slot == kNoSlot) return refuse(message, "names no client record");
+    if (!demandsInRange(message)) return refuse(message, "demand out of range");
     RobustLock lock(node.lock);
     ClientRecord& record = node.clients[message.slot];
-    if (record.pid != message.pid || record.state != ClientState::Waiting)
-      return; // stale or forged: the record is the truth
+    if (record.pid != message.pid) return refuse(message, "not the registered client of the slot");
+    if (record.state != ClientState::Waiting) return; // stale (admitted from its record meanwhile)
     record.weightedDemand = message.weightedDemand;
     record.peakDemand = message.peakDemand;
     if (record.weightedDemand == 0 && record.peakDemand == 0) {
@@ -97,10 +126,12 @@ void NodeDaemon::handle(const Message& message) {
     // From the query's own record (mqx-run) or from one of its processes (a
     // memory client whose record names the query): paper §5, a query's
     // demand is updated as it runs. The loop re-runs admission after this.
-    if (message.slot == kNoSlot) return;
+    if (message.slot == kNoSlot) return refuse(message, "names no client record");
+    if (!demandsInRange(message)) return refuse(message, "demand out of range");
     RobustLock lock(node.lock);
     const ClientRecord& sender = node.clients[message.slot];
-    if (sender.pid != message.pid || sender.state == ClientState::Free) return;
+    if (sender.pid != message.pid || sender.state == ClientState::Free)
+      return refuse(message, "not the registered client of the slot");
     const std::uint32_t target = sender.state == ClientState::Memory ? sender.querySlot : message.slot;
     if (target >= kMaxClients) return;
     ClientRecord& query = node.clients[target];
@@ -115,9 +146,23 @@ void NodeDaemon::handle(const Message& message) {
   case MessageKind::LaunchFinished:
     if (auto reply = launches_.handle(message)) sendTo(launchReplyQueue(names_, message.pid), *reply);
     return;
-  case MessageKind::QueryFinished:
-    if (message.bytes > 0) history_.record(message.name, message.bytes);
+  case MessageKind::QueryFinished: {
+    // Neither the name nor the bytes of the message are trusted: the query
+    // mqxd admitted in that slot, with the pid it registered, and the peak
+    // mqxd observed itself are what it learns (observeQueries).
+    if (message.slot == kNoSlot) return refuse(message, "names no client record");
+    RunningQuery& query = running_[message.slot];
+    if (query.pid == 0 || query.pid != message.pid) return refuse(message, "no query of this pid ran in the slot");
+    {
+      // The last pass's observation may be a liveness interval old.
+      RobustLock lock(node.lock);
+      const ClientRecord& record = node.clients[message.slot];
+      if (record.pid == query.pid) query.observedPeak = std::max(query.observedPeak, record.observedPeak);
+    }
+    if (query.observedPeak > 0) history_.record(query.name, query.observedPeak);
+    query = RunningQuery{};
     return;
+  }
   default: return; // Wake: the loop looks at the segment anyway
   }
 }
@@ -133,6 +178,11 @@ void NodeDaemon::reclaimDeadClients() {
           record.pid, record.budgetHeld);
       node.reclaimedBytes += record.budgetHeld;
       ++node.deadClients;
+      if (trace_)
+        trace_->record(trace::instantEvent("client died", "liveness", trace::kAdmissionTrack)
+                           .argument("pid", static_cast<std::uint64_t>(record.pid))
+                           .argument("reclaimed_bytes", record.budgetHeld)
+                           .withLabel(record.name));
       record.state = ClientState::Free;
       dead.push_back(record.pid);
     }
@@ -161,8 +211,79 @@ void NodeDaemon::observeQueries() {
   const auto held = heldByQuery();
   for (std::uint32_t i = 0; i < kMaxClients; ++i) {
     ClientRecord& record = node.clients[i];
-    if (record.state == ClientState::Running) record.observedPeak = std::max(record.observedPeak, held[i]);
+    if (record.state != ClientState::Running) continue;
+    record.observedPeak = std::max(record.observedPeak, held[i]);
+    if (running_[i].pid == record.pid)
+      running_[i].observedPeak = std::max(running_[i].observedPeak, record.observedPeak);
   }
+}
+
+void NodeDaemon::traceDecision(const char* decision, const ClientRecord& record, std::uint64_t runningWeighted) {
+  if (!trace_) return;
+  trace_->record(trace::instantEvent(decision, "admission", trace::kAdmissionTrack)
+                     .argument("weighted_demand", record.weightedDemand)
+                     .argument("peak_demand", record.peakDemand)
+                     .argument("running_weighted_demand", runningWeighted)
+                     .argument("capacity", capacity_)
+                     .withLabel(record.name));
+}
+
+void NodeDaemon::traceNode() {
+  const NodeMetrics now = metrics();
+  std::uint64_t waiting = 0, runningWeighted = 0;
+  for (const ClientMetrics& client : now.clients) {
+    waiting += client.state == ClientState::Waiting ? 1 : 0;
+    runningWeighted += client.state == ClientState::Running ? client.weightedDemand : 0;
+  }
+  trace_->record(trace::counterEvent("node used", "bytes", now.usedBytes));
+  trace_->record(trace::counterEvent("admission queue", "queries", waiting));
+  trace_->record(trace::counterEvent("running weighted demand", "bytes", runningWeighted));
+}
+
+NodeMetrics NodeDaemon::metrics() {
+  NodeMetrics result;
+  NodeState& node = segment_->state();
+  {
+    RobustLock lock(node.lock);
+    result.capacity = node.capacity;
+    result.usedBytes = node.usedBytes();
+    result.evictionRequestsServed = node.evictionRequestsServed;
+    result.bytesEvictedForOthers = node.bytesEvictedForOthers;
+    result.reclaimedBytes = node.reclaimedBytes;
+    result.deadClients = node.deadClients;
+    for (std::uint32_t i = 0; i < kMaxClients; ++i) {
+      const ClientRecord& record = node.clients[i];
+      if (record.state == ClientState::Free) continue;
+      const std::size_t length = strnlen(record.name, sizeof record.name);
+      result.clients.push_back({i, record.pid, record.state, std::string(record.name, length), record.weightedDemand,
+                                record.peakDemand, record.budgetHeld});
+    }
+  }
+  result.queriesAdmitted = queriesAdmitted_;
+  result.admissionPostponements = postponements_;
+  result.messagesRefused = messagesRefused_;
+  result.uptimeSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  return result;
+}
+
+void NodeDaemon::refuse(const Message& message, const char* why) {
+  ++messagesRefused_;
+  if (trace_)
+    trace_->record(trace::instantEvent("message refused", "security", trace::kAdmissionTrack)
+                       .argument("pid", static_cast<std::uint64_t>(message.pid))
+                       .argument("slot", message.slot)
+                       .argument("kind", static_cast<std::uint64_t>(message.kind)));
+  const auto now = std::chrono::steady_clock::now();
+  if (now - lastRefusalLog_ < std::chrono::seconds(1)) {
+    ++refusalsNotLogged_;
+    return;
+  }
+  lastRefusalLog_ = now;
+  log(LogLevel::Warn, "mqxd: refused {} from pid {} naming slot {}: {}{}", kindName(message.kind), message.pid,
+      message.slot == kNoSlot ? std::string("none") : std::to_string(message.slot), why,
+      refusalsNotLogged_ != 0 ? fmt::format(" ({} more refused in the last second, not logged)", refusalsNotLogged_)
+                              : std::string());
+  refusalsNotLogged_ = 0;
 }
 
 void NodeDaemon::admitPostponed() {
@@ -188,12 +309,32 @@ void NodeDaemon::admitPostponed() {
     if (waiting.empty()) return;
     std::sort(waiting.begin(), waiting.end(),
               [&](const QueryDemand& a, const QueryDemand& b) { return arrival[a.id] < arrival[b.id]; });
-    for (std::uint32_t id : policy_.admit(running, waiting)) {
+    std::uint64_t runningWeighted = 0;
+    for (const QueryDemand& query : running)
+      runningWeighted += query.weighted;
+    const auto chosen = policy_.admit(running, waiting);
+    for (std::uint32_t id : chosen) {
       ClientRecord& record = node.clients[id];
       record.state = ClientState::Running;
       admitted.emplace_back(record.pid, id);
+      ++queriesAdmitted_;
+      RunningQuery& query = running_[id];
+      query = RunningQuery{record.pid, 0, {}};
+      std::memcpy(query.name, record.name, sizeof query.name);
+      query.name[sizeof query.name - 1] = '\0';
       log(LogLevel::Info, "mqxd: admitting query '{}' (pid {}, weighted demand {} MiB, peak {} MiB)", record.name,
           record.pid, record.weightedDemand >> 20, record.peakDemand >> 20);
+      traceDecision("admitted", record, runningWeighted);
+    }
+    // A postponed query is counted (and traced) once per arrival, not on
+    // every pass of the loop.
+    for (const QueryDemand& query : waiting) {
+      if (std::find(chosen.begin(), chosen.end(), query.id) != chosen.end()) continue;
+      ClientRecord& record = node.clients[query.id];
+      if (postponedArrival_[query.id] == record.arrival) continue;
+      postponedArrival_[query.id] = record.arrival;
+      ++postponements_;
+      traceDecision("postponed", record, runningWeighted);
     }
   }
   for (auto [pid, slot] : admitted)

@@ -293,6 +293,19 @@ const std::map<std::string, Setter>& keyTable() {
        [](Config& c, const RawValue& v, const std::string& k) {
          c.launchLeaseMilliseconds = readMilliseconds(v, k, 10, 3'600'000);
        }},
+      {"daemon.metrics_file",
+       [](Config& c, const RawValue& v, const std::string& k) { c.metricsFile = readString(v, k); }},
+      {"daemon.metrics_port",
+       [](Config& c, const RawValue& v, const std::string& k) { c.metricsPort = readMilliseconds(v, k, 0, 65535); }},
+      {"daemon.metrics_interval_ms",
+       [](Config& c, const RawValue& v, const std::string& k) {
+         c.metricsIntervalMilliseconds = readMilliseconds(v, k, 10, 3'600'000);
+       }},
+      {"trace.file", [](Config& c, const RawValue& v, const std::string& k) { c.traceFile = readString(v, k); }},
+      {"trace.buffer_events",
+       [](Config& c, const RawValue& v, const std::string& k) {
+         c.traceBufferEvents = readMilliseconds(v, k, 1, 16'777'216);
+       }},
       {"log.level",
        [](Config& c, const RawValue& v, const std::string& k) {
          c.logLevel = readChoice<LogLevel>(v, k,

@@ -68,6 +68,13 @@ struct Config {
   std::vector<std::string> resizableKernels; // kernel names (as cuFuncGetName reports them)
   unsigned launchReplyTimeoutMilliseconds = 20;
   unsigned launchLeaseMilliseconds = 2000;
+  // [daemon] metrics (docs/hardening.md, "Metrics"): Prometheus text format.
+  std::string metricsFile;               // "": none; else rewritten atomically every metrics_interval_ms
+  unsigned metricsPort = 0;              // 0: none; else served on 127.0.0.1:<port>
+  unsigned metricsIntervalMilliseconds = 1000;
+  // [trace] (docs/hardening.md, "Trace"): Chrome trace-event JSON per process.
+  std::string traceFile;                 // "": off; "%p" becomes the pid
+  std::size_t traceBufferEvents = 16384; // events kept in memory before they are written
   // [log]
   LogLevel logLevel = LogLevel::Warn;
 };

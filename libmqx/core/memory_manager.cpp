@@ -16,6 +16,8 @@
 #include "core/region_directory.hpp"
 #include "core/residency_manager.hpp"
 #include "core/swap_buffer.hpp"
+#include "trace/trace_span.hpp"
+#include "trace/trace_tracks.hpp"
 
 namespace mqx {
 namespace {
@@ -79,6 +81,18 @@ bool onCurrentStack(const void* address) {
 
 } // namespace
 
+// The process's trace (trace.file), or null when tracing is off. A trace
+// that cannot be created leaves tracing off, never the process without mqx.
+std::unique_ptr<trace::TraceRecorder> openTrace(const Config& config, const device::DeviceBackend& backend) {
+  try {
+    return trace::TraceRecorder::open(config.traceFile, fmt::format("mqx client ({} device)", backend.name()),
+                                      config.traceBufferEvents);
+  } catch (const std::exception& error) {
+    log(LogLevel::Warn, "{}; tracing stays off", error.what());
+    return nullptr;
+  }
+}
+
 // Device work of one API call: pages it needs resident, the operations to
 // enqueue once they are, and the pages those operations write.
 struct DeviceWork {
@@ -100,8 +114,8 @@ public:
                             : std::make_shared<LocalDeviceBudget>(configuration.deviceMemoryLimit != 0
                                                                       ? configuration.deviceMemoryLimit
                                                                       : device.totalMemory())),
-        swap(device, configuration.swapBufferLimit, configuration.pinnedSwap),
-        residency(ResidencyContext{config, backend, *budget, swap, cow, directory, stats},
+        swap(device, configuration.swapBufferLimit, configuration.pinnedSwap), trace(openTrace(configuration, device)),
+        residency(ResidencyContext{config, backend, *budget, swap, cow, directory, stats, trace.get()},
                   makeReplacementPolicy(configuration)),
         references(config, backend, directory) {
     pageSize = roundUp(std::max(config.pageSize, backend.granularity()), backend.granularity());
@@ -114,6 +128,7 @@ public:
   CowTracker cow;
   RegionDirectory directory;
   Statistics stats;
+  std::unique_ptr<trace::TraceRecorder> trace; // before residency, which records into it
   ResidencyManager residency;
   ReferenceFinder references;
   std::size_t pageSize = 0;
@@ -181,6 +196,7 @@ Status ManagerState::run(DeviceWork& work, StreamHandle stream, bool wait) {
   device::Fence fence;
   MQX_TRY(residency.pinUntilComplete(keys, stream, &fence));
   if (wait) {
+    trace::TraceSpan span(trace.get(), "fence wait", "wait", trace::currentThreadTrack());
     MQX_TRY(backend.waitFence(fence));
     residency.poll();
   }
@@ -454,6 +470,8 @@ Status MemoryManager::copyHostToDevice(DevicePtr destination, const void* source
   auto& s = *state_;
   Region* region = s.rangeRegion(destination, bytes);
   if (region == nullptr) return Status::InvalidValue;
+  trace::TraceSpan span(s.trace.get(), "copy H2D (application)", "transfer", trace::currentThreadTrack());
+  span.argument("bytes", bytes).argument("region", region->id);
   s.residency.poll();
   s.stats.bytesRequestedToDevice += bytes;
   const auto* bytesIn = static_cast<const std::byte*>(source);
@@ -491,6 +509,8 @@ Status MemoryManager::copyDeviceToHost(void* destination, DevicePtr source, std:
   auto& s = *state_;
   Region* region = s.rangeRegion(source, bytes);
   if (region == nullptr) return Status::InvalidValue;
+  trace::TraceSpan span(s.trace.get(), "copy D2H (application)", "transfer", trace::currentThreadTrack());
+  span.argument("bytes", bytes).argument("region", region->id);
   s.residency.poll();
   s.prepareHostWrite(reinterpret_cast<std::uintptr_t>(destination), bytes);
   auto* out = static_cast<std::byte*>(destination);
@@ -585,6 +605,9 @@ Status MemoryManager::advise(DevicePtr address, Access access) {
 Status MemoryManager::launch(const device::KernelLaunch& launch) {
   LockScope scope(state_->mutex);
   auto& s = *state_;
+  // The kernel's name is not known to the core: the function handle names it.
+  trace::TraceSpan span(s.trace.get(), "launch", "launch", trace::currentThreadTrack());
+  span.argument("function", launch.function);
   s.residency.poll();
   ++s.stats.launches;
   std::vector<RegionReference> references;
@@ -610,6 +633,12 @@ Status MemoryManager::launch(const device::KernelLaunch& launch) {
     for (const auto& reference : references)
       footprint += reference.region->reservedSize;
     s.residency.observeLaunchFootprint(footprint);
+  }
+  if (span.active()) {
+    std::uint64_t referenced = 0;
+    for (const auto& reference : references)
+      referenced += reference.region->size;
+    span.argument("referenced_bytes", referenced).argument("regions", references.size());
   }
   work.operations.push_back([&s, &launch] { return s.backend.launch(launch); });
   work.residentRegionsReferenced = s.config.referenceDetection == ReferenceDetection::All;
@@ -686,6 +715,10 @@ Statistics MemoryManager::statistics() const {
 }
 
 const Config& MemoryManager::config() const { return state_->config; }
+
+void MemoryManager::finishTrace() {
+  if (state_->trace != nullptr) state_->trace->finish(); // the recorder has its own lock
+}
 
 std::size_t MemoryManager::allocatedBytes() const {
   LockScope scope(state_->mutex);

@@ -95,6 +95,9 @@ public:
   void memoryInfo(std::size_t* freeBytes, std::size_t* totalBytes) const;
   Statistics statistics() const;
   const Config& config() const;
+  // Completes the trace file (trace.file) of a process that never destroys
+  // its manager; later trace points record nothing. No-op when tracing is off.
+  void finishTrace();
 
   // Multi-process mode: another process needs device memory. Evicts up to
   // `bytes` of unpinned data; waits at most `patience` for the manager's lock

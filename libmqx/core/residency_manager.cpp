@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "common/log.hpp"
+#include "trace/trace_span.hpp"
+#include "trace/trace_tracks.hpp"
 
 namespace mqx {
 namespace {
@@ -17,6 +20,16 @@ std::uint64_t nanosecondsSince(std::chrono::steady_clock::time_point start) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
 }
 
+const char* loadName(HostImageKind kind) {
+  switch (kind) {
+  case HostImageKind::Zero: return "load (zero fill)";
+  case HostImageKind::Fill: return "load (memset fill)";
+  case HostImageKind::CowSource: return "load H2D (application buffer)";
+  case HostImageKind::Swap: return "load H2D (swap buffer)";
+  default: return "load";
+  }
+}
+
 } // namespace
 
 ResidencyManager::ResidencyManager(ResidencyContext context, std::unique_ptr<ReplacementPolicy> policy)
@@ -24,6 +37,8 @@ ResidencyManager::ResidencyManager(ResidencyContext context, std::unique_ptr<Rep
 
 Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandle stream) {
   const auto start = std::chrono::steady_clock::now();
+  trace::TraceSpan span(context_.trace, "make resident", "residency", trace::currentThreadTrack());
+  span.argument("pages", uses.size());
   std::vector<RegionId> keep;
   std::size_t needed = 0;
   for (const auto& use : uses) {
@@ -82,7 +97,14 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
   auto& backend = context_.backend;
   if (!loads.empty()) MQX_TRY(backend.order(backend.transferStream(device::TransferDirection::ToDevice), stream));
   context_.statistics.residencyWaitNanoseconds += nanosecondsSince(start);
+  span.argument("loads", loads.size());
+  if (span.active()) traceUsage();
   return Status::Success;
+}
+
+void ResidencyManager::traceUsage() {
+  context_.trace->record(trace::counterEvent("device budget used", "bytes", context_.budget.used()));
+  context_.trace->record(trace::counterEvent("swap buffer used", "bytes", context_.swap.usedBytes()));
 }
 
 Status ResidencyManager::backAll(std::span<const PageUse> uses, const std::vector<RegionId>& keep,
@@ -161,6 +183,10 @@ Status ResidencyManager::issue(const Load& load) {
   auto& backend = context_.backend;
   auto& stats = context_.statistics;
   const StreamHandle stream = backend.transferStream(device::TransferDirection::ToDevice);
+  // The span is the load's issue on the H2D track: the copy itself is
+  // asynchronous on the GPU (on sim it runs inside the call).
+  trace::TraceSpan span(context_.trace, loadName(load.image.kind), "transfer", trace::kToDeviceTrack);
+  span.argument("bytes", load.bytes);
   switch (load.image.kind) {
   case HostImageKind::None: return Status::Unknown;
   case HostImageKind::Zero:
@@ -349,6 +375,7 @@ Status ResidencyManager::evictOne(const std::vector<RegionId>& keep, std::size_t
     if (pending_.empty()) return Status::NotFound;
     // Everything evictable is in use: wait for the oldest work to finish.
     ++context_.statistics.fenceWaits;
+    trace::TraceSpan wait(context_.trace, "fence wait", "wait", trace::currentThreadTrack());
     MQX_TRY(context_.backend.waitFence(pending_.front().fence));
   }
 }
@@ -358,7 +385,10 @@ Status ResidencyManager::evictPeer(const PeerCandidate& victim, std::size_t byte
   // This process holds its manager's lock while it waits: an owner that
   // asks us meanwhile gets 0 at once (waitingForOtherProcesses).
   waitingForOthers_.store(true, std::memory_order_release);
+  trace::TraceSpan span(context_.trace, "evict peer region", "eviction", trace::currentThreadTrack());
+  span.argument("owner_slot", victim.owner).argument("region", victim.region).argument("bytes", bytes);
   const std::size_t freed = peers_->evictAt(victim, bytes);
+  span.argument("freed", freed);
   waitingForOthers_.store(false, std::memory_order_release);
   if (freed > 0) {
     ++context_.statistics.peerEvictions;
@@ -377,6 +407,13 @@ std::size_t ResidencyManager::victimBytes(const Victim& victim) const {
 
 std::size_t ResidencyManager::evictForOtherProcess(std::size_t bytes, RegionId preferred) {
   std::size_t freed = 0;
+  trace::TraceSpan span(context_.trace, "evict for another process", "eviction", trace::currentThreadTrack());
+  span.argument("bytes", bytes).argument("preferred_region", preferred);
+  struct Freed {
+    trace::TraceSpan& span;
+    std::size_t& freed;
+    ~Freed() { span.argument("freed", freed); }
+  } reportFreed{span, freed};
   poll();
   // The region the requester chose among every process's, if it is still
   // evictable (its published state may be stale).
@@ -413,6 +450,8 @@ Status ResidencyManager::evict(const Victim& victim) {
   auto& backend = context_.backend;
   auto& stats = context_.statistics;
   Region& region = *victim.region;
+  trace::TraceSpan span(context_.trace, "evict", "eviction", trace::currentThreadTrack());
+  span.argument("region", region.id).argument("bytes", victimBytes(victim)).argument("pages", victim.pages.size());
   const StreamHandle toHost = backend.transferStream(device::TransferDirection::ToHost);
   // Loads into these pages ran on the other DMA stream; write-backs must see
   // them.
@@ -430,6 +469,16 @@ Status ResidencyManager::evict(const Victim& victim) {
       return Status::OutOfMemory;
     }
     writeBacks.push_back(WriteBack{index, slot, {}});
+  }
+  // The write-backs as one span on the D2H track, from the first copy's
+  // issue to the last one's completion (they run back to back).
+  std::optional<trace::TraceSpan> writing;
+  if (context_.trace != nullptr && !writeBacks.empty()) {
+    writing.emplace(context_.trace, "write-back", "transfer", trace::kToHostTrack);
+    std::uint64_t dirty = 0;
+    for (const WriteBack& writeBack : writeBacks)
+      dirty += region.pageDataBytes(writeBack.index);
+    writing->argument("bytes", dirty).argument("region", region.id);
   }
   // One fence per page, so that each page is unmapped as soon as its own
   // write-back is done while the later ones still run: unmapping (about
@@ -453,7 +502,10 @@ Status ResidencyManager::evict(const Victim& victim) {
     stats.bytesToHost += region.pageDataBytes(writeBack.index);
     MQX_TRY(unbackPage(region, writeBack.index));
   }
+  writing.reset();
   ++stats.evictions;
+  span.argument("written_back", writeBacks.size());
+  if (span.active()) traceUsage();
   return Status::Success;
 }
 

@@ -20,6 +20,7 @@
 #include "core/swap_buffer.hpp"
 #include "device/device_backend.hpp"
 #include "policy/replacement_policy.hpp"
+#include "trace/trace_recorder.hpp"
 
 namespace mqx {
 
@@ -38,6 +39,7 @@ struct ResidencyContext {
   CowTracker& cow;
   RegionDirectory& directory;
   Statistics& statistics;
+  trace::TraceRecorder* trace = nullptr; // null: tracing off (trace.file = "")
 };
 
 class ResidencyManager {
@@ -128,6 +130,7 @@ private:
   Status evictPeer(const PeerCandidate& victim, std::size_t bytes, std::vector<PeerCandidate>* refused);
   void publishToPeers(const Region& region);
   std::size_t victimBytes(const Victim& victim) const;
+  void traceUsage(); // counter samples of the budget and the swap buffer (tracing on)
   std::vector<Victim> candidates(const std::vector<RegionId>& keep, std::vector<EvictionCandidate>* out);
   Status evict(const Victim& victim);
   // A dirty page on its way to the swap buffer.

@@ -142,6 +142,7 @@ MemoryManager* Runtime::activate() {
   // the context's memory goes with the process).
   std::atexit([] {
     Runtime::instance().logStatisticsAtExit();
+    if (MemoryManager* manager = Runtime::instance().manager()) manager->finishTrace();
     if (nodeClient != nullptr) (*nodeClient)->leave();
   });
   return managerStorage_.get();

@@ -28,6 +28,31 @@ std::uint32_t querySlotFromEnvironment(NodeState& node) {
   return static_cast<std::uint32_t>(slot);
 }
 
+// Why an eviction request must be refused, or null when it may be served:
+// it must come from a live memory client of this node (the pid registered in
+// the record its slot names), name a region this process published (or
+// none), and ask for no more than the node has. Call with the node lock held.
+constexpr const char* kNotAMember = "not from the registered memory client of the slot it names";
+
+const char* evictRequestRefusal(const NodeState& node, std::uint32_t ownSlot, const Message& request) {
+  if (request.slot >= kMaxClients || request.slot == ownSlot) return kNotAMember;
+  const ClientRecord& sender = node.clients[request.slot];
+  if (sender.state != ClientState::Memory || sender.pid != request.pid) return kNotAMember;
+  if (request.bytes > node.capacity) return "asks for more bytes than the node has";
+  if (request.region == 0) return nullptr;
+  RegionSummary summary;
+  for (const PublishedRegion& entry : node.published[ownSlot].entries)
+    if (entry.read(&summary) && summary.region == request.region) return nullptr;
+  return "names a region this process does not hold";
+}
+
+Message acknowledgement(const Message& request, std::size_t freed) {
+  Message ack = Message::of(MessageKind::EvictAck, getpid(), kNoSlot);
+  ack.sequence = request.sequence;
+  ack.bytes = freed;
+  return ack;
+}
+
 } // namespace
 
 std::shared_ptr<DaemonClient> DaemonClient::connect(const Config& config, Role role, const std::string& name) {
@@ -127,6 +152,21 @@ void DaemonClient::serveEvictions() {
     }
     if (!evictions_->receive(&message, milliseconds(100))) continue;
     if (message.kind != MessageKind::EvictRequest) continue;
+    const char* refusal = nullptr;
+    {
+      RobustLock lock(node().lock);
+      refusal = evictRequestRefusal(node(), slot_, message);
+    }
+    if (refusal != nullptr) {
+      if (refusedRequests_++ % 100 == 0)
+        log(LogLevel::Warn, "refused an eviction request from pid {} naming slot {}: {} ({} refused so far)",
+            message.pid, message.slot, refusal, refusedRequests_);
+      // A member that named a region this process no longer holds (its
+      // published state was stale) learns at once that nothing was freed;
+      // anyone else gets no answer at all.
+      if (refusal != kNotAMember) sendTo(names_.replyQueue(message.pid), acknowledgement(message, 0));
+      continue;
+    }
     std::size_t freed = 0;
     {
       std::lock_guard lock(evictorMutex_);
@@ -137,9 +177,7 @@ void DaemonClient::serveEvictions() {
       ++node().evictionRequestsServed;
       node().bytesEvictedForOthers += freed;
     }
-    Message ack = Message::of(MessageKind::EvictAck, getpid(), slot_);
-    ack.sequence = message.sequence;
-    ack.bytes = freed;
+    const Message ack = acknowledgement(message, freed);
     log(LogLevel::Debug, "evicted {} of {} bytes for process {}", freed, message.bytes, message.pid);
     if (!sendTo(names_.replyQueue(message.pid), ack))
       log(LogLevel::Debug, "process {} is gone; its eviction acknowledgement is dropped", message.pid);
@@ -176,8 +214,10 @@ std::optional<std::size_t> DaemonClient::askToEvict(pid_t owner, std::uint64_t r
   while (Clock::now() < answerBy) {
     const auto left = std::chrono::duration_cast<milliseconds>(answerBy - Clock::now()) + milliseconds(1);
     if (!replies_->receive(&reply, left)) break;
-    // Late answers to earlier requests are dropped here.
-    if (reply.kind == MessageKind::EvictAck && reply.sequence == request.sequence) return reply.bytes;
+    // Late answers to earlier requests are dropped here, and so are answers
+    // not from the owner; no answer frees more than was asked.
+    if (reply.kind == MessageKind::EvictAck && reply.sequence == request.sequence && reply.pid == owner)
+      return std::min<std::size_t>(reply.bytes, bytes);
   }
   return std::nullopt;
 }

@@ -125,6 +125,8 @@ private:
   std::atomic<bool> stopping_{false};
   std::mutex evictorMutex_;
   RegionEvictor evictor_;
+  // Eviction requests refused so far (the serving thread's).
+  std::uint64_t refusedRequests_ = 0;
   std::mutex requestMutex_; // one outstanding eviction request per process
   std::uint64_t nextSequence_ = 1;
   // Demand of the query as declared (advice API) and observed (launches).

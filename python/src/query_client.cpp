@@ -40,13 +40,20 @@ QueryClient::QueryClient(const Config& config, const std::string& name, std::uin
   declare(weightedDemand, peakDemand);
 }
 
-ipc::DaemonClient& QueryClient::member(const char* operation) {
-  if (client_ == nullptr) throw MqxError(std::string("mqx: cannot ") + operation + ": the client has left the node");
-  return *client_;
+std::shared_ptr<ipc::DaemonClient> QueryClient::current() {
+  std::lock_guard guard(clientMutex_);
+  return client_;
+}
+
+std::shared_ptr<ipc::DaemonClient> QueryClient::member(const char* operation) {
+  auto client = current();
+  if (client == nullptr) throw MqxError(std::string("mqx: cannot ") + operation + ": the client has left the node");
+  return client;
 }
 
 void QueryClient::declare(std::uint64_t weightedDemand, std::uint64_t peakDemand) {
-  ipc::NodeState& node = member("declare a demand").node();
+  const auto client = member("declare a demand");
+  ipc::NodeState& node = client->node();
   TimedNodeLock lock(node, kLockTimeout);
   ipc::ClientRecord& record = node.clients[slot_];
   if (record.pid != getpid()) throw MqxError("mqx: this client's record was reclaimed by mqxd");
@@ -54,7 +61,10 @@ void QueryClient::declare(std::uint64_t weightedDemand, std::uint64_t peakDemand
   record.peakDemand = peakDemand_ = peakDemand;
 }
 
-bool QueryClient::daemonAlive() { return client_ != nullptr && client_->daemonAlive(); }
+bool QueryClient::daemonAlive() {
+  const auto client = current();
+  return client != nullptr && client->daemonAlive();
+}
 
 void QueryClient::checkPythonSignals() {
   py::gil_scoped_acquire gil;
@@ -63,7 +73,8 @@ void QueryClient::checkPythonSignals() {
 
 double QueryClient::requestAdmission(std::optional<std::uint64_t> weightedDemand,
                                      std::optional<std::uint64_t> peakDemand, std::optional<double> timeoutSeconds) {
-  ipc::DaemonClient& client = member("request admission");
+  const auto shared = member("request admission");
+  ipc::DaemonClient& client = *shared;
   if (requested_) throw MqxError("mqx: admission was already requested for query '" + name_ + "'");
   if (timeoutSeconds && *timeoutSeconds < 0) throw std::invalid_argument("timeout must not be negative");
   const auto start = Clock::now();
@@ -115,9 +126,9 @@ double QueryClient::requestAdmission(std::optional<std::uint64_t> weightedDemand
 }
 
 void QueryClient::updateDemand(std::uint64_t weightedDemand, std::uint64_t peakDemand) {
-  ipc::DaemonClient& client = member("update the demand");
+  const auto client = member("update the demand");
   py::gil_scoped_release released;
-  if (!client.updateDemand(weightedDemand, peakDemand)) {
+  if (!client->updateDemand(weightedDemand, peakDemand)) {
     if (!daemonAlive()) throw DaemonNotRunning("mqx: mqxd of " + where(instance_) + " went away");
     throw MqxError("mqx: mqxd could not be told the new demand of query '" + name_ + "'");
   }
@@ -126,23 +137,28 @@ void QueryClient::updateDemand(std::uint64_t weightedDemand, std::uint64_t peakD
 }
 
 void QueryClient::release() {
-  if (client_ == nullptr) return; // released or closed already
+  const auto client = current();
+  if (client == nullptr) return; // released or closed already
   py::gil_scoped_release released;
-  if (admitted_) client_->finishQuery();
+  if (admitted_) client->finishQuery();
   released_ = true;
   close();
 }
 
 void QueryClient::close() {
-  if (client_ == nullptr) return;
-  client_->leave();
-  client_.reset();
+  std::shared_ptr<ipc::DaemonClient> leaving;
+  {
+    std::lock_guard guard(clientMutex_);
+    leaving = std::move(client_);
+  }
+  if (leaving != nullptr) leaving->leave();
 }
 
 std::string QueryClient::state() {
-  if (client_ == nullptr) return released_ ? "released" : "closed";
-  TimedNodeLock lock(client_->node(), kLockTimeout);
-  const ipc::ClientRecord& record = client_->node().clients[slot_];
+  const auto client = current();
+  if (client == nullptr) return released_ ? "released" : "closed";
+  TimedNodeLock lock(client->node(), kLockTimeout);
+  const ipc::ClientRecord& record = client->node().clients[slot_];
   if (record.pid != getpid()) return "reclaimed";
   return toString(record.state);
 }

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -44,11 +45,15 @@ public:
   const std::string& instance() const { return instance_; }
 
 private:
-  ipc::DaemonClient& member(const char* operation);
+  // The membership, shared: another Python thread may close() the client
+  // while this one waits with the GIL released.
+  std::shared_ptr<ipc::DaemonClient> member(const char* operation);
+  std::shared_ptr<ipc::DaemonClient> current();
   void declare(std::uint64_t weightedDemand, std::uint64_t peakDemand);
   bool daemonAlive();
   void checkPythonSignals();
 
+  std::mutex clientMutex_; // guards client_ itself (copies and the reset)
   std::shared_ptr<ipc::DaemonClient> client_;
   std::string name_;
   std::string instance_;

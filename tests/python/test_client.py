@@ -364,3 +364,18 @@ def test_status_and_client_take_a_config(node):
         query.request_admission(timeout=10)
         assert query.instance == node.instance
         assert states(node) == {"configured": "running"}
+
+
+def test_closing_from_another_thread_ends_a_wait(start_node):
+    node = start_node(admission="fix", fix_n=1)
+    first = mqx.Client("first", instance=node.instance)
+    first.request_admission(timeout=10)
+    second = mqx.Client("second", instance=node.instance)
+    wait_second = Admission(second, timeout=None)
+    assert wait_for(lambda: states(node).get("second") == "waiting")
+    time.sleep(0.2)
+    second.close()  # the record goes while the other thread polls it
+    wait_second.join(5)
+    assert isinstance(wait_second.error, mqx.MqxError) and not isinstance(wait_second.error, mqx.DaemonNotRunning)
+    assert states(node) == {"first": "running"}
+    first.release()

@@ -1,0 +1,214 @@
+#include "metrics_exporter.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "common/log.hpp"
+
+namespace mqx::daemon {
+namespace {
+
+const char* stateName(ipc::ClientState state) {
+  switch (state) {
+  case ipc::ClientState::Waiting: return "waiting";
+  case ipc::ClientState::Running: return "running";
+  case ipc::ClientState::Memory: return "memory";
+  default: return "free";
+  }
+}
+
+void family(std::string& out, const char* name, const char* type, const char* help) {
+  fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+}
+
+void sample(std::string& out, const char* name, std::uint64_t value, const std::string& labels = {}) {
+  if (labels.empty())
+    fmt::format_to(std::back_inserter(out), "{} {}\n", name, value);
+  else
+    fmt::format_to(std::back_inserter(out), "{}{{{}}} {}\n", name, labels, value);
+}
+
+std::string clientLabels(const ClientMetrics& client) {
+  return fmt::format("slot=\"{}\",pid=\"{}\",state=\"{}\",name=\"{}\"", client.slot, client.pid,
+                     stateName(client.state), escapeLabelValue(client.name));
+}
+
+} // namespace
+
+std::string escapeLabelValue(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string renderMetrics(const NodeMetrics& m) {
+  std::string out;
+  family(out, "mqx_node_capacity_bytes", "gauge", "The node's device budget.");
+  sample(out, "mqx_node_capacity_bytes", m.capacity);
+  family(out, "mqx_node_used_bytes", "gauge", "Device bytes the node's processes hold.");
+  sample(out, "mqx_node_used_bytes", m.usedBytes);
+
+  std::uint64_t byState[4] = {};
+  std::uint64_t runningWeighted = 0, waitingWeighted = 0;
+  for (const ClientMetrics& client : m.clients) {
+    ++byState[static_cast<std::uint32_t>(client.state) % 4];
+    if (client.state == ipc::ClientState::Running) runningWeighted += client.weightedDemand;
+    if (client.state == ipc::ClientState::Waiting) waitingWeighted += client.weightedDemand;
+  }
+  family(out, "mqx_clients", "gauge", "Client records by state (waiting and running queries, memory clients).");
+  for (auto state : {ipc::ClientState::Waiting, ipc::ClientState::Running, ipc::ClientState::Memory})
+    sample(out, "mqx_clients", byState[static_cast<std::uint32_t>(state)],
+           fmt::format("state=\"{}\"", stateName(state)));
+  family(out, "mqx_admission_queue_length", "gauge", "Queries waiting for admission.");
+  sample(out, "mqx_admission_queue_length", byState[static_cast<std::uint32_t>(ipc::ClientState::Waiting)]);
+  family(out, "mqx_weighted_demand_bytes", "gauge",
+         "Sum of the weighted demands (paper section 5) of running and of waiting queries.");
+  sample(out, "mqx_weighted_demand_bytes", runningWeighted, "state=\"running\"");
+  sample(out, "mqx_weighted_demand_bytes", waitingWeighted, "state=\"waiting\"");
+
+  family(out, "mqx_client_weighted_demand_bytes", "gauge", "A query's weighted demand.");
+  for (const ClientMetrics& client : m.clients)
+    if (client.state != ipc::ClientState::Memory)
+      sample(out, "mqx_client_weighted_demand_bytes", client.weightedDemand, clientLabels(client));
+  family(out, "mqx_client_peak_demand_bytes", "gauge", "A query's peak demand.");
+  for (const ClientMetrics& client : m.clients)
+    if (client.state != ipc::ClientState::Memory)
+      sample(out, "mqx_client_peak_demand_bytes", client.peakDemand, clientLabels(client));
+  family(out, "mqx_client_held_bytes", "gauge", "Device bytes a memory client holds.");
+  for (const ClientMetrics& client : m.clients)
+    if (client.state == ipc::ClientState::Memory)
+      sample(out, "mqx_client_held_bytes", client.budgetHeld, clientLabels(client));
+
+  family(out, "mqx_evictions_served_total", "counter", "Cross-process eviction requests that freed something.");
+  sample(out, "mqx_evictions_served_total", m.evictionRequestsServed);
+  family(out, "mqx_bytes_evicted_for_others_total", "counter", "Bytes evicted on request of another process.");
+  sample(out, "mqx_bytes_evicted_for_others_total", m.bytesEvictedForOthers);
+  family(out, "mqx_reclaimed_bytes_total", "counter", "Bytes taken back from dead clients.");
+  sample(out, "mqx_reclaimed_bytes_total", m.reclaimedBytes);
+  family(out, "mqx_dead_clients_total", "counter", "Clients found dead and reclaimed.");
+  sample(out, "mqx_dead_clients_total", m.deadClients);
+  family(out, "mqx_queries_admitted_total", "counter", "Queries mqxd admitted.");
+  sample(out, "mqx_queries_admitted_total", m.queriesAdmitted);
+  family(out, "mqx_admission_postponements_total", "counter", "Times a waiting query did not fit and was postponed.");
+  sample(out, "mqx_admission_postponements_total", m.admissionPostponements);
+  family(out, "mqx_messages_refused_total", "counter",
+         "Messages refused: not from the registered client of the slot they name, or out of range.");
+  sample(out, "mqx_messages_refused_total", m.messagesRefused);
+  family(out, "mqx_daemon_uptime_seconds", "gauge", "Seconds since mqxd started.");
+  fmt::format_to(std::back_inserter(out), "mqx_daemon_uptime_seconds {:.3f}\n", m.uptimeSeconds);
+  return out;
+}
+
+MetricsExporter::MetricsExporter(const Config& config)
+    : file_(config.metricsFile), interval_(config.metricsIntervalMilliseconds) {
+  if (config.metricsPort == 0) return;
+  listener_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (listener_ < 0) throw std::runtime_error(fmt::format("metrics: socket: {}", std::strerror(errno)));
+  const int yes = 1;
+  setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(config.metricsPort));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK); // local only: the metrics name queries and pids
+  if (bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 || listen(listener_, 8) != 0) {
+    const std::string error = std::strerror(errno);
+    close(listener_);
+    listener_ = -1;
+    throw std::runtime_error(
+        fmt::format("metrics: cannot listen on 127.0.0.1:{} (daemon.metrics_port): {}", config.metricsPort, error));
+  }
+  port_ = config.metricsPort;
+}
+
+MetricsExporter::~MetricsExporter() {
+  if (listener_ >= 0) close(listener_);
+}
+
+void MetricsExporter::serve(const std::function<NodeMetrics()>& snapshot) {
+  const auto now = std::chrono::steady_clock::now();
+  if (!file_.empty() && now - lastWrite_ >= interval_) {
+    lastWrite_ = now;
+    writeFile(snapshot());
+  }
+  // A few waiting scrapes per pass: a flood of connections cannot hold up
+  // the daemon's loop for long.
+  for (int i = 0; listener_ >= 0 && i < 4; ++i) {
+    const int connection = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (connection < 0) break; // EAGAIN: nobody waits
+    answer(connection, snapshot);
+    close(connection);
+  }
+}
+
+void MetricsExporter::writeFile(const NodeMetrics& metrics) {
+  if (file_.empty()) return;
+  const std::string temporary = fmt::format("{}.tmp.{}", file_, getpid());
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << renderMetrics(metrics);
+    if (!out.flush()) {
+      log(LogLevel::Warn, "metrics: cannot write {} (daemon.metrics_file)", temporary);
+      std::remove(temporary.c_str());
+      return;
+    }
+  }
+  if (std::rename(temporary.c_str(), file_.c_str()) != 0) {
+    log(LogLevel::Warn, "metrics: cannot rename {} to {}: {}", temporary, file_, std::strerror(errno));
+    std::remove(temporary.c_str());
+  }
+}
+
+void MetricsExporter::answer(int connection, const std::function<NodeMetrics()>& snapshot) {
+  // The request line and headers, waited for at most 200 ms in all.
+  std::string request;
+  char buffer[1024];
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+  while (request.find("\r\n\r\n") == std::string::npos && request.size() < 8192) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    pollfd ready{connection, POLLIN, 0};
+    if (left <= 0 || poll(&ready, 1, static_cast<int>(left)) <= 0) break;
+    const ssize_t got = recv(connection, buffer, sizeof buffer, 0);
+    if (got <= 0) break;
+    request.append(buffer, static_cast<std::size_t>(got));
+  }
+  std::string status = "200 OK", body;
+  if (request.rfind("GET /metrics ", 0) == 0 || request.rfind("GET / ", 0) == 0) {
+    body = renderMetrics(snapshot());
+  } else {
+    status = "404 Not Found";
+    body = "mqxd serves GET /metrics\n";
+  }
+  const std::string response = fmt::format("HTTP/1.0 {}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+                                           "Content-Length: {}\r\nConnection: close\r\n\r\n{}",
+                                           status, body.size(), body);
+  std::string_view rest = response;
+  while (!rest.empty()) {
+    const ssize_t sent = send(connection, rest.data(), rest.size(), MSG_NOSIGNAL);
+    if (sent <= 0) break; // the scraper went away
+    rest.remove_prefix(static_cast<std::size_t>(sent));
+  }
+}
+
+} // namespace mqx::daemon

@@ -1,0 +1,87 @@
+// MetricsExporter: mqxd's metrics in the Prometheus text exposition format
+// (version 0.0.4: "# HELP", "# TYPE", then samples), written atomically to
+// a file every daemon.metrics_interval_ms (a new file renamed over the old
+// one, so a reader never sees half of it) and/or served on
+// 127.0.0.1:daemon.metrics_port to GET /metrics. docs/hardening.md,
+// "Metrics", lists the names.
+//
+// The responder runs on mqxd's loop, not a thread of its own: it answers
+// once per loop pass (at most a liveness interval late), so metrics never
+// race with the node state they read.
+#pragma once
+
+#include <sys/types.h>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "ipc/node_state.hpp"
+
+namespace mqx::daemon {
+
+// One client record as the metrics show it.
+struct ClientMetrics {
+  std::uint32_t slot = 0;
+  pid_t pid = 0;
+  ipc::ClientState state = ipc::ClientState::Free;
+  std::string name;
+  std::uint64_t weightedDemand = 0;
+  std::uint64_t peakDemand = 0;
+  std::uint64_t budgetHeld = 0;
+};
+
+// What mqxd knows of the node at one moment (read under the segment lock).
+struct NodeMetrics {
+  std::uint64_t capacity = 0;
+  std::uint64_t usedBytes = 0;
+  std::vector<ClientMetrics> clients; // records that are not free
+  std::uint64_t evictionRequestsServed = 0;
+  std::uint64_t bytesEvictedForOthers = 0;
+  std::uint64_t reclaimedBytes = 0;
+  std::uint64_t deadClients = 0;
+  // mqxd's own counters.
+  std::uint64_t queriesAdmitted = 0;
+  std::uint64_t admissionPostponements = 0; // a waiting query found not to fit (once per query and pass that changed)
+  std::uint64_t messagesRefused = 0;
+  double uptimeSeconds = 0;
+};
+
+// The exposition text of `metrics`.
+std::string renderMetrics(const NodeMetrics& metrics);
+// `text` as a Prometheus label value: backslash, double quote and newline
+// escaped (quotes not included).
+std::string escapeLabelValue(const std::string& text);
+
+class MetricsExporter {
+public:
+  // Throws std::runtime_error when the port cannot be bound.
+  explicit MetricsExporter(const Config& config);
+  ~MetricsExporter();
+  MetricsExporter(const MetricsExporter&) = delete;
+  MetricsExporter& operator=(const MetricsExporter&) = delete;
+
+  bool enabled() const { return !file_.empty() || listener_ >= 0; }
+  // Writes the file when its interval passed and answers waiting scrapes;
+  // `snapshot` is called only when metrics are needed.
+  void serve(const std::function<NodeMetrics()>& snapshot);
+  // The file, written now (at shutdown: the last state).
+  void writeFile(const NodeMetrics& metrics);
+  // The port it listens on (0: none).
+  unsigned port() const { return port_; }
+
+private:
+  void answer(int connection, const std::function<NodeMetrics()>& snapshot);
+
+  std::string file_;
+  std::chrono::milliseconds interval_;
+  std::chrono::steady_clock::time_point lastWrite_{};
+  int listener_ = -1;
+  unsigned port_ = 0;
+};
+
+} // namespace mqx::daemon
