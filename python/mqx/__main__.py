@@ -45,13 +45,19 @@ def render(node: NodeStatus) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["top"]:  # the live view: mqx.top
+        from .top import main as top
+
+        return top(arguments[1:])
     parser = argparse.ArgumentParser(prog="python -m mqx", description="mqx from the command line")
     commands = parser.add_subparsers(dest="command", required=True)
     show = commands.add_parser("status", help="the live state of a running mqxd")
+    commands.add_parser("top", help="a live view of the node (python -m mqx top --help)")
     show.add_argument("--instance", help="daemon.instance (default: MQX_DAEMON_INSTANCE or the config's)")
     show.add_argument("--json", action="store_true", help="print JSON")
     show.add_argument("--watch", type=float, metavar="SECONDS", help="print again every SECONDS until Ctrl-C")
-    options = parser.parse_args(argv)
+    options = parser.parse_args(arguments)
     try:
         while True:
             node = status(instance=options.instance)

@@ -1,0 +1,133 @@
+"""python -m mqx top [--instance NAME] [--interval SECONDS] [--once]: a live view of a node.
+
+Reads the same node status as ``python -m mqx status`` (mqx.status(): mqxd's segment) twice per
+refresh and shows: the device budget, the admission queue (waiting queries in admission order with
+their weighted and peak demands, paper §5), the running queries and the sum of their weighted
+demands, the memory clients with the device bytes they hold and how fast that changes, and the
+node's eviction rates (cross-process evictions served, bytes evicted for others, bytes reclaimed
+from dead clients), as rates between the two samples. q quits. --once prints one view (two samples
+--interval apart) and exits: for scripts and tests.
+
+Exit status: 0, or 69 when no mqxd serves the user and instance (as ``status``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any, Optional, Sequence
+
+NO_DAEMON_EXIT = 69
+
+
+def _mib(count: float) -> str:
+    return f"{count / (1 << 20):.1f} MiB"
+
+
+def _bar(used: int, capacity: int, width: int = 40) -> str:
+    filled = min(width, round(width * used / capacity)) if capacity else 0
+    return "[" + "#" * filled + "." * (width - filled) + "]"
+
+
+def render(before: Any, after: Any, seconds: float) -> str:
+    """The view of two NodeStatus samples taken ``seconds`` apart."""
+    seconds = max(seconds, 1e-9)
+
+    def rate(name: str) -> float:
+        return (getattr(after, name) - getattr(before, name)) / seconds
+
+    held_before = {(c.slot, c.pid): c.budget_held for c in before.clients}
+    waiting = sorted((c for c in after.clients if c.state == "waiting"), key=lambda c: c.arrival)
+    running = [c for c in after.clients if c.state == "running"]
+    memory = [c for c in after.clients if c.state == "memory"]
+    share = 100.0 * after.used / after.capacity if after.capacity else 0.0
+    lines = [
+        f"mqx top: mqxd pid {after.daemon_pid}, node {after.segment}"
+        + (f" (instance {after.instance})" if after.instance else "")
+        + f", every {seconds:.1f} s",
+        f"device budget {_bar(after.used, after.capacity)} {_mib(after.used)} of {_mib(after.capacity)} ({share:.0f}%)",
+        f"clients: {len(waiting)} waiting, {len(running)} running, {len(memory)} memory",
+        f"weighted demand: running {_mib(sum(c.weighted_demand for c in running))}, "
+        f"waiting {_mib(sum(c.weighted_demand for c in waiting))}",
+        f"evictions for others: {rate('eviction_requests_served'):.1f}/s, "
+        f"{_mib(rate('bytes_evicted_for_others'))}/s (total {after.eviction_requests_served}, "
+        f"{_mib(after.bytes_evicted_for_others)}); reclaimed {_mib(rate('reclaimed_bytes'))}/s "
+        f"(dead clients {after.dead_clients})",
+        "",
+        f"admission queue ({len(waiting)}):",
+    ]
+    header = f"  {'slot':>4} {'pid':>8} {'name':<20} {'weighted':>12} {'peak':>12}"
+    lines.append(header)
+    for c in waiting:
+        lines.append(f"  {c.slot:>4} {c.pid:>8} {c.name[:20]:<20} {_mib(c.weighted_demand):>12} {_mib(c.peak_demand):>12}")
+    lines += ["", f"running queries ({len(running)}):", header + f" {'observed':>12}"]
+    for c in running:
+        lines.append(
+            f"  {c.slot:>4} {c.pid:>8} {c.name[:20]:<20} {_mib(c.weighted_demand):>12} {_mib(c.peak_demand):>12} "
+            f"{_mib(c.observed_peak):>12}"
+        )
+    lines += ["", f"memory clients ({len(memory)}):", f"  {'slot':>4} {'pid':>8} {'name':<20} {'held':>12} {'change':>14} {'query':>5}"]
+    for c in memory:
+        change = (c.budget_held - held_before.get((c.slot, c.pid), 0)) / seconds
+        lines.append(
+            f"  {c.slot:>4} {c.pid:>8} {c.name[:20]:<20} {_mib(c.budget_held):>12} {_mib(change) + '/s':>14} "
+            f"{'-' if c.query_slot is None else c.query_slot:>5}"
+        )
+    return "\n".join(lines)
+
+
+def _sample(instance: Optional[str]) -> Any:
+    from . import status
+
+    return status(instance=instance)
+
+
+def _live(instance: Optional[str], interval: float) -> int:
+    import curses
+
+    def loop(screen: Any) -> int:
+        curses.curs_set(0)
+        screen.timeout(int(interval * 1000))
+        before, taken = _sample(instance), time.monotonic()
+        while True:
+            key = screen.getch()  # waits up to the interval: the refresh
+            if key in (ord("q"), ord("Q")):
+                return 0
+            after, now = _sample(instance), time.monotonic()
+            screen.erase()
+            rows, columns = screen.getmaxyx()
+            for row, line in enumerate((render(before, after, now - taken) + "\n(q quits)").splitlines()[: rows - 1]):
+                screen.addnstr(row, 0, line, columns - 1)
+            screen.refresh()
+            before, taken = after, now
+
+    return curses.wrapper(loop)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mqx top", description="a live view of mqxd's node")
+    parser.add_argument("--instance", help="daemon.instance (default: MQX_DAEMON_INSTANCE or the config's)")
+    parser.add_argument("--interval", type=float, default=1.0, metavar="SECONDS", help="refresh interval (1.0)")
+    parser.add_argument("--once", action="store_true", help="print one view (two samples an interval apart) and exit")
+    options = parser.parse_args(argv)
+    if not options.interval > 0:
+        parser.error("--interval must be positive")
+    from . import DaemonNotRunning, MqxError
+
+    try:
+        if options.once or not sys.stdout.isatty():
+            before, taken = _sample(options.instance), time.monotonic()
+            time.sleep(options.interval)
+            after = _sample(options.instance)
+            print(render(before, after, time.monotonic() - taken), flush=True)
+            return 0
+        return _live(options.instance, options.interval)
+    except DaemonNotRunning as error:
+        print(f"python -m mqx top: {error}", file=sys.stderr)
+        return NO_DAEMON_EXIT
+    except MqxError as error:
+        print(f"python -m mqx top: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
