@@ -686,6 +686,9 @@ std::size_t MemoryManager::evictForOtherProcess(std::size_t bytes, std::chrono::
       insideManager = false;
       return freed;
     }
+    // An operation of this process yields to an older one with the lock
+    // held: the yielding thread evicts for the requester.
+    if (auto freed = state_->residency.handoff().request(bytes, preferred, deadline)) return *freed;
     if (state_->residency.waitingForOtherProcesses() || std::chrono::steady_clock::now() >= deadline) return 0;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }

@@ -102,12 +102,13 @@ public:
   // Multi-process mode: another process needs device memory. Evicts up to
   // `bytes` of unpinned data; waits at most `patience` for the manager's lock
   // and not at all when this process is itself waiting for others (two
-  // processes each waiting for the other's lock would deadlock). Returns the
-  // bytes freed.
+  // processes each waiting for the other's lock would deadlock), except
+  // when an operation of this process yields to an older process: then the
+  // yielding thread, which holds the lock, evicts for the requester. Returns
+  // the bytes freed.
   // `preferred` (a region id this process published, 0 for none) is
   // evicted first when it is still evictable (global victim selection).
-  std::size_t evictForOtherProcess(std::size_t bytes, std::chrono::milliseconds patience,
-                                   std::uint64_t preferred = 0);
+  std::size_t evictForOtherProcess(std::size_t bytes, std::chrono::milliseconds patience, std::uint64_t preferred = 0);
 
   // Total bytes of regions allocated and of device memory currently backed.
   std::size_t allocatedBytes() const;

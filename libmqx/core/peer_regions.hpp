@@ -44,11 +44,9 @@ public:
   // Deadlock avoidance between launches that each cannot complete their
   // backing (docs/daemon.md): whether a process of older arrival is also
   // waiting for memory, so that this one must give back what it backed for
-  // its launch and let that one proceed.
+  // its launch and let that one proceed (the manager waits, evicting for it,
+  // until this turns false).
   virtual bool mustYield() = 0;
-  // Waits until no older process waits for memory; false after
-  // daemon.eviction_timeout_ms.
-  virtual bool waitForTurn() = 0;
 };
 
 } // namespace mqx

@@ -67,9 +67,7 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
       unbackUnloaded(*context_.directory.byId(key.region), key.page);
     newlyBacked.clear();
     ++context_.statistics.launchYields;
-    waitingForOthers_.store(true, std::memory_order_release);
-    const bool turn = peers_->waitForTurn();
-    waitingForOthers_.store(false, std::memory_order_release);
+    const bool turn = waitForTurn();
     if (!turn || std::chrono::steady_clock::now() >= yieldDeadline) {
       log(LogLevel::Warn,
           "an operation waited {} ms (4 x daemon.eviction_timeout_ms) for older processes to get their device memory: "
@@ -115,6 +113,34 @@ Status ResidencyManager::backAll(std::span<const PageUse> uses, const std::vecto
     newlyBacked->push_back({use.region->id, use.page});
   }
   return Status::Success;
+}
+
+bool ResidencyManager::waitForTurn() {
+  // The older processes may need more than this operation gave back: what
+  // this process still holds (its other regions and the earlier content of
+  // the regions this operation names, which it reloads after its turn).
+  // Their requests come to this thread, which holds the manager's lock
+  // (EvictionHandoff).
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(context_.config.evictionTimeoutMilliseconds);
+  auto evictForOlder = [this](std::size_t bytes, std::uint64_t preferred) {
+    const std::size_t freed = evictForOtherProcess(bytes, preferred);
+    context_.statistics.bytesEvictedWhileYielding += freed;
+    return freed;
+  };
+  waitingForOthers_.store(true, std::memory_order_release);
+  handoff_.open();
+  bool turn = true;
+  while (peers_->mustYield()) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      turn = false;
+      break;
+    }
+    handoff_.serve(std::chrono::milliseconds(1), evictForOlder);
+  }
+  handoff_.close();
+  waitingForOthers_.store(false, std::memory_order_release);
+  return turn;
 }
 
 void ResidencyManager::unbackUnloaded(Region& region, std::uint32_t index) {
@@ -352,9 +378,8 @@ Status ResidencyManager::evictOne(const std::vector<RegionId>& keep, std::size_t
     if (peers_ != nullptr) {
       peers_->collect(&peers);
       std::erase_if(peers, [&](const PeerCandidate& peer) {
-        return std::any_of(refused->begin(), refused->end(), [&](const PeerCandidate& no) {
-          return no.owner == peer.owner && no.region == peer.region;
-        });
+        return std::any_of(refused->begin(), refused->end(),
+                           [&](const PeerCandidate& no) { return no.owner == peer.owner && no.region == peer.region; });
       });
     }
     const std::size_t local = list.size();
@@ -442,8 +467,8 @@ std::size_t ResidencyManager::evictForOtherProcess(std::size_t bytes, RegionId p
 }
 
 void ResidencyManager::publishToPeers(const Region& region) {
-  peers_->publish(region.id, EvictionCandidate{0, region.backedBytes(), region.dirtyBytes(), region.lastUse,
-                                               region.useCount});
+  peers_->publish(region.id,
+                  EvictionCandidate{0, region.backedBytes(), region.dirtyBytes(), region.lastUse, region.useCount});
 }
 
 Status ResidencyManager::evict(const Victim& victim) {

@@ -14,6 +14,7 @@
 #include "config/config.hpp"
 #include "core/cow_tracker.hpp"
 #include "core/device_budget.hpp"
+#include "core/eviction_handoff.hpp"
 #include "core/peer_regions.hpp"
 #include "core/region_directory.hpp"
 #include "core/statistics.hpp"
@@ -96,6 +97,10 @@ public:
   // Lock-free: whether this process is itself waiting for other processes to
   // evict (then it has nothing to give them, and must not be waited for).
   bool waitingForOtherProcesses() const { return waitingForOthers_.load(std::memory_order_acquire); }
+  // Where another process's request goes while an operation of this one
+  // yields with the manager's lock held (served by evictForOtherProcess on
+  // the yielding thread).
+  EvictionHandoff& handoff() { return handoff_; }
 
 private:
   struct PendingWork {
@@ -112,6 +117,9 @@ private:
   Status backAll(std::span<const PageUse> uses, const std::vector<RegionId>& keep, std::vector<PageKey>* newlyBacked);
   // NotReady: this launch must yield to an older process (makeResident).
   Status back(Region& region, std::uint32_t page, const std::vector<RegionId>& keep);
+  // A yielding operation: waits until no older process waits for memory,
+  // evicting for them meanwhile; false after daemon.eviction_timeout_ms.
+  bool waitForTurn();
   void unbackUnloaded(Region& region, std::uint32_t page);
   // One transfer (or fill) that makes device memory valid.
   struct Load {
@@ -162,6 +170,7 @@ private:
   std::uint64_t clock_ = 0;
   bool sourceReadsInFlight_ = false;
   std::atomic<bool> waitingForOthers_{false};
+  EvictionHandoff handoff_;
   PeerRegions* peers_ = nullptr; // the budget's, when shared with other processes
 };
 

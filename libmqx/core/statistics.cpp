@@ -13,11 +13,11 @@ std::string Statistics::toJson() const {
                      "\"pages_evicted\": {}, \"cow_faults\": {}, "
                      "\"cow_bytes_saved\": {}, \"launches\": {}, "
                      "\"residency_wait_ns\": {}, \"fence_waits\": {}, \"peer_evictions\": {}, "
-                     "\"launch_yields\": {}}}",
+                     "\"launch_yields\": {}, \"bytes_evicted_while_yielding\": {}}}",
                      bytesToDevice, bytesToHost, bytesOnDevice, bytesFilledOnDevice, bytesRequestedToDevice,
                      bytesAvoidedLazy, bytesWrittenBack, bytesDroppedClean, bytesCopiedOnHost, evictions, pagesEvicted,
                      cowFaults, cowBytesSaved, launches, residencyWaitNanoseconds, fenceWaits, peerEvictions,
-                     launchYields);
+                     launchYields, bytesEvictedWhileYielding);
 }
 
 } // namespace mqx

@@ -26,6 +26,7 @@ struct Statistics {
   std::uint64_t fenceWaits = 0;               // times mqx waited for in-flight work to free memory
   std::uint64_t peerEvictions = 0; // victims chosen among other processes' regions and evicted by their owners
   std::uint64_t launchYields = 0;  // operations that gave back their backing to an older process (deadlock avoidance)
+  std::uint64_t bytesEvictedWhileYielding = 0; // evicted for an older process while an operation yielded to it
 
   std::string toJson() const;
 };

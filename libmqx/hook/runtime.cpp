@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <mutex>
 
 #include "common/log.hpp"
 #include "hook/host_memory_hooks.hpp"
@@ -19,26 +20,53 @@ using device::cuda::DriverApi;
 namespace {
 
 // Membership of mqxd's node, when one runs (docs/daemon.md). Leaked on
-// purpose like the Runtime: the budget it backs is used until exit.
+// purpose like the Runtime: the budget it backs is used until exit. Joined
+// once, by the first of activation and the advice API
+// (mqx_declare_operator may come before the process's first CUDA call).
 std::shared_ptr<ipc::DaemonClient>* nodeClient = nullptr;
+std::once_flag nodeJoinOnce;
+
+void joinNodeOnce(const Config& config) {
+  std::call_once(nodeJoinOnce, [&config] {
+    try {
+      auto client = ipc::DaemonClient::connect(config, ipc::DaemonClient::Role::Memory, program_invocation_short_name);
+      if (client == nullptr) return;
+      nodeClient = new std::shared_ptr<ipc::DaemonClient>(client);
+      // A process that never activates leaves at exit too (leave() is
+      // idempotent: activation's exit handler calls it as well).
+      std::atexit([] { (*nodeClient)->leave(); });
+    } catch (const std::exception& error) {
+      log(LogLevel::Warn, "cannot join mqxd's node ({}); managing this process's device memory alone", error.what());
+    }
+  });
+}
 
 // Joins the node: the process's device memory then comes from the node's
 // budget and other processes may ask it to evict. Null budget: alone.
 std::shared_ptr<DeviceBudget> joinNode(const Config& config) {
-  try {
-    auto client = ipc::DaemonClient::connect(config, ipc::DaemonClient::Role::Memory, program_invocation_short_name);
-    if (client == nullptr) return nullptr;
-    nodeClient = new std::shared_ptr<ipc::DaemonClient>(client);
-    return client->budget();
-  } catch (const std::exception& error) {
-    log(LogLevel::Warn, "cannot join mqxd's node ({}); managing this process's device memory alone", error.what());
-    return nullptr;
-  }
+  joinNodeOnce(config);
+  return nodeClient != nullptr ? (*nodeClient)->budget() : nullptr;
 }
 
 } // namespace
 
-ipc::DaemonClient* nodeMembership() { return nodeClient != nullptr ? nodeClient->get() : nullptr; }
+ipc::DaemonClient* nodeMembership() {
+  // The advice API's way in: the configuration is read here once (a bad one
+  // is reported by the hooks; the declaration is then a no-op).
+  static std::once_flag configured;
+  static Config config;
+  static bool valid = false;
+  std::call_once(configured, [] {
+    try {
+      config = loadConfig();
+      valid = true;
+    } catch (const std::exception& error) {
+      log(LogLevel::Warn, "{}: not joining mqxd's node for the advice API", error.what());
+    }
+  });
+  if (valid) joinNodeOnce(config);
+  return nodeClient != nullptr ? nodeClient->get() : nullptr;
+}
 
 Runtime& Runtime::instance() {
   // Leaked on purpose: hooks may run after static destructors.

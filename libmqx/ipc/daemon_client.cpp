@@ -356,21 +356,33 @@ void DaemonClient::observeLaunchFootprint(std::uint64_t bytes) {
   // The launch path: one relaxed load when the query declared its plan, else
   // a clock read; a message at most once per interval.
   if (declared_.load(std::memory_order_relaxed) || !inJoiningProcess()) return;
-  std::uint64_t report = 0;
+  std::uint64_t weighted = 0, peak = 0;
   {
     std::lock_guard lock(demandMutex_);
-    windowFootprint_ = std::max(windowFootprint_, bytes);
     const auto now = Clock::now();
-    if (now - windowStart_ < milliseconds(config_.demandReportIntervalMilliseconds)) return;
+    if (windowStart_ == Clock::time_point{}) windowStart_ = now;
+    windowFootprint_ = std::max(windowFootprint_, bytes);
+    const auto elapsed = now - windowStart_;
+    if (elapsed < milliseconds(config_.demandReportIntervalMilliseconds)) return;
+    // Paper §5: each interval is one operator of the query, its mᵢ the most
+    // bytes one kernel in it referenced, its tᵢ the interval's length (the
+    // time between launches included: the query holds its data meanwhile).
+    // The demand is m = Σ tᵢmᵢ / Σ tᵢ over the intervals so far, not the
+    // last interval's mᵢ: a query would otherwise jump to the peak of its
+    // current phase and back.
+    const double seconds = std::chrono::duration<double>(elapsed).count();
+    observedSeconds_ += seconds;
+    observedByteSeconds_ += seconds * static_cast<double>(windowFootprint_);
+    observedPeak_ = std::max(observedPeak_, windowFootprint_);
     windowStart_ = now;
-    if (windowFootprint_ == reportedFootprint_) {
-      windowFootprint_ = 0;
-      return;
-    }
-    report = reportedFootprint_ = windowFootprint_;
     windowFootprint_ = 0;
+    weighted = static_cast<std::uint64_t>(std::llround(observedByteSeconds_ / observedSeconds_));
+    peak = observedPeak_;
+    if (weighted == reportedWeighted_ && peak == reportedPeak_) return;
+    reportedWeighted_ = weighted;
+    reportedPeak_ = peak;
   }
-  updateDemand(report, report);
+  updateDemand(weighted, peak);
 }
 
 void DaemonClient::finishQuery() {

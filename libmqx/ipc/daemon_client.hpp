@@ -95,9 +95,11 @@ public:
   // or when there is no query record to update.
   bool declareOperator(double seconds, std::uint64_t bytes);
   // Memory role, the launch path: the device bytes a launch references.
-  // While the query declared no operator, the most referenced by one launch
-  // in each daemon.demand_report_interval_ms is sent as its demand when it
-  // changed: the demand follows what the query's kernels actually use.
+  // While the query declared no operator, each daemon.demand_report_interval_ms
+  // counts as one operator whose memory is the most one launch in it
+  // referenced; the weighted demand Σ tᵢmᵢ / Σ tᵢ over them and their peak
+  // are sent when they changed: the demand follows what the query's kernels
+  // actually use (docs/daemon.md, "Demand as the query runs").
   void observeLaunchFootprint(std::uint64_t bytes);
 
 private:
@@ -135,9 +137,13 @@ private:
   double declaredByteSeconds_ = 0;
   std::uint64_t declaredPeak_ = 0;
   std::atomic<bool> declared_{false};
-  std::uint64_t windowFootprint_ = 0;
-  std::uint64_t reportedFootprint_ = 0;
+  std::uint64_t windowFootprint_ = 0; // the current interval's largest launch
   std::chrono::steady_clock::time_point windowStart_{};
+  double observedSeconds_ = 0; // the closed intervals: Σ tᵢ, Σ tᵢmᵢ, max mᵢ
+  double observedByteSeconds_ = 0;
+  std::uint64_t observedPeak_ = 0;
+  std::uint64_t reportedWeighted_ = 0;
+  std::uint64_t reportedPeak_ = 0;
 };
 
 } // namespace mqx::ipc

@@ -3,8 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
-#include <thread>
 
 #include "ipc/daemon_client.hpp"
 
@@ -117,15 +115,5 @@ std::size_t SharedDeviceBudget::evictAt(const PeerCandidate& candidate, std::siz
 void SharedDeviceBudget::observeLaunchFootprint(std::size_t bytes) { client_->observeLaunchFootprint(bytes); }
 
 bool SharedDeviceBudget::mustYield() { return client_->mustYield(); }
-
-bool SharedDeviceBudget::waitForTurn() {
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(client_->config().evictionTimeoutMilliseconds);
-  while (client_->mustYield()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return true;
-}
 
 } // namespace mqx::ipc

@@ -38,7 +38,6 @@ public:
   std::size_t evictAt(const PeerCandidate& candidate, std::size_t bytes) override;
   void observeLaunchFootprint(std::size_t bytes) override;
   bool mustYield() override;
-  bool waitForTurn() override;
 
 private:
   std::shared_ptr<DaemonClient> client_;

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
@@ -76,23 +77,36 @@ std::optional<int> ChildProcess::wait(std::chrono::milliseconds timeout) {
 }
 
 bool ChildProcess::waitForLine(const std::string& line, std::chrono::milliseconds timeout) {
+  return waitForMatch([&](const std::string& candidate) { return candidate == line; }, timeout).has_value();
+}
+
+std::optional<std::uint64_t> ChildProcess::waitForCounter(const std::string& name, std::chrono::milliseconds timeout) {
+  const std::string prefix = name + " ";
+  auto line = waitForMatch([&](const std::string& candidate) { return candidate.starts_with(prefix); }, timeout);
+  if (!line) return std::nullopt;
+  return std::strtoull(line->c_str() + prefix.size(), nullptr, 10);
+}
+
+std::optional<std::string> ChildProcess::waitForMatch(const std::function<bool(const std::string&)>& matches,
+                                                      std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     std::size_t start = 0;
     for (std::size_t end; (end = buffered_.find('\n', start)) != std::string::npos; start = end + 1) {
-      if (buffered_.compare(start, end - start, line) == 0) {
+      std::string candidate = buffered_.substr(start, end - start);
+      if (matches(candidate)) {
         buffered_.erase(0, end + 1);
-        return true;
+        return candidate;
       }
     }
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return false;
+    if (left.count() <= 0) return std::nullopt;
     pollfd entry{stdout_, POLLIN, 0};
-    if (poll(&entry, 1, static_cast<int>(left.count())) <= 0) return false;
+    if (poll(&entry, 1, static_cast<int>(left.count())) <= 0) return std::nullopt;
     char chunk[256];
     const ssize_t got = read(stdout_, chunk, sizeof chunk);
-    if (got <= 0) return false;
+    if (got <= 0) return std::nullopt;
     buffered_.append(chunk, static_cast<std::size_t>(got));
   }
 }

@@ -6,6 +6,8 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -26,8 +28,14 @@ public:
   std::optional<int> wait(std::chrono::milliseconds timeout);
   // Reads stdout until `line` appears as a whole line; false on EOF/timeout.
   bool waitForLine(const std::string& line, std::chrono::milliseconds timeout);
+  // Reads stdout until a line "NAME VALUE" appears; VALUE, or nullopt on
+  // EOF/timeout (the counters sim_client prints).
+  std::optional<std::uint64_t> waitForCounter(const std::string& name, std::chrono::milliseconds timeout);
 
 private:
+  std::optional<std::string> waitForMatch(const std::function<bool(const std::string&)>& matches,
+                                          std::chrono::milliseconds timeout);
+
   pid_t pid_ = -1;
   int stdout_ = -1;
   bool reaped_ = false;

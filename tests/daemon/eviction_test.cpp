@@ -85,6 +85,44 @@ TEST_P(OversizedLaunches, AllCompleteOneAfterTheOther) {
 
 INSTANTIATE_TEST_SUITE_P(Processes, OversizedLaunches, ::testing::Values(2, 3));
 
+// Launches over several regions, each process also holding an idle region:
+// the older process's launch can only be backed with pages of regions the
+// younger holds for its own pending launch (kept 2 x 3 MiB + new 10 MiB =
+// 16 MiB each; before the launches both processes hold 9 MiB (kept + a
+// 3 MiB idle region), so the free 2 MiB and both idle regions make 8 MiB of
+// the 10 the older needs). Both start their launch at once (SIGUSR1 after
+// both loaded): they collide, the younger yields, and while it waits for its
+// turn it must evict for the older, which otherwise runs out of memory
+// after daemon.eviction_timeout_ms (docs/daemon.md, "yielding").
+TEST_F(NodeFixture, YieldingProcessEvictsItsRegionsForTheOlderOne) {
+  environment_["MQX_DAEMON_CAPACITY"] = "20MiB";
+  environment_["MQX_DAEMON_EVICTION_TIMEOUT_MS"] = "1000";
+  // Small pages: backing the free part takes long enough that both launches
+  // are inside their backing when they run out.
+  environment_["MQX_MEMORY_PAGE_SIZE"] = "64KiB";
+  environment_["MQX_SIM_GRANULARITY"] = "64KiB";
+  startDaemon();
+  const std::vector<std::string> args{"launch-set", "2", std::to_string(3 << 20), "1", std::to_string(10 << 20)};
+  auto older = client({args[0], args[1], args[2], args[3], args[4], "11"});
+  ASSERT_TRUE(older->waitForLine("loaded", 10s));
+  auto younger = client({args[0], args[1], args[2], args[3], args[4], "12"});
+  ASSERT_TRUE(younger->waitForLine("loaded", 10s));
+  EXPECT_EQ(usedBytes(), std::uint64_t{18} << 20) << "both kept and idle sets resident before the launches";
+  older->signal(SIGUSR1);
+  younger->signal(SIGUSR1);
+  EXPECT_TRUE(older->waitForLine("ok", 20s)) << "the older process's launch got its memory";
+  EXPECT_TRUE(younger->waitForLine("ok", 20s));
+  const auto olderYields = older->waitForCounter("yields", 1s);
+  const auto youngerYields = younger->waitForCounter("yields", 1s);
+  const auto youngerEvicted = younger->waitForCounter("yield evictions", 1s);
+  EXPECT_EQ(olderYields, 0u) << "the oldest never yields";
+  EXPECT_GE(youngerYields.value_or(0), 1u) << "the launches collided and the younger yielded";
+  EXPECT_GT(youngerEvicted.value_or(0), 0u) << "the younger evicted for the older while it yielded";
+  EXPECT_EQ(older->wait(20s), 0);
+  EXPECT_EQ(younger->wait(20s), 0);
+  ASSERT_TRUE(waitUntilBudgetFree(1000ms)) << "still used: " << usedBytes();
+}
+
 TEST_F(NodeFixture, EvictionRequestNobodyCanServeIsOutOfMemoryAfterTheTimeout) {
   environment_["MQX_DAEMON_CAPACITY"] = "16MiB";
   environment_["MQX_DAEMON_EVICTION_TIMEOUT_MS"] = "300";

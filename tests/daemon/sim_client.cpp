@@ -17,11 +17,29 @@
 //                             them MS milliseconds (0: until killed), exits.
 //   hold-lock BYTES           takes BYTES, then the node lock, prints
 //                             "locked" and waits to be killed.
+//   launch-set KEPT BYTES IDLE NEW_BYTES SEED
+//                             KEPT regions of BYTES and IDLE regions of BYTES
+//                             are made resident (one transform kernel each),
+//                             "loaded" is printed, and it waits for SIGUSR1
+//                             (the test's barrier); then ONE kernel transforms
+//                             the KEPT regions and a new region of NEW_BYTES
+//                             together (all of them resident at once), and
+//                             every region is checked as in work. Also prints
+//                             "yield evictions BYTES": what it evicted for
+//                             others while its launch yielded.
+//   footprints INTERVAL_MS HOLD_MS BYTES:MS...
+//                             phases: for MS milliseconds, a kernel over one
+//                             region of BYTES every INTERVAL_MS (the region
+//                             is freed after its phase); prints "phase N" as
+//                             each starts and "finished" after the last, keeps
+//                             running HOLD_MS, exits (the observed-demand
+//                             path: DaemonClient::observeLaunchFootprint).
 //   update-demand WEIGHTED PEAK BEFORE_MS AFTER_MS
 //                             sleeps BEFORE_MS, sends the query's new demand
 //                             (DaemonClient::updateDemand), prints "updated",
 //                             sleeps AFTER_MS, exits (6: nothing to update).
 // Exit 3: no daemon.
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -166,16 +184,175 @@ int work(const mqx::Config& config, mqx::ipc::DaemonClient& client, const WorkOp
   return result;
 }
 
+// A kernel over up to kSetSize regions at once: parameters p0..p3, n0..n3,
+// seed (a null pointer is no region).
+constexpr int kSetSize = 4;
+
+int launchSet(const mqx::Config& config, mqx::ipc::DaemonClient& client, int kept, std::size_t bytes, int idle,
+              std::size_t newBytes, unsigned seed) {
+  if (kept < 1 || kept + 1 > kSetSize || idle < 0 || bytes == 0 || newBytes == 0) return 2;
+  mqx::device::SimBackend backend(config);
+  std::vector<mqx::device::ParamInfo> layout;
+  for (std::size_t i = 0; i < 2 * kSetSize + 1; ++i)
+    layout.push_back({i * 8, i < 2 * kSetSize ? 8u : 1u});
+  const mqx::FunctionHandle transformSet = backend.registerKernel(
+      [](const mqx::device::SimKernelContext&, void** params) {
+        const auto s = *static_cast<std::uint8_t*>(params[2 * kSetSize]);
+        for (int i = 0; i < kSetSize; ++i) {
+          auto* data = *static_cast<std::uint8_t**>(params[i]);
+          if (data != nullptr) transformReference(data, *static_cast<std::uint64_t*>(params[kSetSize + i]), s);
+        }
+      },
+      layout);
+  auto manager = std::make_unique<mqx::MemoryManager>(config, backend, client.budget());
+  mqx::hook::registerHostMemoryManager(manager.get());
+  client.setRegionEvictor([&](std::size_t wanted, std::uint64_t region) {
+    return manager->evictForOtherProcess(wanted, std::chrono::milliseconds(200), region);
+  });
+  // Regions: kept first, then idle, then the new one.
+  const int count = kept + idle + 1;
+  std::vector<std::size_t> sizes(count, bytes);
+  sizes.back() = newBytes;
+  std::vector<mqx::DevicePtr> addresses(count);
+  std::vector<std::vector<std::uint8_t>> reference(count);
+  int result = 0;
+  auto fail = [&](const char* what, Status status) {
+    std::fprintf(stderr, "sim_client %d: %s failed: %s\n", getpid(), what, std::string(mqx::toString(status)).c_str());
+    result = 4;
+  };
+  // One kernel over `regions` (indexes into addresses), mirrored on the host.
+  auto launchOver = [&](const std::vector<int>& regions, std::uint8_t k) {
+    void* pointers[kSetSize] = {};
+    std::uint64_t lengths[kSetSize] = {};
+    for (std::size_t i = 0; i < regions.size(); ++i) {
+      pointers[i] = reinterpret_cast<void*>(addresses[regions[i]]);
+      lengths[i] = sizes[regions[i]];
+    }
+    void* params[2 * kSetSize + 1];
+    for (int i = 0; i < kSetSize; ++i) {
+      params[i] = &pointers[i];
+      params[kSetSize + i] = &lengths[i];
+    }
+    params[2 * kSetSize] = &k;
+    mqx::device::KernelLaunch launch;
+    launch.function = transformSet;
+    launch.params = params;
+    if (Status s = manager->launch(launch); !mqx::ok(s)) return fail("launch", s);
+    for (int r : regions)
+      transformReference(reference[r].data(), sizes[r], k);
+  };
+  for (int r = 0; r < count && result == 0; ++r) {
+    reference[r].resize(sizes[r]);
+    for (std::size_t i = 0; i < sizes[r]; ++i)
+      reference[r][i] = static_cast<std::uint8_t>(seed + r * 31 + i * 7 + i / 4099);
+    if (Status s = manager->allocate(sizes[r], &addresses[r]); !mqx::ok(s))
+      fail("allocate", s);
+    else if (Status s2 = manager->copyHostToDevice(addresses[r], reference[r].data(), sizes[r], 0, true); !mqx::ok(s2))
+      fail("copy to device", s2);
+  }
+  for (int r = 0; r < kept + idle && result == 0; ++r)
+    launchOver({r}, static_cast<std::uint8_t>(seed + r));
+  manager->synchronizeAll();
+  std::printf("loaded\n");
+  std::fflush(stdout);
+  sigset_t go;
+  sigemptyset(&go);
+  sigaddset(&go, SIGUSR1);
+  int received = 0;
+  sigwait(&go, &received);
+  std::vector<int> set;
+  for (int r = 0; r < kept; ++r)
+    set.push_back(r);
+  set.push_back(count - 1);
+  if (result == 0) launchOver(set, static_cast<std::uint8_t>(seed + 101));
+  for (int r = 0; r < count && result == 0; ++r) {
+    std::vector<std::uint8_t> back(sizes[r]);
+    if (Status s = manager->copyDeviceToHost(back.data(), addresses[r], sizes[r], 0, true); !mqx::ok(s)) {
+      fail("copy to host", s);
+    } else if (back != reference[r]) {
+      std::fprintf(stderr, "sim_client %d: region %d holds wrong data\n", getpid(), r);
+      result = 1;
+    }
+  }
+  const auto stats = manager->statistics();
+  std::printf("%s\nevictions %llu\npeer evictions %llu\nyields %llu\nyield evictions %llu\n",
+              result == 0 ? "ok" : "failed", static_cast<unsigned long long>(stats.evictions),
+              static_cast<unsigned long long>(stats.peerEvictions), static_cast<unsigned long long>(stats.launchYields),
+              static_cast<unsigned long long>(stats.bytesEvictedWhileYielding));
+  std::fflush(stdout);
+  client.setEvictor(nullptr);
+  for (auto address : addresses)
+    if (address != 0) manager->free(address);
+  mqx::hook::registerHostMemoryManager(nullptr);
+  return result;
+}
+
+int footprints(const mqx::Config& config, mqx::ipc::DaemonClient& client, long intervalMs, long holdMs,
+               const std::vector<std::pair<std::size_t, long>>& phases) {
+  mqx::device::SimBackend backend(config);
+  const mqx::FunctionHandle transform = backend.registerKernel(
+      [](const mqx::device::SimKernelContext&, void** params) {
+        transformReference(*static_cast<std::uint8_t**>(params[0]), *static_cast<std::uint64_t*>(params[1]), 1);
+      },
+      {{0, 8}, {8, 8}});
+  auto manager = std::make_unique<mqx::MemoryManager>(config, backend, client.budget());
+  client.setRegionEvictor([&](std::size_t wanted, std::uint64_t region) {
+    return manager->evictForOtherProcess(wanted, std::chrono::milliseconds(200), region);
+  });
+  int result = 0;
+  for (std::size_t phase = 0; phase < phases.size() && result == 0; ++phase) {
+    const auto [bytes, milliseconds] = phases[phase];
+    std::printf("phase %zu\n", phase + 1);
+    std::fflush(stdout);
+    mqx::DevicePtr address = 0;
+    if (Status s = manager->allocate(bytes, &address); !mqx::ok(s)) {
+      std::fprintf(stderr, "sim_client %d: allocate failed: %s\n", getpid(), std::string(mqx::toString(s)).c_str());
+      result = 4;
+      break;
+    }
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(milliseconds);
+    while (std::chrono::steady_clock::now() < end && result == 0) {
+      void* pointer = reinterpret_cast<void*>(address);
+      std::uint64_t n = bytes;
+      void* params[] = {&pointer, &n};
+      mqx::device::KernelLaunch launch;
+      launch.function = transform;
+      launch.params = params;
+      if (Status s = manager->launch(launch); !mqx::ok(s)) {
+        std::fprintf(stderr, "sim_client %d: launch failed: %s\n", getpid(), std::string(mqx::toString(s)).c_str());
+        result = 4;
+      }
+      manager->synchronizeAll(); // each kernel ends before the next: the phase's length is its kernels' time
+      std::this_thread::sleep_for(std::chrono::milliseconds(intervalMs));
+    }
+    manager->free(address);
+  }
+  std::printf("%s\n", result == 0 ? "finished" : "failed");
+  std::fflush(stdout);
+  std::this_thread::sleep_for(std::chrono::milliseconds(holdMs));
+  client.setEvictor(nullptr);
+  return result;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: mqx_sim_client work R BYTES ROUNDS SEED [PEERS] | cold BYTES MS SEED | hold-budget "
-                         "BYTES MS | hold-lock BYTES | update-demand "
-                         "WEIGHTED PEAK BEFORE_MS AFTER_MS\n");
+    std::fprintf(
+        stderr,
+        "usage: mqx_sim_client work R BYTES ROUNDS SEED [PEERS] | cold BYTES MS SEED | hold-budget "
+        "BYTES MS | hold-lock BYTES | launch-set KEPT BYTES IDLE NEW_BYTES SEED | footprints INTERVAL_MS HOLD_MS "
+        "BYTES:MS... | update-demand "
+        "WEIGHTED PEAK BEFORE_MS AFTER_MS\n");
     return 2;
   }
   try {
+    // launch-set's barrier: SIGUSR1 blocked in every thread (the eviction
+    // server's too), taken by sigwait.
+    sigset_t go;
+    sigemptyset(&go);
+    sigaddset(&go, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &go, nullptr);
     const mqx::Config config = mqx::loadConfig();
     mqx::setLogLevel(config.logLevel);
     auto client = mqx::ipc::DaemonClient::connect(config, mqx::ipc::DaemonClient::Role::Memory, "sim_client");
@@ -195,6 +372,19 @@ int main(int argc, char** argv) {
       options.readOnly = true;
       options.holdMilliseconds = std::atol(argv[3]);
       return work(config, *client, options);
+    }
+    if (mode == "launch-set" && argc == 7)
+      return launchSet(config, *client, std::atoi(argv[2]), std::strtoull(argv[3], nullptr, 10), std::atoi(argv[4]),
+                       std::strtoull(argv[5], nullptr, 10), static_cast<unsigned>(std::atoi(argv[6])));
+    if (mode == "footprints" && argc >= 5) {
+      std::vector<std::pair<std::size_t, long>> phases;
+      for (int i = 4; i < argc; ++i) {
+        char* end = nullptr;
+        const std::size_t bytes = std::strtoull(argv[i], &end, 10);
+        if (*end != ':' || bytes == 0) return 2;
+        phases.emplace_back(bytes, std::atol(end + 1));
+      }
+      return footprints(config, *client, std::atol(argv[2]), std::atol(argv[3]), phases);
     }
     if (mode == "update-demand" && argc == 6) {
       std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(argv[4])));
