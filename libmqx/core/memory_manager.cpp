@@ -185,11 +185,7 @@ Status ManagerState::run(DeviceWork& work, StreamHandle stream, bool wait) {
   }
   // Multi-process mode: the other processes see these regions' new policy
   // inputs (uses come grouped by region).
-  if (residency.sharesNode()) {
-    const Region* published = nullptr;
-    for (const auto& use : work.uses)
-      if (use.region != published) residency.publish(*(published = use.region));
-  }
+  residency.publish(work.uses);
   std::vector<PageKey> keys;
   for (const auto& use : work.uses)
     keys.push_back({use.region->id, use.page});

@@ -8,12 +8,19 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/region.hpp"
 #include "policy/replacement_policy.hpp"
 
 namespace mqx {
+
+// A region's policy inputs, as its owner publishes them.
+struct PublishedInputs {
+  RegionId region = 0;
+  EvictionCandidate inputs; // inputs.id is unused
+};
 
 // A region of another process, as last published by its owner.
 struct PeerCandidate {
@@ -27,9 +34,11 @@ public:
   virtual ~PeerRegions() = default;
   // The node-wide logical clock: one tick per launch of any process.
   virtual std::uint64_t tick() = 0;
-  // Owner side (called with the manager's lock held): the region's policy
-  // inputs changed; residentBytes 0 withdraws it.
-  virtual void publish(RegionId region, const EvictionCandidate& inputs) = 0;
+  // Owner side (called with the manager's lock held): the regions' policy
+  // inputs changed; residentBytes 0 withdraws one. All regions of a launch
+  // in one call: the owner's checks are paid once per launch, not per region
+  // (bench/daemon).
+  virtual void publish(std::span<const PublishedInputs> regions) = 0;
   // The published regions of the other live processes (may be stale).
   virtual void collect(std::vector<PeerCandidate>* out) = 0;
   // Asks the owner to evict `candidate` (or, when it is no longer

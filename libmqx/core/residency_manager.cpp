@@ -466,9 +466,19 @@ std::size_t ResidencyManager::evictForOtherProcess(std::size_t bytes, RegionId p
   return freed;
 }
 
-void ResidencyManager::publishToPeers(const Region& region) {
-  peers_->publish(region.id,
-                  EvictionCandidate{0, region.backedBytes(), region.dirtyBytes(), region.lastUse, region.useCount});
+void ResidencyManager::publishToPeers(std::span<const PageUse> uses, const Region* region) {
+  auto inputsOf = [](const Region& r) {
+    return PublishedInputs{r.id, EvictionCandidate{0, r.backedBytes(), r.dirtyBytes(), r.lastUse, r.useCount}};
+  };
+  if (region != nullptr) {
+    const PublishedInputs one = inputsOf(*region);
+    peers_->publish({&one, 1});
+    return;
+  }
+  std::vector<PublishedInputs> regions;
+  for (const PageUse& use : uses)
+    if (regions.empty() || regions.back().region != use.region->id) regions.push_back(inputsOf(*use.region));
+  peers_->publish(regions);
 }
 
 Status ResidencyManager::evict(const Victim& victim) {

@@ -81,7 +81,11 @@ public:
   // Multi-process mode: tells the other processes the region's current
   // policy inputs (global victim selection). Free without a node.
   void publish(const Region& region) {
-    if (peers_ != nullptr) publishToPeers(region);
+    if (peers_ != nullptr) publishToPeers(std::span<const PageUse>(), &region);
+  }
+  // The regions of an operation's uses (grouped by region), in one call.
+  void publish(std::span<const PageUse> uses) {
+    if (peers_ != nullptr) publishToPeers(uses, nullptr);
   }
   bool sharesNode() const { return peers_ != nullptr; }
   void observeLaunchFootprint(std::size_t bytes) {
@@ -136,7 +140,7 @@ private:
   // `refused` and not chosen again.
   Status evictOne(const std::vector<RegionId>& keep, std::size_t bytes, std::vector<PeerCandidate>* refused);
   Status evictPeer(const PeerCandidate& victim, std::size_t bytes, std::vector<PeerCandidate>* refused);
-  void publishToPeers(const Region& region);
+  void publishToPeers(std::span<const PageUse> uses, const Region* region);
   std::size_t victimBytes(const Victim& victim) const;
   void traceUsage(); // counter samples of the budget and the swap buffer (tracing on)
   std::vector<Victim> candidates(const std::vector<RegionId>& keep, std::vector<EvictionCandidate>* out);

@@ -354,8 +354,10 @@ bool DaemonClient::declareOperator(double seconds, std::uint64_t bytes) {
 
 void DaemonClient::observeLaunchFootprint(std::uint64_t bytes) {
   // The launch path: one relaxed load when the query declared its plan, else
-  // a clock read; a message at most once per interval.
-  if (declared_.load(std::memory_order_relaxed) || !inJoiningProcess()) return;
+  // a clock read; a message at most once per interval (updateDemand checks
+  // that this is the joining process, not a fork() child: a system call
+  // saved on every launch).
+  if (declared_.load(std::memory_order_relaxed)) return;
   std::uint64_t weighted = 0, peak = 0;
   {
     std::lock_guard lock(demandMutex_);

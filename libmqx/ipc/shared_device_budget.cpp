@@ -60,7 +60,8 @@ std::uint64_t SharedDeviceBudget::tick() {
   return client_->node().logicalClock.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
-void SharedDeviceBudget::publish(RegionId region, const EvictionCandidate& inputs) {
+void SharedDeviceBudget::publish(std::span<const PublishedInputs> regions) {
+  // One ownership check (a getpid() system call) per launch, not per region.
   if (ownRecord(*client_) == nullptr) return; // left the node (or a fork() child)
   if (!entriesInitialised_) {
     for (std::uint32_t i = kPublishedRegionsPerClient; i > 0; --i)
@@ -68,22 +69,26 @@ void SharedDeviceBudget::publish(RegionId region, const EvictionCandidate& input
     entriesInitialised_ = true;
   }
   PublishedRegions& table = client_->node().published[client_->slot()];
-  auto found = entryOf_.find(region);
-  if (inputs.bytes == 0) { // nothing resident: withdrawn
-    if (found == entryOf_.end()) return;
-    table.entries[found->second].write({});
-    freeEntries_.push_back(found->second);
-    entryOf_.erase(found);
-    return;
+  for (const PublishedInputs& published : regions) {
+    const EvictionCandidate& inputs = published.inputs;
+    auto found = entryOf_.find(published.region);
+    if (inputs.bytes == 0) { // nothing resident: withdrawn
+      if (found == entryOf_.end()) continue;
+      table.entries[found->second].write({});
+      freeEntries_.push_back(found->second);
+      entryOf_.erase(found);
+      continue;
+    }
+    if (found == entryOf_.end()) {
+      // A full table leaves the region unpublished: only its owner's own
+      // victim selection sees it (docs/daemon.md).
+      if (freeEntries_.empty()) continue;
+      found = entryOf_.emplace(published.region, freeEntries_.back()).first;
+      freeEntries_.pop_back();
+    }
+    table.entries[found->second].write(
+        {published.region, inputs.bytes, inputs.dirtyBytes, inputs.lastUse, inputs.useCount});
   }
-  if (found == entryOf_.end()) {
-    // A full table leaves the region unpublished: only its owner's own
-    // victim selection sees it (docs/daemon.md).
-    if (freeEntries_.empty()) return;
-    found = entryOf_.emplace(region, freeEntries_.back()).first;
-    freeEntries_.pop_back();
-  }
-  table.entries[found->second].write({region, inputs.bytes, inputs.dirtyBytes, inputs.lastUse, inputs.useCount});
 }
 
 void SharedDeviceBudget::collect(std::vector<PeerCandidate>* out) {

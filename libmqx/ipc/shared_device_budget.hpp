@@ -33,7 +33,7 @@ public:
   std::size_t held() const;
 
   std::uint64_t tick() override;
-  void publish(RegionId region, const EvictionCandidate& inputs) override;
+  void publish(std::span<const PublishedInputs> regions) override;
   void collect(std::vector<PeerCandidate>* out) override;
   std::size_t evictAt(const PeerCandidate& candidate, std::size_t bytes) override;
   void observeLaunchFootprint(std::size_t bytes) override;

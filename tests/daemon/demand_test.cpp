@@ -86,13 +86,15 @@ TEST_F(Demand, DeclaredOperatorsGiveTheQueryTheirWeightedDemand) {
   // (6 s, 10 MiB): (60 + 60 + 60) / 9 = 20 MiB, peak still 60.
   auto query = declaring("declarer", {operatorOf(2, 30), operatorOf(1, 60), "wait", operatorOf(6, 10), "wait"}, "800");
   ASSERT_TRUE(query->waitForLine("waiting", 10s));
-  auto first = waitForRecord("declarer", [](const QueryRecord& r) { return r.weightedDemand != 0; });
+  // Each declaration is one message: the first alone (30 MiB) may be seen
+  // before the second arrives.
+  auto first = waitForRecord("declarer", [](const QueryRecord& r) { return r.weightedDemand == 40 * kMiB; });
   ASSERT_TRUE(first.has_value()) << "no record for the query";
   EXPECT_EQ(first->state, ipc::ClientState::Running);
   EXPECT_EQ(first->weightedDemand, 40 * kMiB) << "libmqx's mqx_node_declare_operator reached mqxd";
   EXPECT_EQ(first->peakDemand, 60 * kMiB);
   ASSERT_TRUE(query->waitForLine("waiting", 5s));
-  auto second = waitForRecord("declarer", [](const QueryRecord& r) { return r.weightedDemand != 40 * kMiB; });
+  auto second = waitForRecord("declarer", [](const QueryRecord& r) { return r.weightedDemand == 20 * kMiB; });
   ASSERT_TRUE(second.has_value());
   EXPECT_EQ(second->weightedDemand, 20 * kMiB);
   EXPECT_EQ(second->peakDemand, 60 * kMiB);
