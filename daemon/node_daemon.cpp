@@ -190,6 +190,7 @@ void NodeDaemon::reclaimDeadClients() {
   for (pid_t pid : dead) {
     mq_unlink(names_.evictQueue(pid).c_str());
     mq_unlink(names_.replyQueue(pid).c_str());
+    mq_unlink(launchReplyQueue(names_, pid).c_str());
   }
 }
 

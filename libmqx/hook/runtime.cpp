@@ -172,6 +172,7 @@ MemoryManager* Runtime::activate() {
     Runtime::instance().logStatisticsAtExit();
     if (MemoryManager* manager = Runtime::instance().manager()) manager->finishTrace();
     if (nodeClient != nullptr) (*nodeClient)->leave();
+    if (auto& tuner = Runtime::instance().launchTuningClient_) tuner->leave();
   });
   return managerStorage_.get();
 }
@@ -180,6 +181,7 @@ void Runtime::startLaunchTuning(const DriverApi& api) {
   // Resizable kernels get the launch service's parameters (docs/kernelopt.md).
   try {
     if (auto tuner = ipc::LaunchTuningClient::connect(config_)) {
+      launchTuningClient_ = tuner;
       launchTuningStorage_ = std::make_unique<device::cuda::CudaLaunchTuning>(api, config_, std::move(tuner));
       for (FunctionHandle function : declaredFunctions_)
         launchTuningStorage_->launches().declare(function);

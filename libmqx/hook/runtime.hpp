@@ -23,6 +23,7 @@
 #include "device/cuda/cuda_backend.hpp"
 #include "device/cuda/cuda_launch_tuning.hpp"
 #include "device/cuda/driver_api.hpp"
+#include "ipc/launch_tuning_client.hpp"
 
 namespace mqx::hook {
 
@@ -86,6 +87,7 @@ private:
   std::unique_ptr<device::cuda::CudaBackend> backendStorage_;
   std::unique_ptr<MemoryManager> managerStorage_;
   std::unique_ptr<device::cuda::CudaLaunchTuning> launchTuningStorage_;
+  std::shared_ptr<ipc::LaunchTuningClient> launchTuningClient_; // to leave at exit
   std::atomic<device::cuda::CudaLaunchTuning*> launchTuning_{nullptr};
 };
 

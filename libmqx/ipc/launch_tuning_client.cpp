@@ -17,8 +17,13 @@ std::shared_ptr<LaunchTuningClient> LaunchTuningClient::connect(const Config& co
   if (MessageQueue::openForSending(names.daemonQueue) == nullptr) return nullptr;
   std::shared_ptr<LaunchTuningClient> client(
       new LaunchTuningClient(std::move(names), std::chrono::milliseconds(config.launchReplyTimeoutMilliseconds)));
-  client->replies_ = MessageQueue::create(launchReplyQueue(client->names_, getpid()), 8);
   return client;
+}
+
+void LaunchTuningClient::leave() {
+  std::lock_guard lock(mutex_);
+  left_ = true;
+  if (getpid() == createdBy_) replies_.reset(); // unlinks the queue
 }
 
 std::optional<TunedLaunch> LaunchTuningClient::tune(const TuningRequest& request, std::uint64_t* ticket) {
@@ -26,6 +31,18 @@ std::optional<TunedLaunch> LaunchTuningClient::tune(const TuningRequest& request
   // A fork() child inherits the object but not the queue's name.
   if (getpid() != createdBy_) return std::nullopt;
   std::lock_guard lock(mutex_);
+  if (left_) return std::nullopt;
+  // The reply queue is made on the first resizable launch: a process that
+  // never launches one must not hold a queue (the node has 256 at most, and a
+  // process killed before leave() would leave it behind).
+  if (replies_ == nullptr) {
+    try {
+      replies_ = MessageQueue::create(launchReplyQueue(names_, getpid()), 8);
+    } catch (const std::exception& error) {
+      log(LogLevel::Warn, "no launch tuning ({}): '{}' keeps its parameters", error.what(), request.kernelName);
+      return std::nullopt;
+    }
+  }
   Message message = Message::of(MessageKind::LaunchTuningRequest, getpid(), kNoSlot);
   message.sequence = nextTicket_++;
   message.setName(request.kernelName);

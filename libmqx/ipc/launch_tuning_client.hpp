@@ -31,6 +31,9 @@ public:
 
   std::optional<TunedLaunch> tune(const TuningRequest& request, std::uint64_t* ticket) override;
   void finished(std::uint64_t ticket) override;
+  // Removes the reply queue; later requests keep their own parameters. At
+  // exit: the hook layer's runtime is never destroyed.
+  void leave();
 
 private:
   LaunchTuningClient(IpcNames names, std::chrono::milliseconds timeout) : names_(std::move(names)), timeout_(timeout) {}
@@ -41,6 +44,7 @@ private:
   std::mutex mutex_; // one request in flight per process
   std::unique_ptr<MessageQueue> replies_;
   std::uint64_t nextTicket_ = 1;
+  bool left_ = false;
 };
 
 } // namespace mqx::ipc
