@@ -70,6 +70,9 @@ NodeDaemon::NodeDaemon(const Config& config)
 }
 
 NodeDaemon::~NodeDaemon() {
+  // Clients that died since the last check: their queues go with mqxd's own
+  // (nobody else removes them).
+  reclaimDeadClients();
   if (metrics_) metrics_->writeFile(metrics()); // the last state, for whoever reads the file after
   // Clients waiting for admission notice that the daemon is gone.
   NodeState& node = segment_->state();

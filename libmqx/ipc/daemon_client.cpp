@@ -121,6 +121,12 @@ void DaemonClient::leave() {
     slot_ = kNoSlot;
     sendTo(names_.daemonQueue, Message::of(MessageKind::Wake, getpid(), kNoSlot));
   }
+  // mqxd removes the queues of the dead clients it reclaims, not of those
+  // that leave: the names go here. libmqx.so never destroys its client, so
+  // the destructors would not (every GPU query left two queues behind, and
+  // the node has 256).
+  if (replies_ != nullptr) replies_->removeName();
+  if (evictions_ != nullptr) evictions_->removeName();
 }
 
 bool DaemonClient::daemonAlive() {

@@ -36,7 +36,11 @@ std::unique_ptr<MessageQueue> MessageQueue::openForSending(const std::string& na
 
 MessageQueue::~MessageQueue() {
   mq_close(queue_);
-  if (owner_) mq_unlink(name_.c_str());
+  removeName();
+}
+
+void MessageQueue::removeName() {
+  if (owner_.exchange(false)) mq_unlink(name_.c_str());
 }
 
 bool MessageQueue::send(const Message& message) {

@@ -7,6 +7,7 @@
 
 #include <mqueue.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -30,13 +31,17 @@ public:
   bool receive(Message* message, std::chrono::milliseconds timeout);
 
   const std::string& name() const { return name_; }
+  // Removes the name (once; the owner only): nobody can open the queue any
+  // more, while descriptors already open keep working. For processes whose
+  // queue objects live until exit and are never destroyed (libmqx.so).
+  void removeName();
 
 private:
   MessageQueue(mqd_t queue, std::string name, bool owner) : queue_(queue), name_(std::move(name)), owner_(owner) {}
 
   mqd_t queue_;
   std::string name_;
-  bool owner_;
+  std::atomic<bool> owner_;
 };
 
 // Opens `name` and sends one message; false if the queue is gone or full.

@@ -23,6 +23,19 @@ TEST_F(Lifecycle, StartsAndRemovesItsObjectsOnSigterm) {
   EXPECT_EQ(ipc::MessageQueue::openForSending(names().daemonQueue), nullptr);
 }
 
+TEST_F(Lifecycle, AClientThatLeavesAtExitTakesItsQueuesAlong) {
+  // libmqx.so never destroys its node client (it must outlive every hook
+  // call at exit): leave() alone must remove the queues, since mqxd removes
+  // only those of clients that died. A GPU query under mqx-run left two
+  // queues behind each, and the node's 256 ran out.
+  startDaemon();
+  auto member = client({"leave-at-exit"});
+  const pid_t pid = member->pid();
+  ASSERT_EQ(member->wait(5s), 0);
+  for (const std::string& name : {names().evictQueue(pid), names().replyQueue(pid)})
+    EXPECT_EQ(ipc::MessageQueue::openForSending(name), nullptr) << name << " outlived its process";
+}
+
 TEST_F(Lifecycle, SigintStopsItToo) {
   startDaemon();
   daemon_->signal(SIGINT);

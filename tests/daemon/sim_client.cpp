@@ -342,7 +342,7 @@ int main(int argc, char** argv) {
         stderr,
         "usage: mqx_sim_client work R BYTES ROUNDS SEED [PEERS] | cold BYTES MS SEED | hold-budget "
         "BYTES MS | hold-lock BYTES | launch-set KEPT BYTES IDLE NEW_BYTES SEED | footprints INTERVAL_MS HOLD_MS "
-        "BYTES:MS... | update-demand "
+        "BYTES:MS... | leave-at-exit | update-demand "
         "WEIGHTED PEAK BEFORE_MS AFTER_MS\n");
     return 2;
   }
@@ -361,6 +361,14 @@ int main(int argc, char** argv) {
       return 3;
     }
     const std::string mode = argv[1];
+    if (mode == "leave-at-exit" && argc == 2) {
+      // As libmqx.so does: the client object lives until the process ends and
+      // is never destroyed; leave() at exit is all that runs.
+      std::printf("joined\n");
+      std::fflush(stdout);
+      client->leave();
+      std::_Exit(0);
+    }
     if (mode == "work" && (argc == 6 || argc == 7)) {
       WorkOptions options{std::atoi(argv[2]), std::strtoull(argv[3], nullptr, 10), std::atoi(argv[4]),
                           static_cast<unsigned>(std::atoi(argv[5])),
