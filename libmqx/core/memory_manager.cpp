@@ -147,13 +147,8 @@ public:
   void discardHostImage(Region& region, std::uint32_t page);
   void replaceHostImage(Region& region, std::uint32_t page, HostImage image);
   std::byte* materializeSwap(Region& region, std::uint32_t page);
-  // How a host source piece may be held lazily: protected in place
-  // (copy-on-write), or not because it shares a host page with other data
-  // (the partial pages at either end of the buffer), or not at all.
-  enum class SourceKind { Protectable, SharesHostPage, Unprotectable };
-  void writeHostPiece(Region& region, const Piece& piece, const std::byte* source, SourceKind kind, DeviceWork& work,
+  void writeHostPiece(Region& region, const Piece& piece, const std::byte* source, bool cowAllowed, DeviceWork& work,
                       StreamHandle stream);
-  bool deviceHasRoomFor(std::size_t bytes) const { return budget->used() + bytes <= budget->limit(); }
   void memsetPiece(Region& region, const Piece& piece, std::uint32_t pattern, unsigned elementSize, DeviceWork& work,
                    StreamHandle stream);
   bool cloneImage(Region& destination, const Piece& piece, Region& source, DevicePtr sourceAddress);
@@ -265,22 +260,12 @@ void ManagerState::addDeviceUses(Region* region, DevicePtr address, std::size_t 
   }
 }
 
-void ManagerState::writeHostPiece(Region& region, const Piece& piece, const std::byte* source, SourceKind kind,
+void ManagerState::writeHostPiece(Region& region, const Piece& piece, const std::byte* source, bool cowAllowed,
                                   DeviceWork& work, StreamHandle stream) {
   PageState& page = region.pages[piece.page];
-  bool lazy = config.lazyTransfer && !page.pinned();
-  // A whole page that cannot be protected only because it shares a host page
-  // with other data goes straight to the device while there is room: one
-  // staged copy at pinned speed, instead of a host memcpy into the swap
-  // buffer (and pinned memory to hold it) now and a DMA later. Buffers from
-  // malloc start 16 bytes into a host page, so with 8 MiB pages this is up to
-  // two pages of every buffer: on the H100 it was most of the SSB queries'
-  // upload time under libmqx (bench/results/overhead-breakdown-H100-d841661.txt).
-  if (lazy && kind == SourceKind::SharesHostPage && coversPage(region, piece) &&
-      (page.backed || deviceHasRoomFor(region.pageMappedBytes(piece.page))))
-    lazy = false;
+  const bool lazy = config.lazyTransfer && !page.pinned();
   if (lazy && coversPage(region, piece)) {
-    if (kind == SourceKind::Protectable && cow.protect(source, piece.bytes, PageKey{region.id, piece.page})) {
+    if (cowAllowed && cow.protect(source, piece.bytes, PageKey{region.id, piece.page})) {
       HostImage image{HostImageKind::CowSource};
       image.source = source;
       // protect() already recorded this page's reference: keep it, drop the old
@@ -502,14 +487,9 @@ Status MemoryManager::copyHostToDevice(DevicePtr destination, const void* source
   DeviceWork work;
   for (const Piece& piece : piecesOf(*region, destination, bytes)) {
     const std::uintptr_t pieceStart = start + piece.position;
-    const bool pieceSafe =
-        pieceStart / kHostPage * kHostPage >= safeStart && roundUp(pieceStart + piece.bytes, kHostPage) <= safeEnd;
-    using SourceKind = ManagerState::SourceKind;
-    const SourceKind kind = !s.config.copyOnWrite || !cowAllowed ? SourceKind::Unprotectable
-                            : !pieceSafe                         ? SourceKind::SharesHostPage
-                            : sourceProtected                    ? SourceKind::Protectable
-                                                                 : SourceKind::Unprotectable;
-    s.writeHostPiece(*region, piece, bytesIn + piece.position, kind, work, stream);
+    const bool pieceSafe = sourceProtected && pieceStart / kHostPage * kHostPage >= safeStart &&
+                           roundUp(pieceStart + piece.bytes, kHostPage) <= safeEnd;
+    s.writeHostPiece(*region, piece, bytesIn + piece.position, pieceSafe, work, stream);
   }
   if (sourceProtected) s.cow.unprotect(reinterpret_cast<const void*>(safeStart), safeEnd - safeStart, wholeCopy);
   // Eager pieces read the application's buffer, which may be reused as soon
