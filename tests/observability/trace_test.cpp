@@ -50,11 +50,13 @@ TEST_F(Trace, TwoQueriesWithEvictionGiveAValidMergedTrace) {
   startDaemon();
   // a and b fit together by weighted demand (12 + 12 of 32 MiB) but each
   // uses 24 MiB: they evict each other's regions. c (20 MiB) waits for them.
-  // (PEERS 4: the two mqx-run records and the two clients have joined.)
+  // PEERS 5: a and b start their passes only once c's mqx-run has joined
+  // too (after the two mqx-run records of a and b and their two clients), so
+  // c always arrives while both run and is postponed, however fast they are.
   const std::string bytes = std::to_string(4 << 20);
-  auto a = run({"--plan", plan("a", {{2.0, 6}, {1.0, 24}}), "--", SIM_CLIENT_PATH, "work", "6", bytes, "3", "7", "4"});
-  auto b = run({"--plan", plan("b", {{2.0, 6}, {1.0, 24}}), "--", SIM_CLIENT_PATH, "work", "6", bytes, "3", "9", "4"});
-  std::this_thread::sleep_for(200ms);
+  auto a = run({"--plan", plan("a", {{2.0, 6}, {1.0, 24}}), "--", SIM_CLIENT_PATH, "work", "6", bytes, "3", "7", "5"});
+  auto b = run({"--plan", plan("b", {{2.0, 6}, {1.0, 24}}), "--", SIM_CLIENT_PATH, "work", "6", bytes, "3", "9", "5"});
+  std::this_thread::sleep_for(200ms); // a and b ask for admission first
   auto c = run({"--plan", plan("c", {{1.0, 20}}), "--", SIM_CLIENT_PATH, "work", "2", bytes, "1", "11"});
   EXPECT_EQ(a->wait(60s), 0);
   EXPECT_EQ(b->wait(60s), 0);
