@@ -6,6 +6,8 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <thread>
 
 #include "common/log.hpp"
@@ -106,6 +108,15 @@ struct DeviceWork {
   bool empty() const { return operations.empty(); }
 };
 
+// How much of a copy's piece may be left in the application's buffer: all of
+// it but `head` bytes at its start and `tail` bytes at its end, which lie on
+// host pages shared with other data (SourceEdges).
+struct CowExtent {
+  bool allowed = false;
+  std::size_t head = 0;
+  std::size_t tail = 0;
+};
+
 class ManagerState {
 public:
   ManagerState(const Config& configuration, device::DeviceBackend& device, std::shared_ptr<DeviceBudget> sharedBudget)
@@ -147,8 +158,10 @@ public:
   void discardHostImage(Region& region, std::uint32_t page);
   void replaceHostImage(Region& region, std::uint32_t page, HostImage image);
   std::byte* materializeSwap(Region& region, std::uint32_t page);
-  void writeHostPiece(Region& region, const Piece& piece, const std::byte* source, bool cowAllowed, DeviceWork& work,
-                      StreamHandle stream);
+  void writeHostPiece(Region& region, const Piece& piece, const std::byte* source, const CowExtent& extent,
+                      DeviceWork& work, StreamHandle stream);
+  std::optional<HostImage> cowImage(Region& region, const Piece& piece, const std::byte* source,
+                                    const CowExtent& extent);
   void memsetPiece(Region& region, const Piece& piece, std::uint32_t pattern, unsigned elementSize, DeviceWork& work,
                    StreamHandle stream);
   bool cloneImage(Region& destination, const Piece& piece, Region& source, DevicePtr sourceAddress);
@@ -245,7 +258,7 @@ std::byte* ManagerState::materializeSwap(Region& region, std::uint32_t index) {
     readHostImage(page.host, 0, region.pageDataBytes(index), slot);
     residency.releaseHostImage(region, index);
   }
-  page.host = HostImage{HostImageKind::Swap, 1, 0, nullptr, slot};
+  page.host = HostImage::inSwap(slot);
   return slot;
 }
 
@@ -260,25 +273,45 @@ void ManagerState::addDeviceUses(Region* region, DevicePtr address, std::size_t 
   }
 }
 
-void ManagerState::writeHostPiece(Region& region, const Piece& piece, const std::byte* source, bool cowAllowed,
+// The piece's source as a copy-on-write image: its edges saved, the rest
+// write-protected (and recorded as read by the page). Nullopt when the
+// source cannot be protected.
+std::optional<HostImage> ManagerState::cowImage(Region& region, const Piece& piece, const std::byte* source,
+                                                const CowExtent& extent) {
+  HostImage image = HostImage::inBuffer(source);
+  if (extent.head + extent.tail != 0) {
+    auto edges = std::make_shared<SourceEdges>();
+    edges->headBytes = extent.head;
+    edges->tailBytes = extent.tail;
+    edges->tailStart = piece.bytes - extent.tail;
+    edges->bytes = std::make_unique_for_overwrite<std::byte[]>(extent.head + extent.tail);
+    std::memcpy(edges->bytes.get(), source, extent.head);
+    std::memcpy(edges->bytes.get() + extent.head, source + edges->tailStart, extent.tail);
+    image.edges = std::move(edges);
+  }
+  if (!cow.protect(image.protectedStart(), image.protectedBytes(piece.bytes), PageKey{region.id, piece.page}))
+    return std::nullopt;
+  stats.bytesCopiedOnHost += extent.head + extent.tail;
+  return image;
+}
+
+void ManagerState::writeHostPiece(Region& region, const Piece& piece, const std::byte* source, const CowExtent& extent,
                                   DeviceWork& work, StreamHandle stream) {
   PageState& page = region.pages[piece.page];
   const bool lazy = config.lazyTransfer && !page.pinned();
   if (lazy && coversPage(region, piece)) {
-    if (cowAllowed && cow.protect(source, piece.bytes, PageKey{region.id, piece.page})) {
-      HostImage image{HostImageKind::CowSource};
-      image.source = source;
+    if (auto image = extent.allowed ? cowImage(region, piece, source, extent) : std::nullopt) {
       // protect() already recorded this page's reference: keep it, drop the old
       // image.
       discardHostImage(region, piece.page);
-      page.host = image;
+      page.host = std::move(*image);
       page.deviceValid = false;
       return;
     }
     if (std::byte* slot = residency.acquireSlot(region.pageMappedBytes(piece.page))) {
       std::memcpy(slot, source, piece.bytes);
       stats.bytesCopiedOnHost += piece.bytes;
-      replaceHostImage(region, piece.page, HostImage{HostImageKind::Swap, 1, 0, nullptr, slot});
+      replaceHostImage(region, piece.page, HostImage::inSwap(slot));
       return;
     }
   } else if (lazy && !page.dirty()) {
@@ -304,14 +337,14 @@ void ManagerState::memsetPiece(Region& region, const Piece& piece, std::uint32_t
   PageState& page = region.pages[piece.page];
   const bool lazy = config.lazyTransfer && !page.pinned();
   if (lazy && coversPage(region, piece) && piece.bytes % elementSize == 0) {
-    HostImage image{HostImageKind::Fill, static_cast<std::uint8_t>(elementSize), pattern};
-    if (elementSize == 1 && pattern == 0) image = HostImage{HostImageKind::Zero};
+    HostImage image = HostImage::filled(elementSize, pattern);
+    if (elementSize == 1 && pattern == 0) image = HostImage::of(HostImageKind::Zero);
     replaceHostImage(region, piece.page, image);
     return;
   }
   if (lazy && !page.dirty()) {
     if (std::byte* slot = materializeSwap(region, piece.page)) {
-      HostImage fill{HostImageKind::Fill, static_cast<std::uint8_t>(elementSize), pattern};
+      const HostImage fill = HostImage::filled(elementSize, pattern);
       // Fill phase: the memset starts element-aligned, and so does the piece.
       readHostImage(fill, 0, piece.bytes, slot + piece.offset);
       page.deviceValid = false;
@@ -340,7 +373,9 @@ bool ManagerState::cloneImage(Region& destination, const Piece& piece, Region& s
     return false;
   HostImage image = from.host;
   if (image.kind == HostImageKind::CowSource) {
-    if (!cow.protect(image.source, piece.bytes, PageKey{destination.id, piece.page})) return false;
+    // The destination shares the source's saved edges too.
+    if (!cow.protect(image.protectedStart(), image.protectedBytes(piece.bytes), PageKey{destination.id, piece.page}))
+      return false;
     discardHostImage(destination, piece.page);
     to.host = image;
     to.deviceValid = false;
@@ -367,10 +402,11 @@ void ManagerState::breakCow(const CowRecord& record) {
   }
   // Over the limit if need be: failing here would lose the application's data.
   std::byte* slot = residency.acquireSlot(region->pageMappedBytes(record.owner.page), true);
-  std::memcpy(slot, page.host.source, record.bytes);
+  const std::size_t bytes = region->pageDataBytes(record.owner.page);
+  readHostImage(page.host, 0, bytes, slot); // the saved edges included
   residency.releaseHostImage(*region, record.owner.page);
-  page.host = HostImage{HostImageKind::Swap, 1, 0, nullptr, slot};
-  stats.cowBytesSaved += record.bytes;
+  page.host = HostImage::inSwap(slot);
+  stats.cowBytesSaved += bytes;
 }
 
 void ManagerState::prepareHostWrite(std::uintptr_t address, std::size_t bytes) {
@@ -486,10 +522,17 @@ Status MemoryManager::copyHostToDevice(DevicePtr destination, const void* source
       cowAllowed && s.cow.protect(reinterpret_cast<const void*>(safeStart), safeEnd - safeStart, wholeCopy);
   DeviceWork work;
   for (const Piece& piece : piecesOf(*region, destination, bytes)) {
+    // The first and last pieces reach into the partial host pages: those
+    // bytes are saved, the rest stays in the buffer.
     const std::uintptr_t pieceStart = start + piece.position;
-    const bool pieceSafe = sourceProtected && pieceStart / kHostPage * kHostPage >= safeStart &&
-                           roundUp(pieceStart + piece.bytes, kHostPage) <= safeEnd;
-    s.writeHostPiece(*region, piece, bytesIn + piece.position, pieceSafe, work, stream);
+    const std::uintptr_t pieceEnd = pieceStart + piece.bytes;
+    CowExtent extent;
+    if (sourceProtected) {
+      extent.head = pieceStart < safeStart ? std::min(safeStart, pieceEnd) - pieceStart : 0;
+      extent.tail = pieceEnd > safeEnd ? pieceEnd - std::max(safeEnd, pieceStart) : 0;
+      extent.allowed = extent.head + extent.tail < piece.bytes;
+    }
+    s.writeHostPiece(*region, piece, bytesIn + piece.position, extent, work, stream);
   }
   if (sourceProtected) s.cow.unprotect(reinterpret_cast<const void*>(safeStart), safeEnd - safeStart, wholeCopy);
   // Eager pieces read the application's buffer, which may be reused as soon

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 namespace mqx {
 
@@ -21,12 +22,62 @@ enum class HostImageKind : std::uint8_t {
   Swap,      // a slot of the swap buffer
 };
 
+// The bytes of a copy-on-write source that lie on host pages it shares with
+// other data. A buffer from malloc starts 16 bytes into a host page whose
+// first bytes are malloc's header, so its first and last host pages cannot be
+// write-protected (any thread may write them, mqx itself included). Those
+// bytes, under one host page at each end, are saved at copy time; the rest
+// of the page stays in the application's buffer. Without this the whole
+// device page (8 MiB) at each end of every column was copied on the host at
+// copy time (bench/results/overhead-breakdown-H100-d841661.txt).
+struct SourceEdges {
+  std::size_t headBytes = 0;          // the page's first bytes
+  std::size_t tailBytes = 0;          // the page's last bytes
+  std::size_t tailStart = 0;          // where the tail begins: the page's data bytes - tailBytes
+  std::unique_ptr<std::byte[]> bytes; // head, then tail
+
+  const std::byte* head() const { return bytes.get(); }
+  const std::byte* tail() const { return bytes.get() + headBytes; }
+};
+
 struct HostImage {
   HostImageKind kind = HostImageKind::Zero;
   std::uint8_t elementSize = 1;      // Fill: 1, 2 or 4
   std::uint32_t pattern = 0;         // Fill
   const std::byte* source = nullptr; // CowSource: the page's first byte in the application's buffer
   std::byte* slot = nullptr;         // Swap
+  // CowSource: the saved edges, if any; shared by the pages that share the
+  // image (a device-to-device copy of a lazily copied page).
+  std::shared_ptr<const SourceEdges> edges;
+
+  static HostImage of(HostImageKind kind) {
+    HostImage image;
+    image.kind = kind;
+    return image;
+  }
+  static HostImage inSwap(std::byte* slot) {
+    HostImage image = of(HostImageKind::Swap);
+    image.slot = slot;
+    return image;
+  }
+  static HostImage filled(unsigned elementSize, std::uint32_t pattern) {
+    HostImage image = of(HostImageKind::Fill);
+    image.elementSize = static_cast<std::uint8_t>(elementSize);
+    image.pattern = pattern;
+    return image;
+  }
+  static HostImage inBuffer(const std::byte* source) {
+    HostImage image = of(HostImageKind::CowSource);
+    image.source = source;
+    return image;
+  }
+
+  // CowSource: the part of a page of `dataBytes` read from the application's
+  // buffer (and write-protected there).
+  const std::byte* protectedStart() const { return source + (edges ? edges->headBytes : 0); }
+  std::size_t protectedBytes(std::size_t dataBytes) const {
+    return edges ? edges->tailStart - edges->headBytes : dataBytes;
+  }
 };
 
 struct PageState {

@@ -86,7 +86,7 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
     PageState& page = use.region->pages[use.page];
     if (reads(use.access) && !page.deviceValid) {
       if (page.host.kind == HostImageKind::None) return Status::Unknown; // invariant: never both gone
-      addLoad(loads, {use.region->pageAddress(use.page), page.host, use.region->pageDataBytes(use.page)});
+      addLoads(loads, use.region->pageAddress(use.page), page.host, use.region->pageDataBytes(use.page));
       page.deviceValid = true;
     }
   }
@@ -184,6 +184,19 @@ Status ResidencyManager::back(Region& region, std::uint32_t index, const std::ve
     }
     MQX_TRY(evicted);
   }
+}
+
+// A page whose source has saved edges loads in up to three parts: the edges
+// from where they were saved, the rest from the application's buffer (which
+// still merges with the neighbouring pages' loads).
+void ResidencyManager::addLoads(std::vector<Load>& loads, DevicePtr address, const HostImage& image,
+                                std::size_t bytes) {
+  if (image.kind != HostImageKind::CowSource || !image.edges) return addLoad(loads, {address, image, bytes});
+  const SourceEdges& edges = *image.edges;
+  if (edges.headBytes != 0) addLoad(loads, {address, HostImage::inBuffer(edges.head()), edges.headBytes});
+  addLoad(loads, {address + edges.headBytes, HostImage::inBuffer(image.protectedStart()), image.protectedBytes(bytes)});
+  if (edges.tailBytes != 0)
+    addLoad(loads, {address + edges.tailStart, HostImage::inBuffer(edges.tail()), edges.tailBytes});
 }
 
 void ResidencyManager::addLoad(std::vector<Load>& loads, const Load& load) {
@@ -532,7 +545,7 @@ Status ResidencyManager::evict(const Victim& victim) {
   }
   for (const WriteBack& writeBack : writeBacks) {
     MQX_TRY(backend.waitFence(writeBack.done));
-    region.pages[writeBack.index].host = HostImage{HostImageKind::Swap, 1, 0, nullptr, writeBack.slot};
+    region.pages[writeBack.index].host = HostImage::inSwap(writeBack.slot);
     stats.bytesWrittenBack += region.pageDataBytes(writeBack.index);
     stats.bytesToHost += region.pageDataBytes(writeBack.index);
     MQX_TRY(unbackPage(region, writeBack.index));
@@ -583,11 +596,12 @@ void ResidencyManager::releaseHostImage(Region& region, std::uint32_t index) {
   HostImage& image = region.pages[index].host;
   if (image.kind == HostImageKind::CowSource) {
     waitForSourceReads();
-    context_.cow.unprotect(image.source, region.pageDataBytes(index), PageKey{region.id, index});
+    const std::size_t bytes = image.protectedBytes(region.pageDataBytes(index));
+    context_.cow.unprotect(image.protectedStart(), bytes, PageKey{region.id, index});
   } else if (image.kind == HostImageKind::Swap) {
     quarantine(image.slot, region.pageMappedBytes(index));
   }
-  image = HostImage{HostImageKind::None};
+  image = HostImage::of(HostImageKind::None);
 }
 
 } // namespace mqx

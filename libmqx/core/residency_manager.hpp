@@ -131,6 +131,7 @@ private:
     HostImage image; // where the bytes come from (its first byte for address)
     std::size_t bytes;
   };
+  static void addLoads(std::vector<Load>& loads, DevicePtr address, const HostImage& image, std::size_t bytes);
   static void addLoad(std::vector<Load>& loads, const Load& load);
   Status issue(const Load& load);
   // Frees device memory by evicting one victim; NotFound when nothing is

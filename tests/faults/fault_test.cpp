@@ -131,6 +131,10 @@ TEST_F(Faults, DaemonKilledUnderLoadAndRestarted) {
 TEST_F(Faults, SwapBufferFullIsOutOfMemoryWithDataIntact) {
   environment_["MQX_DAEMON_CAPACITY"] = "8MiB";
   environment_["MQX_MEMORY_SWAP_BUFFER_LIMIT"] = "16MiB";
+  // Copies are buffered in the swap buffer (no copy-on-write): they fill it
+  // at copy time, and the launches that must then write dirty data back
+  // find it full.
+  environment_["MQX_OPTIMIZATIONS_COPY_ON_WRITE"] = "false";
   startDaemon();
   auto filler = client({"fill-swap", mib(2)});
   EXPECT_TRUE(filler->waitForLine("launches refused yes", 30s)) << "the swap buffer never filled up";
