@@ -127,7 +127,9 @@ def test_top_and_status_show_a_clients_transfers_evictions_and_swap(start_node, 
         shown = subprocess.run([sys.executable, "-m", "mqx", "status"], env=env, capture_output=True, text=True)
         assert shown.returncode == 0, shown.stderr
         assert f"transferred: {activity.bytes_to_device / MIB:.1f} MiB to device" in shown.stdout
-        as_json = subprocess.run([sys.executable, "-m", "mqx", "status", "--json"], env=env, capture_output=True, text=True)
+        as_json = subprocess.run(
+            [sys.executable, "-m", "mqx", "status", "--json"], env=env, capture_output=True, text=True
+        )
         record = next(c for c in json.loads(as_json.stdout)["clients"] if c["pid"] == worker.pid)
         assert record["activity"]["launches"] == REGIONS * ROUNDS
         assert record["activity"]["bytes_to_device"] >= activity.bytes_to_device
