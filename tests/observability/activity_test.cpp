@@ -108,7 +108,7 @@ void expectSameCounters(const ipc::ClientActivity& a, const ipc::ClientActivity&
 
 TEST_F(ClientActivityTest, SegmentMetricsAndTotalsShowWhatTheClientCounted) {
   startDaemon();
-  auto process = worker(1500);
+  auto process = worker(3000); // long enough to read the segment and the file while it holds still
   ASSERT_TRUE(process->waitForLine("ready", 30s));
   const auto published = waitForPublished(process->pid(), kRegions * kRounds);
   ASSERT_TRUE(published) << "no activity published within 5 s";
@@ -160,8 +160,13 @@ TEST_F(ClientActivityTest, SegmentMetricsAndTotalsShowWhatTheClientCounted) {
   EXPECT_EQ(after.activity.evictions, *evictions);
   EXPECT_EQ(after.activity.launches, *launches);
   EXPECT_EQ(after.activity.swapUsedBytes, 0u) << "no live client, no swap in use";
-  const Exposition final = waitForFile(
-      [&](const Exposition& m) { return m.value("mqx_bytes_to_host_total") == static_cast<double>(*toHost); });
+  // (The totals show the last counters already while the record is still
+  // there: removing the source published them before the client left.)
+  const Exposition final = waitForFile([&](const Exposition& m) {
+    return m.value("mqx_clients{state=\"memory\"}") == 0 &&
+           m.value("mqx_bytes_to_host_total") == static_cast<double>(*toHost);
+  });
+  EXPECT_EQ(final.value("mqx_clients{state=\"memory\"}"), 0);
   EXPECT_EQ(final.value("mqx_bytes_to_device_total"), *toDevice);
   EXPECT_EQ(final.value("mqx_launches_total"), *launches);
   EXPECT_FALSE(anySample(final, "mqx_client_bytes_to_device_total")) << "the client's series went with its record";
