@@ -20,15 +20,6 @@
 namespace mqx::daemon {
 namespace {
 
-const char* stateName(ipc::ClientState state) {
-  switch (state) {
-  case ipc::ClientState::Waiting: return "waiting";
-  case ipc::ClientState::Running: return "running";
-  case ipc::ClientState::Memory: return "memory";
-  default: return "free";
-  }
-}
-
 void family(std::string& out, const char* name, const char* type, const char* help) {
   fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
 }
@@ -40,9 +31,49 @@ void sample(std::string& out, const char* name, std::uint64_t value, const std::
     fmt::format_to(std::back_inserter(out), "{}{{{}}} {}\n", name, labels, value);
 }
 
-std::string clientLabels(const ClientMetrics& client) {
+std::string clientLabels(const ipc::ClientSnapshot& client) {
   return fmt::format("slot=\"{}\",pid=\"{}\",state=\"{}\",name=\"{}\"", client.slot, client.pid,
-                     stateName(client.state), escapeLabelValue(client.name));
+                     ipc::toString(client.state), escapeLabelValue(client.name));
+}
+
+// One field of ClientActivity as a node-wide family and a per-client one
+// (memory clients only: queries publish no activity).
+struct ActivityField {
+  const char* node;
+  const char* client;
+  const char* type;
+  const char* help;
+  std::uint64_t ipc::ClientActivity::*value;
+};
+
+constexpr ActivityField kActivityFields[] = {
+    {"mqx_bytes_to_device_total", "mqx_client_bytes_to_device_total", "counter", "Bytes transferred host to device.",
+     &ipc::ClientActivity::bytesToDevice},
+    {"mqx_bytes_to_host_total", "mqx_client_bytes_to_host_total", "counter",
+     "Bytes transferred device to host (write-backs and reads).", &ipc::ClientActivity::bytesToHost},
+    {"mqx_bytes_written_back_total", "mqx_client_bytes_written_back_total", "counter",
+     "Dirty bytes saved to the swap buffer on eviction.", &ipc::ClientActivity::bytesWrittenBack},
+    {"mqx_evictions_total", "mqx_client_evictions_total", "counter", "Eviction decisions (regions or pages).",
+     &ipc::ClientActivity::evictions},
+    {"mqx_launches_total", "mqx_client_launches_total", "counter", "Kernel launches.", &ipc::ClientActivity::launches},
+    {"mqx_swap_used_bytes", "mqx_client_swap_used_bytes", "gauge", "Swap-buffer bytes handed out.",
+     &ipc::ClientActivity::swapUsedBytes},
+    {"mqx_swap_reserved_bytes", "mqx_client_swap_reserved_bytes", "gauge", "Swap-buffer bytes held from the system.",
+     &ipc::ClientActivity::swapReservedBytes},
+};
+
+void renderActivity(std::string& out, const ipc::NodeSnapshot& node) {
+  for (const ActivityField& field : kActivityFields) {
+    family(out, field.node, field.type,
+           fmt::format("{} Node total: live memory clients{}.", field.help,
+                       std::string_view(field.type) == "counter" ? " and those that left or died" : "")
+               .c_str());
+    sample(out, field.node, node.activity.*field.value);
+    family(out, field.client, field.type, fmt::format("{} Of one memory client.", field.help).c_str());
+    for (const ipc::ClientSnapshot& client : node.clients)
+      if (client.state == ipc::ClientState::Memory)
+        sample(out, field.client, client.activity.*field.value, clientLabels(client));
+  }
 }
 
 } // namespace
@@ -62,7 +93,8 @@ std::string escapeLabelValue(const std::string& text) {
   return out;
 }
 
-std::string renderMetrics(const NodeMetrics& m) {
+std::string renderMetrics(const NodeMetrics& metrics) {
+  const ipc::NodeSnapshot& m = metrics.node;
   std::string out;
   family(out, "mqx_node_capacity_bytes", "gauge", "The node's device budget.");
   sample(out, "mqx_node_capacity_bytes", m.capacity);
@@ -71,7 +103,7 @@ std::string renderMetrics(const NodeMetrics& m) {
 
   std::uint64_t byState[4] = {};
   std::uint64_t runningWeighted = 0, waitingWeighted = 0;
-  for (const ClientMetrics& client : m.clients) {
+  for (const ipc::ClientSnapshot& client : m.clients) {
     ++byState[static_cast<std::uint32_t>(client.state) % 4];
     if (client.state == ipc::ClientState::Running) runningWeighted += client.weightedDemand;
     if (client.state == ipc::ClientState::Waiting) waitingWeighted += client.weightedDemand;
@@ -79,7 +111,7 @@ std::string renderMetrics(const NodeMetrics& m) {
   family(out, "mqx_clients", "gauge", "Client records by state (waiting and running queries, memory clients).");
   for (auto state : {ipc::ClientState::Waiting, ipc::ClientState::Running, ipc::ClientState::Memory})
     sample(out, "mqx_clients", byState[static_cast<std::uint32_t>(state)],
-           fmt::format("state=\"{}\"", stateName(state)));
+           fmt::format("state=\"{}\"", ipc::toString(state)));
   family(out, "mqx_admission_queue_length", "gauge", "Queries waiting for admission.");
   sample(out, "mqx_admission_queue_length", byState[static_cast<std::uint32_t>(ipc::ClientState::Waiting)]);
   family(out, "mqx_weighted_demand_bytes", "gauge",
@@ -88,17 +120,19 @@ std::string renderMetrics(const NodeMetrics& m) {
   sample(out, "mqx_weighted_demand_bytes", waitingWeighted, "state=\"waiting\"");
 
   family(out, "mqx_client_weighted_demand_bytes", "gauge", "A query's weighted demand.");
-  for (const ClientMetrics& client : m.clients)
+  for (const ipc::ClientSnapshot& client : m.clients)
     if (client.state != ipc::ClientState::Memory)
       sample(out, "mqx_client_weighted_demand_bytes", client.weightedDemand, clientLabels(client));
   family(out, "mqx_client_peak_demand_bytes", "gauge", "A query's peak demand.");
-  for (const ClientMetrics& client : m.clients)
+  for (const ipc::ClientSnapshot& client : m.clients)
     if (client.state != ipc::ClientState::Memory)
       sample(out, "mqx_client_peak_demand_bytes", client.peakDemand, clientLabels(client));
   family(out, "mqx_client_held_bytes", "gauge", "Device bytes a memory client holds.");
-  for (const ClientMetrics& client : m.clients)
+  for (const ipc::ClientSnapshot& client : m.clients)
     if (client.state == ipc::ClientState::Memory)
       sample(out, "mqx_client_held_bytes", client.budgetHeld, clientLabels(client));
+
+  renderActivity(out, m);
 
   family(out, "mqx_evictions_served_total", "counter", "Cross-process eviction requests that freed something.");
   sample(out, "mqx_evictions_served_total", m.evictionRequestsServed);
@@ -109,14 +143,14 @@ std::string renderMetrics(const NodeMetrics& m) {
   family(out, "mqx_dead_clients_total", "counter", "Clients found dead and reclaimed.");
   sample(out, "mqx_dead_clients_total", m.deadClients);
   family(out, "mqx_queries_admitted_total", "counter", "Queries mqxd admitted.");
-  sample(out, "mqx_queries_admitted_total", m.queriesAdmitted);
+  sample(out, "mqx_queries_admitted_total", metrics.queriesAdmitted);
   family(out, "mqx_admission_postponements_total", "counter", "Times a waiting query did not fit and was postponed.");
-  sample(out, "mqx_admission_postponements_total", m.admissionPostponements);
+  sample(out, "mqx_admission_postponements_total", metrics.admissionPostponements);
   family(out, "mqx_messages_refused_total", "counter",
          "Messages refused: not from the registered client of the slot they name, or out of range.");
-  sample(out, "mqx_messages_refused_total", m.messagesRefused);
+  sample(out, "mqx_messages_refused_total", metrics.messagesRefused);
   family(out, "mqx_daemon_uptime_seconds", "gauge", "Seconds since mqxd started.");
-  fmt::format_to(std::back_inserter(out), "mqx_daemon_uptime_seconds {:.3f}\n", m.uptimeSeconds);
+  fmt::format_to(std::back_inserter(out), "mqx_daemon_uptime_seconds {:.3f}\n", metrics.uptimeSeconds);
   return out;
 }
 

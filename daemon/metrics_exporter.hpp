@@ -10,8 +10,6 @@
 // race with the node state they read.
 #pragma once
 
-#include <sys/types.h>
-
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -20,31 +18,14 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "ipc/node_state.hpp"
+#include "ipc/node_snapshot.hpp"
 
 namespace mqx::daemon {
 
-// One client record as the metrics show it.
-struct ClientMetrics {
-  std::uint32_t slot = 0;
-  pid_t pid = 0;
-  ipc::ClientState state = ipc::ClientState::Free;
-  std::string name;
-  std::uint64_t weightedDemand = 0;
-  std::uint64_t peakDemand = 0;
-  std::uint64_t budgetHeld = 0;
-};
-
-// What mqxd knows of the node at one moment (read under the segment lock).
+// What mqxd knows of the node at one moment: the segment (copied under its
+// lock) and mqxd's own counters.
 struct NodeMetrics {
-  std::uint64_t capacity = 0;
-  std::uint64_t usedBytes = 0;
-  std::vector<ClientMetrics> clients; // records that are not free
-  std::uint64_t evictionRequestsServed = 0;
-  std::uint64_t bytesEvictedForOthers = 0;
-  std::uint64_t reclaimedBytes = 0;
-  std::uint64_t deadClients = 0;
-  // mqxd's own counters.
+  ipc::NodeSnapshot node;
   std::uint64_t queriesAdmitted = 0;
   std::uint64_t admissionPostponements = 0; // a waiting query found not to fit (once per query and pass that changed)
   std::uint64_t messagesRefused = 0;

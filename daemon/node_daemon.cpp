@@ -186,7 +186,7 @@ void NodeDaemon::reclaimDeadClients() {
                            .argument("pid", static_cast<std::uint64_t>(record.pid))
                            .argument("reclaimed_bytes", record.budgetHeld)
                            .withLabel(record.name));
-      record.state = ClientState::Free;
+      node.retire(record); // its last published activity stays in the node's totals
       dead.push_back(record.pid);
     }
   }
@@ -235,11 +235,11 @@ void NodeDaemon::traceDecision(const char* decision, const ClientRecord& record,
 void NodeDaemon::traceNode() {
   const NodeMetrics now = metrics();
   std::uint64_t waiting = 0, runningWeighted = 0;
-  for (const ClientMetrics& client : now.clients) {
+  for (const ClientSnapshot& client : now.node.clients) {
     waiting += client.state == ClientState::Waiting ? 1 : 0;
     runningWeighted += client.state == ClientState::Running ? client.weightedDemand : 0;
   }
-  trace_->record(trace::counterEvent("node used", "bytes", now.usedBytes));
+  trace_->record(trace::counterEvent("node used", "bytes", now.node.usedBytes));
   trace_->record(trace::counterEvent("admission queue", "queries", waiting));
   trace_->record(trace::counterEvent("running weighted demand", "bytes", runningWeighted));
 }
@@ -249,19 +249,7 @@ NodeMetrics NodeDaemon::metrics() {
   NodeState& node = segment_->state();
   {
     RobustLock lock(node.lock);
-    result.capacity = node.capacity;
-    result.usedBytes = node.usedBytes();
-    result.evictionRequestsServed = node.evictionRequestsServed;
-    result.bytesEvictedForOthers = node.bytesEvictedForOthers;
-    result.reclaimedBytes = node.reclaimedBytes;
-    result.deadClients = node.deadClients;
-    for (std::uint32_t i = 0; i < kMaxClients; ++i) {
-      const ClientRecord& record = node.clients[i];
-      if (record.state == ClientState::Free) continue;
-      const std::size_t length = strnlen(record.name, sizeof record.name);
-      result.clients.push_back({i, record.pid, record.state, std::string(record.name, length), record.weightedDemand,
-                                record.peakDemand, record.budgetHeld});
-    }
+    result.node = snapshotOf(node);
   }
   result.queriesAdmitted = queriesAdmitted_;
   result.admissionPostponements = postponements_;

@@ -756,6 +756,15 @@ Statistics MemoryManager::statistics() const {
   return state_->stats;
 }
 
+std::optional<ManagerUsage> MemoryManager::tryUsage() const {
+  // A thread inside the manager already holds the lock: try_lock on it again
+  // would be undefined.
+  if (insideManager) return std::nullopt;
+  std::unique_lock lock(state_->mutex, std::try_to_lock);
+  if (!lock.owns_lock()) return std::nullopt;
+  return ManagerUsage{state_->stats, state_->swap.usedBytes(), state_->swap.reservedBytes()};
+}
+
 const Config& MemoryManager::config() const { return state_->config; }
 
 void MemoryManager::finishTrace() {

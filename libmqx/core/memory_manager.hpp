@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 
 #include "common/status.hpp"
@@ -23,6 +24,13 @@ namespace mqx {
 
 class DeviceBudget;
 class ManagerState;
+
+// The manager's counters and its swap buffer's use at one moment.
+struct ManagerUsage {
+  Statistics statistics;
+  std::size_t swapUsedBytes = 0;     // swap slots handed out
+  std::size_t swapReservedBytes = 0; // swap memory held from the system
+};
 
 // The region that contains an address.
 struct RegionInfo {
@@ -94,6 +102,12 @@ public:
   // cuMemGetInfo as the application sees it: the managed budget.
   void memoryInfo(std::size_t* freeBytes, std::size_t* totalBytes) const;
   Statistics statistics() const;
+  // The same and the swap buffer's use, without waiting: nullopt while
+  // another thread holds the manager's lock (or this one does). For
+  // observers that must never block on the manager: the thread that serves
+  // other processes' eviction requests publishes this for `mqx top`, and the
+  // manager may hold its lock while it waits for that thread's answers.
+  std::optional<ManagerUsage> tryUsage() const;
   const Config& config() const;
   // Completes the trace file (trace.file) of a process that never destroys
   // its manager; later trace points record nothing. No-op when tracing is off.

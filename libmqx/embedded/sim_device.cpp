@@ -4,6 +4,7 @@
 
 #include "hook/host_memory_hooks.hpp"
 #include "ipc/daemon_client.hpp"
+#include "ipc/manager_activity.hpp"
 
 namespace mqx::embedded {
 
@@ -22,14 +23,19 @@ SimDevice::SimDevice(const Config& config, const std::string& clientName, bool j
   // Copy-on-write faults and releases of lazily copied host buffers go to
   // the manager, as in libmqx.so.
   hook::registerHostMemoryManager(manager_.get());
-  if (client_)
+  if (client_) {
     client_->setEvictor([manager = manager_.get()](std::size_t bytes) {
       return manager->evictForOtherProcess(bytes, kEvictionPatience);
     });
+    client_->setActivitySource(ipc::activitySourceOf(*manager_)); // for mqx top and the metrics
+  }
 }
 
 SimDevice::~SimDevice() {
-  if (client_) client_->setEvictor(nullptr); // before the manager goes
+  if (client_) {
+    client_->setEvictor(nullptr); // before the manager goes
+    client_->setActivitySource(nullptr);
+  }
   hook::registerHostMemoryManager(nullptr);
   manager_.reset();
   backend_.reset();

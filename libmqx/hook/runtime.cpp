@@ -10,6 +10,7 @@
 #include "hook/node_membership.hpp"
 #include "ipc/daemon_client.hpp"
 #include "ipc/launch_tuning_client.hpp"
+#include "ipc/manager_activity.hpp"
 
 namespace mqx::hook {
 
@@ -164,6 +165,8 @@ MemoryManager* Runtime::activate() {
     (*nodeClient)->setRegionEvictor([manager = managerStorage_.get()](std::size_t bytes, std::uint64_t region) {
       return manager->evictForOtherProcess(bytes, std::chrono::milliseconds(200), region);
     });
+    // The manager is never destroyed: the source stays until the client leaves.
+    (*nodeClient)->setActivitySource(ipc::activitySourceOf(*managerStorage_));
   }
   // Registered after cudart's own exit handler, so it runs before cudart
   // tears the context down; it only reads counters (and leaves the node:

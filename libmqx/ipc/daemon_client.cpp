@@ -79,6 +79,7 @@ std::shared_ptr<DaemonClient> DaemonClient::connect(const Config& config, Role r
       record.heartbeatNs = monotonicNanoseconds();
       record.querySlot = role == Role::Memory ? querySlotFromEnvironment(node) : kNoSlot;
       record.blockedOnMemory = 0;
+      record.activity = ClientActivity{};
       node.published[i].clear();
       record.arrival = node.nextArrival++;
       std::memset(record.name, 0, sizeof record.name);
@@ -107,6 +108,7 @@ void DaemonClient::leave() {
     evictions_->send(Message::of(MessageKind::Wake, getpid(), kNoSlot));
     server_.join();
   }
+  publishActivity(); // the last counters, before they are retired with the record
   if (slot_ != kNoSlot) {
     NodeState& node = this->node();
     {
@@ -115,7 +117,7 @@ void DaemonClient::leave() {
       if (record.pid == getpid()) {
         if (record.budgetHeld != 0)
           log(LogLevel::Debug, "leaving the node with {} bytes still held; given back", record.budgetHeld);
-        record.state = ClientState::Free;
+        node.retire(record);
       }
     }
     slot_ = kNoSlot;
@@ -149,12 +151,38 @@ void DaemonClient::setRegionEvictor(RegionEvictor evictor) {
   evictor_ = std::move(evictor);
 }
 
+void DaemonClient::setActivitySource(ActivitySource source) {
+  publishActivity(); // what the source being replaced says last
+  std::lock_guard lock(activityMutex_);
+  activitySource_ = std::move(source);
+}
+
+void DaemonClient::publishActivity() {
+  if (slot_ == kNoSlot || !inJoiningProcess()) return;
+  std::optional<ClientActivity> activity;
+  {
+    std::lock_guard lock(activityMutex_);
+    if (activitySource_) activity = activitySource_();
+  }
+  if (!activity) return; // busy: the next pass publishes
+  RobustLock lock(node().lock);
+  ClientRecord& record = node().clients[slot_];
+  if (record.pid == getpid() && record.state == ClientState::Memory) record.activity = *activity;
+}
+
 void DaemonClient::serveEvictions() {
   Message message;
+  auto lastPublished = Clock::now();
   while (!stopping_) {
     {
       RobustLock lock(node().lock);
       node().clients[slot_].heartbeatNs = monotonicNanoseconds();
+    }
+    // The activity with the heartbeat, at most every 100 ms however many
+    // requests arrive.
+    if (const auto now = Clock::now(); now - lastPublished >= milliseconds(100)) {
+      lastPublished = now;
+      publishActivity();
     }
     if (!evictions_->receive(&message, milliseconds(100))) continue;
     if (message.kind != MessageKind::EvictRequest) continue;
@@ -406,7 +434,7 @@ void DaemonClient::finishQuery() {
   {
     // Freed now, so the daemon's admission pass no longer counts it.
     RobustLock lock(node().lock);
-    node().clients[slot_].state = ClientState::Free;
+    node().retire(node().clients[slot_]);
   }
   slot_ = kNoSlot;
   sendTo(names_.daemonQueue, message);

@@ -24,6 +24,7 @@
 #include "core/device_budget.hpp"
 #include "ipc/ipc_names.hpp"
 #include "ipc/message_queue.hpp"
+#include "ipc/node_state.hpp"
 #include "ipc/shared_segment.hpp"
 
 namespace mqx::ipc {
@@ -37,6 +38,11 @@ public:
   // The same, preferring the named region (one of this process's RegionIds,
   // 0 for none): global victim selection names the victim.
   using RegionEvictor = std::function<std::size_t(std::size_t bytes, std::uint64_t region)>;
+  // This process's activity now, or nullopt when it cannot be read without
+  // waiting (the manager is busy): called on the eviction-serving thread,
+  // which must never block on the manager (the manager may hold its lock
+  // while it waits for acknowledgements that this thread sends).
+  using ActivitySource = std::function<std::optional<ClientActivity>()>;
 
   // Null when no daemon runs for this user and instance (then the process
   // works alone). Throws std::runtime_error when the node is full.
@@ -62,6 +68,12 @@ public:
   // Installs (or, with nullptr, removes) what serves eviction requests.
   void setEvictor(Evictor evictor);
   void setRegionEvictor(RegionEvictor evictor);
+  // Memory role: installs what the record's activity is read from; it is
+  // published at most every 100 ms (with the heartbeat) and once more when
+  // the source is replaced or removed (call with nullptr before the
+  // manager goes: its last counters reach the node) and when the client
+  // leaves.
+  void setActivitySource(ActivitySource source);
   // Asks other memory clients, largest holder first, to free `bytes`; waits
   // for their acknowledgements up to daemon.eviction_timeout_ms. True when
   // some bytes were freed.
@@ -105,6 +117,8 @@ public:
 private:
   DaemonClient(const Config& config, Role role) : config_(config), role_(role) {}
   void serveEvictions();
+  // Publishes what the source says now (nothing when it is busy or unset).
+  void publishActivity();
   void setBlocked(bool blocked);
   // Sends one request and waits for its acknowledgement until `answerBy`;
   // nullopt when none came.
@@ -127,6 +141,8 @@ private:
   std::atomic<bool> stopping_{false};
   std::mutex evictorMutex_;
   RegionEvictor evictor_;
+  std::mutex activityMutex_;
+  ActivitySource activitySource_;
   // Eviction requests refused so far (the serving thread's).
   std::uint64_t refusedRequests_ = 0;
   std::mutex requestMutex_; // one outstanding eviction request per process

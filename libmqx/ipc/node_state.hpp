@@ -6,6 +6,12 @@
 // leaves nothing to repair (see RobustMutex). The node's used budget is not
 // stored: it is the sum of what live client records hold, so reclaiming a
 // dead client's bytes is freeing its record.
+//
+// Each memory client also publishes its activity (transfers, evictions, swap
+// use) into its record, so that `mqx top`, `mqx status` and mqxd's metrics
+// show it (docs/hardening.md, "Client activity"). A record that is freed
+// (its client left or died) folds its counters into `retiredActivity`: the
+// node's totals never go back.
 #pragma once
 
 #include <sys/types.h>
@@ -21,7 +27,7 @@
 namespace mqx::ipc {
 
 inline constexpr std::uint32_t kNodeStateMagic = 0x6d71786e; // "mqxn"
-inline constexpr std::uint32_t kNodeStateVersion = 2;
+inline constexpr std::uint32_t kNodeStateVersion = 3;
 inline constexpr std::uint32_t kMaxClients = 64;
 inline constexpr std::size_t kQueryNameBytes = 64;
 inline constexpr std::uint32_t kNoSlot = 0xffffffffu;
@@ -31,6 +37,29 @@ enum class ClientState : std::uint32_t {
   Waiting = 1, // a query (mqx-run) waiting for admission
   Running = 2, // an admitted query
   Memory = 3,  // a process with a memory manager drawing on the node budget
+};
+
+// What a memory client's manager did so far: counters since the client
+// joined (readers compute rates from two samples) and its swap buffer's use
+// now. Written by the client's own process (DaemonClient, at most every
+// 100 ms), under `lock`.
+struct ClientActivity {
+  std::uint64_t bytesToDevice = 0;    // host -> device transfers
+  std::uint64_t bytesToHost = 0;      // device -> host transfers (write-backs and reads)
+  std::uint64_t bytesWrittenBack = 0; // dirty bytes saved to the swap buffer on eviction
+  std::uint64_t evictions = 0;        // eviction decisions (regions or pages)
+  std::uint64_t launches = 0;
+  std::uint64_t swapUsedBytes = 0;     // a gauge: swap slots handed out now
+  std::uint64_t swapReservedBytes = 0; // a gauge: swap memory held from the system now
+
+  // Adds `other`'s counters (not its gauges) to these.
+  void addCounters(const ClientActivity& other) {
+    bytesToDevice += other.bytesToDevice;
+    bytesToHost += other.bytesToHost;
+    bytesWrittenBack += other.bytesWrittenBack;
+    evictions += other.evictions;
+    launches += other.launches;
+  }
 };
 
 struct ClientRecord {
@@ -45,6 +74,7 @@ struct ClientRecord {
   std::uint32_t querySlot = kNoSlot; // a Memory client: the query it runs for
   std::uint32_t blockedOnMemory = 0; // a Memory client waiting for others to free memory
   char name[kQueryNameBytes] = {};
+  ClientActivity activity; // a Memory client's, published by its process
 };
 
 struct NodeState {
@@ -58,6 +88,7 @@ struct NodeState {
   std::uint32_t deadClients = 0;
   std::uint64_t evictionRequestsServed = 0; // cross-process evictions that freed something
   std::uint64_t bytesEvictedForOthers = 0;
+  ClientActivity retiredActivity; // the counters of the records freed so far (gauges zero)
   ClientRecord clients[kMaxClients];
   // Not under `lock`: the node-wide logical clock of region uses (one
   // fetch_add per launch), so that last uses of different processes compare,
@@ -71,6 +102,15 @@ struct NodeState {
     for (const auto& client : clients)
       if (client.state != ClientState::Free) used += client.budgetHeld;
     return used;
+  }
+  // Frees `record` (its client left or died), keeping its activity counters
+  // in the node's totals. Call with `lock` held. (A process killed between
+  // these stores counts its activity twice; the record's state, the store
+  // that matters, is the last.)
+  void retire(ClientRecord& record) {
+    retiredActivity.addCounters(record.activity);
+    record.activity = ClientActivity{};
+    record.state = ClientState::Free;
   }
 };
 

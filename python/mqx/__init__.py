@@ -23,6 +23,7 @@ try:
         BUILD_BIN_DIR,
         HAS_KERNELOPT,
         Client,
+        ClientActivity,
         ClientStatus,
         Config,
         NodeStatus,
@@ -81,6 +82,7 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "AdmissionTimeout",
     "Client",
+    "ClientActivity",
     "ClientStatus",
     "Config",
     "ConfigError",

@@ -22,24 +22,30 @@ def mib(count: int) -> str:
 
 def render(node: NodeStatus) -> str:
     share = 100.0 * node.used / node.capacity if node.capacity else 0.0
+    total = node.activity
     lines = [
         f"mqxd pid {node.daemon_pid}, node {node.segment}"
         + (f" (instance {node.instance})" if node.instance else ""),
         f"budget: {mib(node.used)} used of {mib(node.capacity)} ({share:.0f}%)",
         f"dead clients: {node.dead_clients}, reclaimed {mib(node.reclaimed_bytes)}; "
         f"cross-process evictions: {node.eviction_requests_served} ({mib(node.bytes_evicted_for_others)})",
+        f"transferred: {mib(total.bytes_to_device)} to device, {mib(total.bytes_to_host)} to host; "
+        f"evictions: {total.evictions} ({mib(total.bytes_written_back)} written back); launches: {total.launches}",
+        f"swap buffers: {mib(total.swap_used_bytes)} used, {mib(total.swap_reserved_bytes)} reserved",
         f"{len(node.clients)} client(s)",
     ]
     if node.clients:
         lines.append(
             f"{'slot':>4} {'state':<8} {'pid':>8} {'name':<20} {'arrival':>7} {'weighted':>12} {'peak':>12} "
-            f"{'held':>12} {'query':>5}"
+            f"{'held':>12} {'query':>5} {'to device':>12} {'to host':>12} {'evictions':>9} {'swap used':>12}"
         )
         for c in node.clients:
+            a = c.activity
             lines.append(
                 f"{c.slot:>4} {c.state:<8} {c.pid:>8} {c.name[:20]:<20} {c.arrival:>7} {mib(c.weighted_demand):>12} "
                 f"{mib(c.peak_demand):>12} {mib(c.budget_held):>12} "
-                f"{'-' if c.query_slot is None else c.query_slot:>5}"
+                f"{'-' if c.query_slot is None else c.query_slot:>5} {mib(a.bytes_to_device):>12} "
+                f"{mib(a.bytes_to_host):>12} {a.evictions:>9} {mib(a.swap_used_bytes):>12}"
             )
     return "\n".join(lines)
 

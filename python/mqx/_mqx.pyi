@@ -26,6 +26,16 @@ def load_plan(path: str) -> tuple[str, int, int]: ...
 
 # The node (python/src/daemon_bindings.cpp)
 
+class ClientActivity:
+    bytes_to_device: int
+    bytes_to_host: int
+    bytes_written_back: int
+    evictions: int
+    launches: int
+    swap_used_bytes: int
+    swap_reserved_bytes: int
+    def as_dict(self) -> dict[str, int]: ...
+
 class ClientStatus:
     slot: int
     state: str
@@ -37,6 +47,8 @@ class ClientStatus:
     budget_held: int
     observed_peak: int
     query_slot: Optional[int]
+    blocked_on_memory: bool
+    activity: ClientActivity
     def as_dict(self) -> dict[str, object]: ...
 
 class NodeStatus:
@@ -49,6 +61,7 @@ class NodeStatus:
     dead_clients: int
     eviction_requests_served: int
     bytes_evicted_for_others: int
+    activity: ClientActivity
     clients: list[ClientStatus]
     def as_dict(self) -> dict[str, object]: ...
 

@@ -3,9 +3,11 @@
 Reads the same node status as ``python -m mqx status`` (mqx.status(): mqxd's segment) twice per
 refresh and shows: the device budget, the admission queue (waiting queries in admission order with
 their weighted and peak demands, paper §5), the running queries and the sum of their weighted
-demands, the memory clients with the device bytes they hold and how fast that changes, and the
-node's eviction rates (cross-process evictions served, bytes evicted for others, bytes reclaimed
-from dead clients), as rates between the two samples. q quits. --once prints one view (two samples
+demands, the memory clients with the device bytes they hold and how fast that changes, their
+transfer rates (host to device, device to host), eviction rates and swap-buffer use (the activity
+each client publishes in its record), and the node's totals: transfer and eviction rates, swap
+used and reserved, cross-process evictions served, bytes evicted for others, bytes reclaimed from
+dead clients. Rates are differences between the two samples. q quits. --once prints one view (two samples
 --interval apart) and exits: for scripts and tests.
 
 Exit status: 0, or 69 when no mqxd serves the user and instance (as ``status``).
@@ -37,7 +39,18 @@ def render(before: Any, after: Any, seconds: float) -> str:
     def rate(name: str) -> float:
         return (getattr(after, name) - getattr(before, name)) / seconds
 
+    def activity_rate(name: str) -> float:
+        return (getattr(after.activity, name) - getattr(before.activity, name)) / seconds
+
     held_before = {(c.slot, c.pid): c.budget_held for c in before.clients}
+    # A client that joined between the samples started from zero (its record's counters are
+    # cleared when it joins).
+    activity_before = {(c.slot, c.pid): c.activity for c in before.clients}
+
+    def client_rate(client: Any, name: str) -> float:
+        earlier = activity_before.get((client.slot, client.pid))
+        return (getattr(client.activity, name) - (getattr(earlier, name) if earlier else 0)) / seconds
+
     waiting = sorted((c for c in after.clients if c.state == "waiting"), key=lambda c: c.arrival)
     running = [c for c in after.clients if c.state == "running"]
     memory = [c for c in after.clients if c.state == "memory"]
@@ -50,6 +63,11 @@ def render(before: Any, after: Any, seconds: float) -> str:
         f"clients: {len(waiting)} waiting, {len(running)} running, {len(memory)} memory",
         f"weighted demand: running {_mib(sum(c.weighted_demand for c in running))}, "
         f"waiting {_mib(sum(c.weighted_demand for c in waiting))}",
+        f"transfers: host to device {_mib(activity_rate('bytes_to_device'))}/s, "
+        f"device to host {_mib(activity_rate('bytes_to_host'))}/s; evictions {activity_rate('evictions'):.1f}/s, "
+        f"written back {_mib(activity_rate('bytes_written_back'))}/s; launches {activity_rate('launches'):.1f}/s",
+        f"swap buffers: {_mib(after.activity.swap_used_bytes)} used, "
+        f"{_mib(after.activity.swap_reserved_bytes)} reserved",
         f"evictions for others: {rate('eviction_requests_served'):.1f}/s, "
         f"{_mib(rate('bytes_evicted_for_others'))}/s (total {after.eviction_requests_served}, "
         f"{_mib(after.bytes_evicted_for_others)}); reclaimed {_mib(rate('reclaimed_bytes'))}/s "
@@ -67,11 +85,18 @@ def render(before: Any, after: Any, seconds: float) -> str:
             f"  {c.slot:>4} {c.pid:>8} {c.name[:20]:<20} {_mib(c.weighted_demand):>12} {_mib(c.peak_demand):>12} "
             f"{_mib(c.observed_peak):>12}"
         )
-    lines += ["", f"memory clients ({len(memory)}):", f"  {'slot':>4} {'pid':>8} {'name':<20} {'held':>12} {'change':>14} {'query':>5}"]
+    lines += [
+        "",
+        f"memory clients ({len(memory)}):",
+        f"  {'slot':>4} {'pid':>8} {'name':<20} {'held':>12} {'change':>14} {'to device':>14} {'to host':>14} "
+        f"{'evictions':>11} {'swap used':>12} {'query':>5}",
+    ]
     for c in memory:
         change = (c.budget_held - held_before.get((c.slot, c.pid), 0)) / seconds
         lines.append(
             f"  {c.slot:>4} {c.pid:>8} {c.name[:20]:<20} {_mib(c.budget_held):>12} {_mib(change) + '/s':>14} "
+            f"{_mib(client_rate(c, 'bytes_to_device')) + '/s':>14} {_mib(client_rate(c, 'bytes_to_host')) + '/s':>14} "
+            f"{client_rate(c, 'evictions'):>9.1f}/s {_mib(c.activity.swap_used_bytes):>12} "
             f"{'-' if c.query_slot is None else c.query_slot:>5}"
         )
     return "\n".join(lines)

@@ -41,10 +41,26 @@ Config configFor(const std::optional<std::string>& instance, const std::optional
   return result;
 }
 
-py::dict clientDictionary(const ClientStatus& c) {
+std::optional<std::int64_t> querySlotOf(const ipc::ClientSnapshot& c) {
+  return c.querySlot == ipc::kNoSlot ? std::nullopt : std::optional<std::int64_t>(c.querySlot);
+}
+
+py::dict activityDictionary(const ipc::ClientActivity& a) {
+  py::dict d;
+  d["bytes_to_device"] = a.bytesToDevice;
+  d["bytes_to_host"] = a.bytesToHost;
+  d["bytes_written_back"] = a.bytesWrittenBack;
+  d["evictions"] = a.evictions;
+  d["launches"] = a.launches;
+  d["swap_used_bytes"] = a.swapUsedBytes;
+  d["swap_reserved_bytes"] = a.swapReservedBytes;
+  return d;
+}
+
+py::dict clientDictionary(const ipc::ClientSnapshot& c) {
   py::dict d;
   d["slot"] = c.slot;
-  d["state"] = c.state;
+  d["state"] = ipc::toString(c.state);
   d["pid"] = c.pid;
   d["name"] = c.name;
   d["arrival"] = c.arrival;
@@ -52,7 +68,9 @@ py::dict clientDictionary(const ClientStatus& c) {
   d["peak_demand"] = c.peakDemand;
   d["budget_held"] = c.budgetHeld;
   d["observed_peak"] = c.observedPeak;
-  d["query_slot"] = c.querySlot < 0 ? py::object(py::none()) : py::object(py::int_(c.querySlot));
+  d["query_slot"] = querySlotOf(c) ? py::object(py::int_(*querySlotOf(c))) : py::object(py::none());
+  d["blocked_on_memory"] = c.blockedOnMemory;
+  d["activity"] = activityDictionary(c.activity);
   return d;
 }
 
@@ -60,59 +78,86 @@ py::dict nodeDictionary(const NodeStatus& s) {
   py::dict d;
   d["instance"] = s.instance;
   d["segment"] = s.segment;
-  d["daemon_pid"] = s.daemonPid;
-  d["capacity"] = s.capacity;
-  d["used"] = s.used;
-  d["reclaimed_bytes"] = s.reclaimedBytes;
-  d["dead_clients"] = s.deadClients;
-  d["eviction_requests_served"] = s.evictionRequestsServed;
-  d["bytes_evicted_for_others"] = s.bytesEvictedForOthers;
+  d["daemon_pid"] = s.node.daemonPid;
+  d["capacity"] = s.node.capacity;
+  d["used"] = s.node.usedBytes;
+  d["reclaimed_bytes"] = s.node.reclaimedBytes;
+  d["dead_clients"] = s.node.deadClients;
+  d["eviction_requests_served"] = s.node.evictionRequestsServed;
+  d["bytes_evicted_for_others"] = s.node.bytesEvictedForOthers;
+  d["activity"] = activityDictionary(s.node.activity);
   py::list clients;
-  for (const auto& client : s.clients)
+  for (const auto& client : s.node.clients)
     clients.append(clientDictionary(client));
   d["clients"] = clients;
   return d;
 }
 
+// A read-only attribute of NodeStatus that is a field of its snapshot.
+template <typename Field> auto nodeField(Field ipc::NodeSnapshot::*field) {
+  return [field](const NodeStatus& s) { return s.node.*field; };
+}
+
 void bindStatus(py::module_& m) {
-  py::class_<ClientStatus>(m, "ClientStatus", "One record of the node's segment (a copy).")
-      .def_readonly("slot", &ClientStatus::slot, "the record's index")
-      .def_readonly("state", &ClientStatus::state,
-                    "'waiting' (a query before admission), 'running' (an admitted query), 'memory' (a process "
-                    "drawing on the node budget)")
-      .def_readonly("pid", &ClientStatus::pid)
-      .def_readonly("name", &ClientStatus::name)
-      .def_readonly("arrival", &ClientStatus::arrival, "arrival number: postponed queries are admitted in this order")
-      .def_readonly("weighted_demand", &ClientStatus::weightedDemand, "bytes, m = Σ tᵢmᵢ / Σ tᵢ (paper §5)")
-      .def_readonly("peak_demand", &ClientStatus::peakDemand, "bytes, max mᵢ")
-      .def_readonly("budget_held", &ClientStatus::budgetHeld, "device bytes this process has backed")
-      .def_readonly("observed_peak", &ClientStatus::observedPeak, "a query: most bytes its processes held at once")
+  py::class_<ipc::ClientActivity>(
+      m, "ClientActivity",
+      "What a memory client's manager did since it joined (counters: rates are differences of two samples) and "
+      "its swap buffer's use now. A copy.")
+      .def_readonly("bytes_to_device", &ipc::ClientActivity::bytesToDevice, "host -> device transfers, bytes")
+      .def_readonly("bytes_to_host", &ipc::ClientActivity::bytesToHost,
+                    "device -> host transfers (write-backs and reads), bytes")
+      .def_readonly("bytes_written_back", &ipc::ClientActivity::bytesWrittenBack,
+                    "dirty bytes saved to the swap buffer on eviction")
+      .def_readonly("evictions", &ipc::ClientActivity::evictions, "eviction decisions (regions or pages)")
+      .def_readonly("launches", &ipc::ClientActivity::launches, "kernel launches")
+      .def_readonly("swap_used_bytes", &ipc::ClientActivity::swapUsedBytes, "swap-buffer bytes handed out now")
+      .def_readonly("swap_reserved_bytes", &ipc::ClientActivity::swapReservedBytes,
+                    "swap-buffer bytes held from the system now")
+      .def("as_dict", &activityDictionary);
+  py::class_<ipc::ClientSnapshot>(m, "ClientStatus", "One record of the node's segment (a copy).")
+      .def_readonly("slot", &ipc::ClientSnapshot::slot, "the record's index")
       .def_property_readonly(
-          "query_slot",
-          [](const ClientStatus& c) {
-            return c.querySlot < 0 ? std::nullopt : std::optional<std::int64_t>(c.querySlot);
-          },
-          "a memory client: the slot of the query it runs for")
+          "state", [](const ipc::ClientSnapshot& c) { return ipc::toString(c.state); },
+          "'waiting' (a query before admission), 'running' (an admitted query), 'memory' (a process "
+          "drawing on the node budget)")
+      .def_readonly("pid", &ipc::ClientSnapshot::pid)
+      .def_readonly("name", &ipc::ClientSnapshot::name)
+      .def_readonly("arrival", &ipc::ClientSnapshot::arrival,
+                    "arrival number: postponed queries are admitted in this order")
+      .def_readonly("weighted_demand", &ipc::ClientSnapshot::weightedDemand, "bytes, m = Σ tᵢmᵢ / Σ tᵢ (paper §5)")
+      .def_readonly("peak_demand", &ipc::ClientSnapshot::peakDemand, "bytes, max mᵢ")
+      .def_readonly("budget_held", &ipc::ClientSnapshot::budgetHeld, "device bytes this process has backed")
+      .def_readonly("observed_peak", &ipc::ClientSnapshot::observedPeak,
+                    "a query: most bytes its processes held at once")
+      .def_property_readonly("query_slot", &querySlotOf, "a memory client: the slot of the query it runs for")
+      .def_readonly("blocked_on_memory", &ipc::ClientSnapshot::blockedOnMemory,
+                    "a memory client waiting for others to free device memory")
+      .def_readonly("activity", &ipc::ClientSnapshot::activity,
+                    "a memory client's transfers, evictions and swap use (published every 100 ms; zero for queries)")
       .def("as_dict", &clientDictionary)
-      .def("__repr__", [](const ClientStatus& c) {
-        return "<mqx.ClientStatus slot=" + std::to_string(c.slot) + " " + c.state + " pid=" + std::to_string(c.pid) +
-               " name='" + c.name + "'>";
+      .def("__repr__", [](const ipc::ClientSnapshot& c) {
+        return "<mqx.ClientStatus slot=" + std::to_string(c.slot) + " " + ipc::toString(c.state) +
+               " pid=" + std::to_string(c.pid) + " name='" + c.name + "'>";
       });
   py::class_<NodeStatus>(m, "NodeStatus", "The node's shared state, copied under its lock.")
       .def_readonly("instance", &NodeStatus::instance)
       .def_readonly("segment", &NodeStatus::segment, "the shared-memory segment's name (under /dev/shm)")
-      .def_readonly("daemon_pid", &NodeStatus::daemonPid)
-      .def_readonly("capacity", &NodeStatus::capacity, "the node's device budget, bytes")
-      .def_readonly("used", &NodeStatus::used, "bytes the live clients hold")
-      .def_readonly("reclaimed_bytes", &NodeStatus::reclaimedBytes, "taken back from dead clients, total")
-      .def_readonly("dead_clients", &NodeStatus::deadClients)
-      .def_readonly("eviction_requests_served", &NodeStatus::evictionRequestsServed)
-      .def_readonly("bytes_evicted_for_others", &NodeStatus::bytesEvictedForOthers)
-      .def_readonly("clients", &NodeStatus::clients, "the records in use, by slot")
+      .def_property_readonly("daemon_pid", nodeField(&ipc::NodeSnapshot::daemonPid))
+      .def_property_readonly("capacity", nodeField(&ipc::NodeSnapshot::capacity), "the node's device budget, bytes")
+      .def_property_readonly("used", nodeField(&ipc::NodeSnapshot::usedBytes), "bytes the live clients hold")
+      .def_property_readonly("reclaimed_bytes", nodeField(&ipc::NodeSnapshot::reclaimedBytes),
+                             "taken back from dead clients, total")
+      .def_property_readonly("dead_clients", nodeField(&ipc::NodeSnapshot::deadClients))
+      .def_property_readonly("eviction_requests_served", nodeField(&ipc::NodeSnapshot::evictionRequestsServed))
+      .def_property_readonly("bytes_evicted_for_others", nodeField(&ipc::NodeSnapshot::bytesEvictedForOthers))
+      .def_property_readonly("activity", nodeField(&ipc::NodeSnapshot::activity),
+                             "the node's totals: counters of every memory client so far (those that left or died "
+                             "included), swap use of the live ones")
+      .def_property_readonly("clients", nodeField(&ipc::NodeSnapshot::clients), "the records in use, by slot")
       .def("as_dict", &nodeDictionary, "Everything as plain dicts and lists (for JSON).")
       .def("__repr__", [](const NodeStatus& s) {
-        return "<mqx.NodeStatus '" + s.segment + "' used=" + std::to_string(s.used) + "/" + std::to_string(s.capacity) +
-               " clients=" + std::to_string(s.clients.size()) + ">";
+        return "<mqx.NodeStatus '" + s.segment + "' used=" + std::to_string(s.node.usedBytes) + "/" +
+               std::to_string(s.node.capacity) + " clients=" + std::to_string(s.node.clients.size()) + ">";
       });
   m.def(
       "status",

@@ -160,7 +160,7 @@ std::string QueryClient::state() {
   TimedNodeLock lock(client->node(), kLockTimeout);
   const ipc::ClientRecord& record = client->node().clients[slot_];
   if (record.pid != getpid()) return "reclaimed";
-  return toString(record.state);
+  return ipc::toString(record.state);
 }
 
 } // namespace mqx::python

@@ -7,8 +7,15 @@
 //                             transform kernel over each, then checks every
 //                             byte against a host reference. Exit 0 correct,
 //                             1 wrong data, 4 a call failed (out of memory).
+//                             Prints its counters last ("evictions N", ...,
+//                             "bytes to device N", "launches N"): what the
+//                             node's totals hold for it once it left.
 //                             With PEERS, the passes start once PEERS clients
 //                             have joined the node, so that they all compete.
+//   work-hold R BYTES ROUNDS SEED MS
+//                             work's passes, then prints "ready" and keeps
+//                             its data MS milliseconds before the check
+//                             (its activity is published meanwhile).
 //   cold BYTES MS SEED        one region of BYTES, read once by a kernel
 //                             (cudaAdvice input: it stays clean), prints
 //                             "ready", keeps it MS milliseconds (serving
@@ -56,6 +63,7 @@
 #include "device/sim/sim_backend.hpp"
 #include "hook/host_memory_hooks.hpp"
 #include "ipc/daemon_client.hpp"
+#include "ipc/manager_activity.hpp"
 
 namespace {
 
@@ -125,6 +133,7 @@ int work(const mqx::Config& config, mqx::ipc::DaemonClient& client, const WorkOp
   client.setRegionEvictor([&](std::size_t wanted, std::uint64_t region) {
     return manager->evictForOtherProcess(wanted, std::chrono::milliseconds(200), region);
   });
+  client.setActivitySource(mqx::ipc::activitySourceOf(*manager));
   int result = 0;
   auto fail = [&](const char* what, Status status) {
     std::fprintf(stderr, "sim_client %d: %s failed: %s\n", getpid(), what, std::string(mqx::toString(status)).c_str());
@@ -171,12 +180,19 @@ int work(const mqx::Config& config, mqx::ipc::DaemonClient& client, const WorkOp
       result = 1;
     }
   }
+  // Before the manager goes; the source's last counters reach the record
+  // now, and nothing changes them after: the totals the node keeps once
+  // this client leaves are exactly the counters printed here.
+  client.setEvictor(nullptr);
+  client.setActivitySource(nullptr);
   const auto stats = manager->statistics();
   std::printf("%s\nevictions %llu\npeer evictions %llu\nyields %llu\n", result == 0 ? "ok" : "failed",
               static_cast<unsigned long long>(stats.evictions), static_cast<unsigned long long>(stats.peerEvictions),
               static_cast<unsigned long long>(stats.launchYields));
+  std::printf("bytes to device %llu\nbytes to host %llu\nbytes written back %llu\nlaunches %llu\n",
+              static_cast<unsigned long long>(stats.bytesToDevice), static_cast<unsigned long long>(stats.bytesToHost),
+              static_cast<unsigned long long>(stats.bytesWrittenBack), static_cast<unsigned long long>(stats.launches));
   std::fflush(stdout);
-  client.setEvictor(nullptr); // before the manager goes
   for (auto address : addresses)
     if (address != 0) manager->free(address);
   mqx::hook::registerHostMemoryManager(nullptr);
@@ -209,6 +225,7 @@ int launchSet(const mqx::Config& config, mqx::ipc::DaemonClient& client, int kep
   client.setRegionEvictor([&](std::size_t wanted, std::uint64_t region) {
     return manager->evictForOtherProcess(wanted, std::chrono::milliseconds(200), region);
   });
+  client.setActivitySource(mqx::ipc::activitySourceOf(*manager));
   // Regions: kept first, then idle, then the new one.
   const int count = kept + idle + 1;
   std::vector<std::size_t> sizes(count, bytes);
@@ -281,6 +298,7 @@ int launchSet(const mqx::Config& config, mqx::ipc::DaemonClient& client, int kep
               static_cast<unsigned long long>(stats.bytesEvictedWhileYielding));
   std::fflush(stdout);
   client.setEvictor(nullptr);
+  client.setActivitySource(nullptr);
   for (auto address : addresses)
     if (address != 0) manager->free(address);
   mqx::hook::registerHostMemoryManager(nullptr);
@@ -299,6 +317,7 @@ int footprints(const mqx::Config& config, mqx::ipc::DaemonClient& client, long i
   client.setRegionEvictor([&](std::size_t wanted, std::uint64_t region) {
     return manager->evictForOtherProcess(wanted, std::chrono::milliseconds(200), region);
   });
+  client.setActivitySource(mqx::ipc::activitySourceOf(*manager));
   int result = 0;
   for (std::size_t phase = 0; phase < phases.size() && result == 0; ++phase) {
     const auto [bytes, milliseconds] = phases[phase];
@@ -331,6 +350,7 @@ int footprints(const mqx::Config& config, mqx::ipc::DaemonClient& client, long i
   std::fflush(stdout);
   std::this_thread::sleep_for(std::chrono::milliseconds(holdMs));
   client.setEvictor(nullptr);
+  client.setActivitySource(nullptr);
   return result;
 }
 
@@ -373,6 +393,12 @@ int main(int argc, char** argv) {
       WorkOptions options{std::atoi(argv[2]), std::strtoull(argv[3], nullptr, 10), std::atoi(argv[4]),
                           static_cast<unsigned>(std::atoi(argv[5])),
                           argc == 7 ? static_cast<unsigned>(std::atoi(argv[6])) : 0};
+      return work(config, *client, options);
+    }
+    if (mode == "work-hold" && argc == 7) {
+      WorkOptions options{std::atoi(argv[2]), std::strtoull(argv[3], nullptr, 10), std::atoi(argv[4]),
+                          static_cast<unsigned>(std::atoi(argv[5]))};
+      options.holdMilliseconds = std::atol(argv[6]);
       return work(config, *client, options);
     }
     if (mode == "cold" && argc == 5) {

@@ -35,6 +35,7 @@
 #include "device/sim/sim_backend.hpp"
 #include "hook/host_memory_hooks.hpp"
 #include "ipc/daemon_client.hpp"
+#include "ipc/manager_activity.hpp"
 
 namespace {
 
@@ -65,9 +66,11 @@ struct Process {
       if (killServingEviction) ::raise(SIGKILL);
       return manager->evictForOtherProcess(wanted, std::chrono::milliseconds(200));
     });
+    client.setActivitySource(mqx::ipc::activitySourceOf(*manager));
   }
   ~Process() {
     client.setEvictor(nullptr);
+    client.setActivitySource(nullptr);
     mqx::hook::registerHostMemoryManager(nullptr);
   }
   Status launch(mqx::DevicePtr address, std::uint64_t bytes, std::uint8_t seed) {

@@ -1,5 +1,9 @@
 // Focused behaviour of the memory manager: laziness, fills, advice,
 // oversubscription and the choices eviction makes.
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include "manager_fixture.hpp"
 
 namespace mqx::test {
@@ -172,6 +176,56 @@ TEST_F(ManagerTest, PageGranularEvictionEvictsOnlyWhatIsNeeded) {
   auto stats = manager_->statistics();
   EXPECT_EQ(stats.pagesEvicted, 2U);
   EXPECT_EQ(stats.bytesWrittenBack, 128 * KiB);
+}
+
+TEST_F(ManagerTest, TryUsageIsTheStatisticsAndTheSwapBufferUse) {
+  // Oversubscribed (2.25 MiB on a 1 MiB device), so dirty data lives in the
+  // swap buffer.
+  std::vector<DevicePtr> regions;
+  for (int i = 0; i < 6; ++i) {
+    regions.push_back(allocate(384 * KiB));
+    auto data = pattern(384 * KiB, static_cast<std::uint8_t>(i));
+    ASSERT_EQ(manager_->copyHostToDevice(regions.back(), data.data(), data.size(), 0, true), Status::Success);
+    ASSERT_EQ(transform(regions.back(), regions.back(), 384 * KiB, 3), Status::Success);
+  }
+  manager_->synchronizeAll();
+  const auto usage = manager_->tryUsage();
+  ASSERT_TRUE(usage.has_value()) << "nobody holds the manager's lock";
+  EXPECT_EQ(usage->statistics.toJson(), manager_->statistics().toJson());
+  EXPECT_EQ(usage->statistics.launches, 6U);
+  // What the device cannot hold (at least 1.25 MiB of dirty data) is in the swap buffer.
+  EXPECT_GE(usage->swapUsedBytes, 6 * 384 * KiB - 1024 * KiB);
+  EXPECT_GE(usage->swapReservedBytes, usage->swapUsedBytes);
+}
+
+TEST_F(ManagerTest, TryUsageNeverWaitsForTheManagersLock) {
+  // A kernel that runs until released; synchronizeAll() waits for it holding
+  // the manager's lock. tryUsage() answers nothing meanwhile instead of
+  // waiting (the node's eviction-serving thread calls it, and the manager
+  // may hold its lock while it waits for that thread).
+  std::atomic<bool> release{false};
+  const FunctionHandle blocking = backend_->registerKernel(
+      [&release](const device::SimKernelContext&, void**) {
+        while (!release.load())
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      },
+      {});
+  device::KernelLaunch launch;
+  launch.function = blocking;
+  ASSERT_EQ(manager_->launch(launch), Status::Success);
+  std::thread waiter([&] { manager_->synchronizeAll(); });
+  bool busySeen = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!busySeen && std::chrono::steady_clock::now() < deadline) {
+    busySeen = !manager_->tryUsage().has_value();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  release = true;
+  waiter.join();
+  EXPECT_TRUE(busySeen) << "tryUsage() never saw the lock held by synchronizeAll()";
+  const auto usage = manager_->tryUsage();
+  ASSERT_TRUE(usage.has_value());
+  EXPECT_EQ(usage->statistics.launches, 1U);
 }
 
 TEST_F(ManagerTest, MemoryInfoReportsTheManagedBudget) {
