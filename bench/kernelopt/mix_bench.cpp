@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "kernelopt/batch_optimizer.hpp"
-#include "kernelopt/device_attributes.hpp"
+#include "kernelopt/cudart_device_attributes.hpp"
 #include "kernelopt/kernel_level_optimizer.hpp"
 #include "kernelopt/occupancy.hpp"
 #include "mix_kernels.hpp"
@@ -192,28 +192,6 @@ double runOnce(Prepared &prepared, const std::vector<Launch> &launches, const st
   return milliseconds;
 }
 
-DeviceAttributes deviceAttributes() {
-  DeviceAttributes a;
-  auto get = [](cudaDeviceAttr which) {
-    int value = 0;
-    cudaDeviceGetAttribute(&value, which, 0);
-    return value;
-  };
-  a.computeCapabilityMajor = get(cudaDevAttrComputeCapabilityMajor);
-  a.computeCapabilityMinor = get(cudaDevAttrComputeCapabilityMinor);
-  a.multiprocessorCount = get(cudaDevAttrMultiProcessorCount);
-  a.warpSize = get(cudaDevAttrWarpSize);
-  a.maxThreadsPerBlock = get(cudaDevAttrMaxThreadsPerBlock);
-  a.maxThreadsPerMultiprocessor = get(cudaDevAttrMaxThreadsPerMultiProcessor);
-  a.maxBlocksPerMultiprocessor = get(cudaDevAttrMaxBlocksPerMultiprocessor);
-  a.maxRegistersPerMultiprocessor = get(cudaDevAttrMaxRegistersPerMultiprocessor);
-  a.maxRegistersPerBlock = get(cudaDevAttrMaxRegistersPerBlock);
-  a.maxSharedMemoryPerMultiprocessor = get(cudaDevAttrMaxSharedMemoryPerMultiprocessor);
-  a.maxSharedMemoryPerBlockOptin = get(cudaDevAttrMaxSharedMemoryPerBlockOptin);
-  a.reservedSharedMemoryPerBlock = get(cudaDevAttrReservedSharedMemoryPerBlock);
-  return a;
-}
-
 // The optimizer's launches, with the demand mqxd's launch service gives a
 // kernel: its threads, at most what it keeps resident alone at the default
 // block size. Kernels in no batch keep the default.
@@ -281,8 +259,8 @@ int main(int argc, char **argv) {
     return 77;
   }
   cudaDeviceProp properties{};
-  cudaGetDeviceProperties(&properties, 0);
-  const DeviceLimits limits = DeviceLimits::fromAttributes(deviceAttributes());
+  check(cudaGetDeviceProperties(&properties, 0), "cudaGetDeviceProperties");
+  const DeviceLimits limits = DeviceLimits::fromAttributes(deviceAttributesOf(properties));
   std::printf("device: %s, %d repeats, median ms\n", properties.name, repeats);
   std::printf("%-22s %-28s %10s %10s %10s %8s %8s\n", "mix", "optimizer", "sequential", "streams", "optimised",
               "vs seq", "vs strm");

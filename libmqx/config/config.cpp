@@ -1,14 +1,17 @@
 #include "config/config.hpp"
+#include "config/config_keys.hpp"
 
 #include <toml++/toml.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <concepts>
 #include <fstream>
 #include <functional>
 #include <limits>
 #include <sstream>
+#include <type_traits>
 #include <vector>
 
 extern char** environ;
@@ -99,9 +102,10 @@ std::size_t readSize(const RawValue& value, const std::string& key, std::size_t 
   return bytes;
 }
 
-template <typename Enum>
-Enum readChoice(const RawValue& value, const std::string& key,
-                const std::vector<std::pair<std::string, Enum>>& choices) {
+// A choice key's values by name, in the order an error message lists them.
+template <typename Enum> using Choices = std::vector<std::pair<std::string, Enum>>;
+
+template <typename Enum> Enum readChoice(const RawValue& value, const std::string& key, const Choices<Enum>& choices) {
   std::string text;
   if (!value.fromEnvironment()) {
     auto s = value.node->value<std::string>();
@@ -144,177 +148,190 @@ std::vector<std::string> readStringList(const RawValue& value, const std::string
   return result;
 }
 
-unsigned readMilliseconds(const RawValue& value, const std::string& key, unsigned min, unsigned max) {
+std::uint64_t readBoundedInteger(const RawValue& value, const std::string& key, std::uint64_t min, std::uint64_t max) {
   const std::uint64_t result = readInteger(value, key);
   if (result < min || result > max) fail(key, fmt::format("value {} out of range [{}, {}]", result, min, max));
-  return static_cast<unsigned>(result);
+  return result;
 }
 
-using Setter = std::function<void(Config&, const RawValue&, const std::string&)>;
+// The names of every choice key's values: the parser reads them, toString and
+// configValues write them.
+const Choices<ReplacementKind>& choicesOf(ReplacementKind) {
+  static const Choices<ReplacementKind> choices = {{"cdr", ReplacementKind::Cdr},
+                                                   {"lru", ReplacementKind::Lru},
+                                                   {"mru", ReplacementKind::Mru},
+                                                   {"lfu", ReplacementKind::Lfu},
+                                                   {"random", ReplacementKind::Random}};
+  return choices;
+}
 
-// Every key, in one table: the TOML parser and the environment both use it.
-const std::map<std::string, Setter>& keyTable() {
-  static const std::map<std::string, Setter> table = {
-      {"memory.page_size",
-       [](Config& c, const RawValue& v, const std::string& k) {
-         c.pageSize = readSize(v, k, 64 * 1024, std::size_t{1} << 32);
-         if ((c.pageSize & (c.pageSize - 1)) != 0) fail(k, "page size must be a power of two");
-       }},
-      {"memory.device_memory_limit",
-       [](Config& c, const RawValue& v, const std::string& k) {
-         c.deviceMemoryLimit = readSize(v, k, 0, std::size_t{1} << 50);
-       }},
-      {"memory.swap_buffer_limit",
-       [](Config& c, const RawValue& v, const std::string& k) {
-         c.swapBufferLimit = readSize(v, k, 0, std::size_t{1} << 50);
-       }},
-      {"memory.pinned_swap", [](Config& c, const RawValue& v, const std::string& k) { c.pinnedSwap = readBool(v, k); }},
-      {"policy.replacement",
-       [](Config& c, const RawValue& v, const std::string& k) {
-         c.replacement = readChoice<ReplacementKind>(v, k,
-                                                     {{"cdr", ReplacementKind::Cdr},
-                                                      {"lru", ReplacementKind::Lru},
-                                                      {"mru", ReplacementKind::Mru},
-                                                      {"lfu", ReplacementKind::Lfu},
-                                                      {"random", ReplacementKind::Random}});
-       }},
-      {"policy.latency_factor",
-       [](Config& c, const RawValue& v, const std::string& k) { c.latencyFactor = readDouble(v, k, 0.0, 1.0); }},
-      {"policy.eviction_granularity",
-       [](Config& c, const RawValue& v, const std::string& k) {
-         c.evictionGranularity = readChoice<EvictionGranularity>(
-             v, k, {{"region", EvictionGranularity::Region}, {"page", EvictionGranularity::Page}});
-       }},
-      {"policy.random_seed",
-       [](Config& c, const RawValue& v, const std::string& k) { c.randomSeed = readInteger(v, k); }},
-      {"optimizations.lazy_transfer",
-       [](Config& c, const RawValue& v, const std::string& k) { c.lazyTransfer = readBool(v, k); }},
-      {"optimizations.copy_on_write",
-       [](Config& c, const RawValue& v, const std::string& k) { c.copyOnWrite = readBool(v, k); }},
-      {"optimizations.cow_min_bytes",
-       [](Config& c, const RawValue& v, const std::string& k) {
-         c.cowMinBytes = readSize(v, k, 0, std::size_t{1} << 40);
-       }},
-      {"optimizations.reference_detection",
-       [](Config& c, const RawValue& v, const std::string& k) {
-         c.referenceDetection = readChoice<ReferenceDetection>(v, k,
-                                                               {{"auto", ReferenceDetection::Auto},
-                                                                {"advice", ReferenceDetection::Advice},
-                                                                {"scan", ReferenceDetection::Scan},
-                                                                {"all", ReferenceDetection::All}});
-       }},
-      {"optimizations.access_advice",
-       [](Config& c, const RawValue& v, const std::string& k) { c.accessAdvice = readBool(v, k); }},
-      {"optimizations.page_coherence",
-       [](Config& c, const RawValue& v, const std::string& k) { c.pageCoherence = readBool(v, k); }},
-      {"backend.kind",
-       [](Config& c, const RawValue& v, const std::string& k) {
-         c.backend = readChoice<BackendKind>(
-             v, k, {{"auto", BackendKind::Auto}, {"cuda", BackendKind::Cuda}, {"sim", BackendKind::Sim}});
-       }},
-      {"backend.fence_coalesce_us",
-       [](Config& c, const RawValue& v, const std::string& k) {
-         const std::uint64_t value = readInteger(v, k);
-         if (value > 10'000) fail(k, fmt::format("value {} out of range [0, 10000]", value));
-         c.fenceCoalesceMicroseconds = static_cast<unsigned>(value);
-       }},
-      {"sim.capacity",
-       [](Config& c, const RawValue& v, const std::string& k) {
-         c.simCapacity = readSize(v, k, 2 * 1024 * 1024, std::size_t{1} << 40);
-       }},
-      {"sim.granularity",
-       [](Config& c, const RawValue& v, const std::string& k) {
-         c.simGranularity = readSize(v, k, 4096, std::size_t{1} << 30);
-         if ((c.simGranularity & (c.simGranularity - 1)) != 0) fail(k, "granularity must be a power of two");
-       }},
-      {"sim.copy_bandwidth_gbps", [](Config& c, const RawValue& v,
-                                     const std::string& k) { c.simCopyBandwidthGBps = readDouble(v, k, 0.001, 1e5); }},
-      {"sim.device_bandwidth_gbps",
-       [](Config& c, const RawValue& v, const std::string& k) {
-         c.simDeviceBandwidthGBps = readDouble(v, k, 0.001, 1e6);
-       }},
-      {"sim.realtime", [](Config& c, const RawValue& v, const std::string& k) { c.simRealtime = readBool(v, k); }},
-      {"daemon.instance",
-       [](Config& c, const RawValue& v, const std::string& k) {
-         c.daemonInstance = readString(v, k);
-         const bool safe = std::all_of(c.daemonInstance.begin(), c.daemonInstance.end(), [](unsigned char ch) {
-           return std::isalnum(ch) || ch == '-' || ch == '_';
-         });
-         if (!safe || c.daemonInstance.size() > 64) fail(k, "letters, digits, '-' and '_' only, at most 64");
-       }},
-      {"daemon.capacity",
-       [](Config& c, const RawValue& v, const std::string& k) {
-         c.daemonCapacity = readSize(v, k, 0, std::size_t{1} << 50);
-       }},
-      {"daemon.admission",
-       [](Config& c, const RawValue& v, const std::string& k) {
-         c.admission = readChoice<AdmissionKind>(
-             v, k, {{"weight", AdmissionKind::Weight}, {"peak", AdmissionKind::Peak}, {"fix", AdmissionKind::Fix}});
-       }},
-      {"daemon.fix_n",
-       [](Config& c, const RawValue& v, const std::string& k) { c.admissionFixN = readMilliseconds(v, k, 1, 64); }},
-      {"daemon.liveness_interval_ms",
-       [](Config& c, const RawValue& v, const std::string& k) {
-         c.livenessIntervalMilliseconds = readMilliseconds(v, k, 10, 1000);
-       }},
-      {"daemon.eviction_timeout_ms",
-       [](Config& c, const RawValue& v, const std::string& k) {
-         c.evictionTimeoutMilliseconds = readMilliseconds(v, k, 10, 600'000);
-       }},
-      {"daemon.demand_report_interval_ms",
-       [](Config& c, const RawValue& v, const std::string& k) {
-         c.demandReportIntervalMilliseconds = readMilliseconds(v, k, 10, 600'000);
-       }},
-      {"daemon.demand_state_file",
-       [](Config& c, const RawValue& v, const std::string& k) { c.demandStateFile = readString(v, k); }},
-      {"daemon.allow_no_daemon",
-       [](Config& c, const RawValue& v, const std::string& k) { c.allowNoDaemon = readBool(v, k); }},
-      {"daemon.mps",
-       [](Config& c, const RawValue& v, const std::string& k) {
-         c.mps = readChoice<MpsMode>(v, k,
-                                     {{"off", MpsMode::Off}, {"detect", MpsMode::Detect}, {"manage", MpsMode::Manage}});
-       }},
-      {"daemon.mps_control",
-       [](Config& c, const RawValue& v, const std::string& k) {
-         c.mpsControl = readString(v, k);
-         if (c.mpsControl.empty()) fail(k, "must name the control program");
-       }},
-      {"daemon.mps_pipe_directory",
-       [](Config& c, const RawValue& v, const std::string& k) { c.mpsPipeDirectory = readString(v, k); }},
-      {"daemon.mps_log_directory",
-       [](Config& c, const RawValue& v, const std::string& k) { c.mpsLogDirectory = readString(v, k); }},
-      {"kernelopt.resizable_kernels",
-       [](Config& c, const RawValue& v, const std::string& k) { c.resizableKernels = readStringList(v, k); }},
-      {"kernelopt.reply_timeout_ms",
-       [](Config& c, const RawValue& v, const std::string& k) {
-         c.launchReplyTimeoutMilliseconds = readMilliseconds(v, k, 1, 10'000);
-       }},
-      {"kernelopt.lease_ms",
-       [](Config& c, const RawValue& v, const std::string& k) {
-         c.launchLeaseMilliseconds = readMilliseconds(v, k, 10, 3'600'000);
-       }},
-      {"daemon.metrics_file",
-       [](Config& c, const RawValue& v, const std::string& k) { c.metricsFile = readString(v, k); }},
-      {"daemon.metrics_port",
-       [](Config& c, const RawValue& v, const std::string& k) { c.metricsPort = readMilliseconds(v, k, 0, 65535); }},
-      {"daemon.metrics_interval_ms",
-       [](Config& c, const RawValue& v, const std::string& k) {
-         c.metricsIntervalMilliseconds = readMilliseconds(v, k, 10, 3'600'000);
-       }},
-      {"trace.file", [](Config& c, const RawValue& v, const std::string& k) { c.traceFile = readString(v, k); }},
-      {"trace.buffer_events",
-       [](Config& c, const RawValue& v, const std::string& k) {
-         c.traceBufferEvents = readMilliseconds(v, k, 1, 16'777'216);
-       }},
-      {"log.level",
-       [](Config& c, const RawValue& v, const std::string& k) {
-         c.logLevel = readChoice<LogLevel>(v, k,
-                                           {{"error", LogLevel::Error},
+const Choices<EvictionGranularity>& choicesOf(EvictionGranularity) {
+  static const Choices<EvictionGranularity> choices = {{"region", EvictionGranularity::Region},
+                                                       {"page", EvictionGranularity::Page}};
+  return choices;
+}
+
+const Choices<ReferenceDetection>& choicesOf(ReferenceDetection) {
+  static const Choices<ReferenceDetection> choices = {{"auto", ReferenceDetection::Auto},
+                                                      {"advice", ReferenceDetection::Advice},
+                                                      {"scan", ReferenceDetection::Scan},
+                                                      {"all", ReferenceDetection::All}};
+  return choices;
+}
+
+const Choices<BackendKind>& choicesOf(BackendKind) {
+  static const Choices<BackendKind> choices = {
+      {"auto", BackendKind::Auto}, {"cuda", BackendKind::Cuda}, {"sim", BackendKind::Sim}};
+  return choices;
+}
+
+const Choices<AdmissionKind>& choicesOf(AdmissionKind) {
+  static const Choices<AdmissionKind> choices = {
+      {"weight", AdmissionKind::Weight}, {"peak", AdmissionKind::Peak}, {"fix", AdmissionKind::Fix}};
+  return choices;
+}
+
+const Choices<MpsMode>& choicesOf(MpsMode) {
+  static const Choices<MpsMode> choices = {
+      {"off", MpsMode::Off}, {"detect", MpsMode::Detect}, {"manage", MpsMode::Manage}};
+  return choices;
+}
+
+const Choices<LogLevel>& choicesOf(LogLevel) {
+  static const Choices<LogLevel> choices = {{"error", LogLevel::Error},
                                             {"warn", LogLevel::Warn},
                                             {"info", LogLevel::Info},
                                             {"debug", LogLevel::Debug},
-                                            {"trace", LogLevel::Trace}});
-       }},
+                                            {"trace", LogLevel::Trace}};
+  return choices;
+}
+
+template <typename Enum> std::string choiceName(Enum value) {
+  for (const auto& [name, choice] : choicesOf(value))
+    if (choice == value) return name;
+  return "?";
+}
+
+// A field's value as configValues gives it.
+ConfigValue shown(bool value) { return value; }
+ConfigValue shown(double value) { return value; }
+ConfigValue shown(const std::string& value) { return value; }
+ConfigValue shown(const std::vector<std::string>& value) { return value; }
+template <std::unsigned_integral Integer>
+requires(!std::same_as<Integer, bool>) ConfigValue shown(Integer value) { return std::uint64_t{value}; }
+template <typename Enum>
+requires std::is_enum_v<Enum> ConfigValue shown(Enum value) { return choiceName(value); }
+
+// What the table knows of one key: how to set it from a raw value, and how to
+// show it.
+struct KeyHandler {
+  std::function<void(Config&, const RawValue&, const std::string&)> set;
+  std::function<ConfigValue(const Config&)> show;
+};
+
+struct NoCheck {
+  template <typename Field> void operator()(const Field&, const std::string&) const {}
+};
+
+// A key bound to one field of Config: `read` parses and range-checks the raw
+// value, `check` adds a rule of the key's own (power of two, allowed
+// characters).
+template <typename Field, typename Read, typename Check = NoCheck>
+KeyHandler fieldKey(Field Config::*field, Read read, Check check = {}) {
+  return {[=](Config& c, const RawValue& v, const std::string& k) {
+            c.*field = static_cast<Field>(read(v, k));
+            check(c.*field, k);
+          },
+          [=](const Config& c) { return shown(c.*field); }};
+}
+
+template <typename Field, typename Check = NoCheck>
+KeyHandler sizeKey(Field Config::*field, std::size_t min, std::size_t max, Check check = {}) {
+  return fieldKey(
+      field, [=](const RawValue& v, const std::string& k) { return readSize(v, k, min, max); }, check);
+}
+
+template <typename Field> KeyHandler integerKey(Field Config::*field, std::uint64_t min, std::uint64_t max) {
+  return fieldKey(field, [=](const RawValue& v, const std::string& k) { return readBoundedInteger(v, k, min, max); });
+}
+
+KeyHandler doubleKey(double Config::*field, double min, double max) {
+  return fieldKey(field, [=](const RawValue& v, const std::string& k) { return readDouble(v, k, min, max); });
+}
+
+KeyHandler boolKey(bool Config::*field) { return fieldKey(field, readBool); }
+
+template <typename Check = NoCheck> KeyHandler stringKey(std::string Config::*field, Check check = {}) {
+  return fieldKey(field, readString, check);
+}
+
+template <typename Enum> KeyHandler choiceKey(Enum Config::*field) {
+  return fieldKey(field, [](const RawValue& v, const std::string& k) { return readChoice(v, k, choicesOf(Enum{})); });
+}
+
+struct PowerOfTwo {
+  const char* what;
+  void operator()(std::size_t value, const std::string& key) const {
+    if ((value & (value - 1)) != 0) fail(key, std::string(what) + " must be a power of two");
+  }
+};
+
+void requireInstanceName(const std::string& instance, const std::string& key) {
+  const bool safe = std::all_of(instance.begin(), instance.end(),
+                                [](unsigned char ch) { return std::isalnum(ch) || ch == '-' || ch == '_'; });
+  if (!safe || instance.size() > 64) fail(key, "letters, digits, '-' and '_' only, at most 64");
+}
+
+// Every key, in one table: the TOML parser, the environment and configValues
+// all use it.
+const std::map<std::string, KeyHandler>& keyTable() {
+  static const std::map<std::string, KeyHandler> table = {
+      {"memory.page_size", sizeKey(&Config::pageSize, 64 * 1024, std::size_t{1} << 32, PowerOfTwo{"page size"})},
+      {"memory.device_memory_limit", sizeKey(&Config::deviceMemoryLimit, 0, std::size_t{1} << 50)},
+      {"memory.swap_buffer_limit", sizeKey(&Config::swapBufferLimit, 0, std::size_t{1} << 50)},
+      {"memory.pinned_swap", boolKey(&Config::pinnedSwap)},
+      {"policy.replacement", choiceKey(&Config::replacement)},
+      {"policy.latency_factor", doubleKey(&Config::latencyFactor, 0.0, 1.0)},
+      {"policy.eviction_granularity", choiceKey(&Config::evictionGranularity)},
+      {"policy.random_seed", integerKey(&Config::randomSeed, 0, std::numeric_limits<std::uint64_t>::max())},
+      {"optimizations.lazy_transfer", boolKey(&Config::lazyTransfer)},
+      {"optimizations.copy_on_write", boolKey(&Config::copyOnWrite)},
+      {"optimizations.cow_min_bytes", sizeKey(&Config::cowMinBytes, 0, std::size_t{1} << 40)},
+      {"optimizations.reference_detection", choiceKey(&Config::referenceDetection)},
+      {"optimizations.access_advice", boolKey(&Config::accessAdvice)},
+      {"optimizations.page_coherence", boolKey(&Config::pageCoherence)},
+      {"backend.kind", choiceKey(&Config::backend)},
+      {"backend.fence_coalesce_us", integerKey(&Config::fenceCoalesceMicroseconds, 0, 10'000)},
+      {"sim.capacity", sizeKey(&Config::simCapacity, 2 * 1024 * 1024, std::size_t{1} << 40)},
+      {"sim.granularity", sizeKey(&Config::simGranularity, 4096, std::size_t{1} << 30, PowerOfTwo{"granularity"})},
+      {"sim.copy_bandwidth_gbps", doubleKey(&Config::simCopyBandwidthGBps, 0.001, 1e5)},
+      {"sim.device_bandwidth_gbps", doubleKey(&Config::simDeviceBandwidthGBps, 0.001, 1e6)},
+      {"sim.realtime", boolKey(&Config::simRealtime)},
+      {"daemon.instance", stringKey(&Config::daemonInstance, requireInstanceName)},
+      {"daemon.capacity", sizeKey(&Config::daemonCapacity, 0, std::size_t{1} << 50)},
+      {"daemon.admission", choiceKey(&Config::admission)},
+      {"daemon.fix_n", integerKey(&Config::admissionFixN, 1, 64)},
+      {"daemon.liveness_interval_ms", integerKey(&Config::livenessIntervalMilliseconds, 10, 1000)},
+      {"daemon.eviction_timeout_ms", integerKey(&Config::evictionTimeoutMilliseconds, 10, 600'000)},
+      {"daemon.demand_report_interval_ms", integerKey(&Config::demandReportIntervalMilliseconds, 10, 600'000)},
+      {"daemon.demand_state_file", stringKey(&Config::demandStateFile)},
+      {"daemon.allow_no_daemon", boolKey(&Config::allowNoDaemon)},
+      {"daemon.mps", choiceKey(&Config::mps)},
+      {"daemon.mps_control", stringKey(&Config::mpsControl,
+                                       [](const std::string& control, const std::string& k) {
+                                         if (control.empty()) fail(k, "must name the control program");
+                                       })},
+      {"daemon.mps_pipe_directory", stringKey(&Config::mpsPipeDirectory)},
+      {"daemon.mps_log_directory", stringKey(&Config::mpsLogDirectory)},
+      {"kernelopt.resizable_kernels", fieldKey(&Config::resizableKernels, readStringList)},
+      {"kernelopt.reply_timeout_ms", integerKey(&Config::launchReplyTimeoutMilliseconds, 1, 10'000)},
+      {"kernelopt.lease_ms", integerKey(&Config::launchLeaseMilliseconds, 10, 3'600'000)},
+      {"daemon.metrics_file", stringKey(&Config::metricsFile)},
+      {"daemon.metrics_port", integerKey(&Config::metricsPort, 0, 65535)},
+      {"daemon.metrics_interval_ms", integerKey(&Config::metricsIntervalMilliseconds, 10, 3'600'000)},
+      {"trace.file", stringKey(&Config::traceFile)},
+      {"trace.buffer_events", integerKey(&Config::traceBufferEvents, 1, 16'777'216)},
+      {"log.level", choiceKey(&Config::logLevel)},
   };
   return table;
 }
@@ -334,7 +351,7 @@ void applyTable(Config& config, const toml::table& table, const std::string& pre
     }
     auto it = keyTable().find(key);
     if (it == keyTable().end()) fail(key, "unknown key");
-    it->second(config, RawValue{&node, {}}, key);
+    it->second.set(config, RawValue{&node, {}}, key);
   }
 }
 
@@ -380,8 +397,8 @@ void requireAsciiToml(const std::string& tomlText, const std::string& where) {
   std::size_t line = 1, column = 1;
   for (unsigned char c : tomlText) {
     if (c >= 0x80)
-      throw ConfigError(fmt::format("{}:{}:{}: non-ASCII character (mqx configuration and plan files are ASCII)",
-                                    where, line, column));
+      throw ConfigError(fmt::format("{}:{}:{}: non-ASCII character (mqx configuration and plan files are ASCII)", where,
+                                    line, column));
     if (c == '\n') {
       ++line;
       column = 1;
@@ -413,7 +430,7 @@ void applyEnvironment(Config& config, const std::map<std::string, std::string>& 
   // MQX_SIM_COPY_BANDWIDTH_GBPS -> sim.copy_bandwidth_gbps. A variable whose
   // prefix names a section but no key of it is an error, not a silent no-op.
   std::map<std::string, std::string> sections;
-  for (const auto& [key, setter] : keyTable()) {
+  for (const auto& [key, handler] : keyTable()) {
     std::string section = key.substr(0, key.find('.'));
     std::string upper = section;
     std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
@@ -425,7 +442,7 @@ void applyEnvironment(Config& config, const std::map<std::string, std::string>& 
       std::string key = section + "." + lower(name.substr(prefix.size()));
       auto it = keyTable().find(key);
       if (it == keyTable().end()) fail(name, "unknown configuration variable (no key " + key + ")");
-      it->second(config, RawValue{nullptr, value}, name);
+      it->second.set(config, RawValue{nullptr, value}, name);
     }
   }
   validate(config);
@@ -455,33 +472,23 @@ Config loadConfig() {
   return config;
 }
 
-std::string toString(ReplacementKind kind) {
-  switch (kind) {
-  case ReplacementKind::Cdr: return "cdr";
-  case ReplacementKind::Lru: return "lru";
-  case ReplacementKind::Mru: return "mru";
-  case ReplacementKind::Lfu: return "lfu";
-  case ReplacementKind::Random: return "random";
-  }
-  return "?";
+std::string toString(ReplacementKind kind) { return choiceName(kind); }
+
+std::string toString(AdmissionKind kind) { return choiceName(kind); }
+
+std::string toString(MpsMode mode) { return choiceName(mode); }
+
+std::map<std::string, ConfigValue> configValues(const Config& config) {
+  std::map<std::string, ConfigValue> values;
+  for (const auto& [key, handler] : keyTable())
+    values.emplace(key, handler.show(config));
+  return values;
 }
 
-std::string toString(AdmissionKind kind) {
-  switch (kind) {
-  case AdmissionKind::Weight: return "weight";
-  case AdmissionKind::Peak: return "peak";
-  case AdmissionKind::Fix: return "fix";
-  }
-  return "?";
-}
-
-std::string toString(MpsMode mode) {
-  switch (mode) {
-  case MpsMode::Off: return "off";
-  case MpsMode::Detect: return "detect";
-  case MpsMode::Manage: return "manage";
-  }
-  return "?";
+std::optional<ConfigValue> configValue(const Config& config, const std::string& key) {
+  auto it = keyTable().find(key);
+  if (it == keyTable().end()) return std::nullopt;
+  return it->second.show(config);
 }
 
 } // namespace mqx

@@ -72,41 +72,38 @@ CUresult pitchedCopy(const char* call, MemoryManager& manager, const CopyShape& 
   });
 }
 
-template <typename PassThrough>
-CUresult copy2D(const char* call, const CUDA_MEMCPY2D* copy, Order order, PassThrough passThrough) {
-  MemoryManager* manager = Runtime::instance().manager();
-  if (manager == nullptr || copy == nullptr) return passThrough();
-  return guarded(call, [&] {
-    CopyShape shape;
-    shape.width = copy->WidthInBytes;
-    shape.height = copy->Height;
-    CopySide source{0, copy->srcXInBytes, copy->srcY, 0, copy->srcPitch, 0};
-    CopySide destination{0, copy->dstXInBytes, copy->dstY, 0, copy->dstPitch, 0};
-    Endpoint from =
-        endpoint(*manager, copy->srcMemoryType, copy->srcHost, copy->srcDevice, source, shape.width, shape.height);
-    Endpoint to =
-        endpoint(*manager, copy->dstMemoryType, copy->dstHost, copy->dstDevice, destination, shape.width, shape.height);
-    shape.source = from.side;
-    shape.destination = to.side;
-    return pitchedCopy(call, *manager, shape, from, to, order, passThrough);
-  });
+// A copy's extent and both sides' offsets and pitches; endpoint() adds the
+// bases, which depend on each side's memory type.
+CopyShape shapeOf(const CUDA_MEMCPY2D& copy) {
+  CopyShape shape;
+  shape.width = copy.WidthInBytes;
+  shape.height = copy.Height;
+  shape.source = {0, copy.srcXInBytes, copy.srcY, 0, copy.srcPitch, 0};
+  shape.destination = {0, copy.dstXInBytes, copy.dstY, 0, copy.dstPitch, 0};
+  return shape;
 }
 
-template <typename PassThrough>
-CUresult copy3D(const char* call, const CUDA_MEMCPY3D* copy, Order order, PassThrough passThrough) {
+CopyShape shapeOf(const CUDA_MEMCPY3D& copy) {
+  CopyShape shape;
+  shape.width = copy.WidthInBytes;
+  shape.height = copy.Height;
+  shape.depth = copy.Depth;
+  shape.source = {0, copy.srcXInBytes, copy.srcY, copy.srcZ, copy.srcPitch, copy.srcHeight};
+  shape.destination = {0, copy.dstXInBytes, copy.dstY, copy.dstZ, copy.dstPitch, copy.dstHeight};
+  return shape;
+}
+
+// cuMemcpy2D* and cuMemcpy3D*: `Descriptor` is CUDA_MEMCPY2D or CUDA_MEMCPY3D.
+template <typename Descriptor, typename PassThrough>
+CUresult copyPitched(const char* call, const Descriptor* copy, Order order, PassThrough passThrough) {
   MemoryManager* manager = Runtime::instance().manager();
   if (manager == nullptr || copy == nullptr) return passThrough();
   return guarded(call, [&] {
-    CopyShape shape;
-    shape.width = copy->WidthInBytes;
-    shape.height = copy->Height;
-    shape.depth = copy->Depth;
-    CopySide source{0, copy->srcXInBytes, copy->srcY, copy->srcZ, copy->srcPitch, copy->srcHeight};
-    CopySide destination{0, copy->dstXInBytes, copy->dstY, copy->dstZ, copy->dstPitch, copy->dstHeight};
-    Endpoint from =
-        endpoint(*manager, copy->srcMemoryType, copy->srcHost, copy->srcDevice, source, shape.width, shape.height);
-    Endpoint to =
-        endpoint(*manager, copy->dstMemoryType, copy->dstHost, copy->dstDevice, destination, shape.width, shape.height);
+    CopyShape shape = shapeOf(*copy);
+    Endpoint from = endpoint(*manager, copy->srcMemoryType, copy->srcHost, copy->srcDevice, shape.source, shape.width,
+                             shape.height);
+    Endpoint to = endpoint(*manager, copy->dstMemoryType, copy->dstHost, copy->dstDevice, shape.destination,
+                           shape.width, shape.height);
     shape.source = from.side;
     shape.destination = to.side;
     return pitchedCopy(call, *manager, shape, from, to, order, passThrough);
@@ -116,38 +113,40 @@ CUresult copy3D(const char* call, const CUDA_MEMCPY3D* copy, Order order, PassTh
 } // namespace
 
 MQX_EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D* copy) {
-  return copy2D("cuMemcpy2D", copy, blocking(false), [&] { return callReal(&DriverApi::cuMemcpy2D_v2, copy); });
+  return copyPitched("cuMemcpy2D", copy, blocking(false), [&] { return callReal(&DriverApi::cuMemcpy2D_v2, copy); });
 }
 MQX_EXPORT CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D* copy) {
-  return copy2D("cuMemcpy2D", copy, blocking(true), [&] { return callReal(&DriverApi::cuMemcpy2D_v2_ptds, copy); });
+  return copyPitched("cuMemcpy2D", copy, blocking(true),
+                     [&] { return callReal(&DriverApi::cuMemcpy2D_v2_ptds, copy); });
 }
 MQX_EXPORT CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D* copy) {
-  return copy2D("cuMemcpy2DUnaligned", copy, blocking(false),
-                [&] { return callReal(&DriverApi::cuMemcpy2DUnaligned_v2, copy); });
+  return copyPitched("cuMemcpy2DUnaligned", copy, blocking(false),
+                     [&] { return callReal(&DriverApi::cuMemcpy2DUnaligned_v2, copy); });
 }
 MQX_EXPORT CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D* copy) {
-  return copy2D("cuMemcpy2DUnaligned", copy, blocking(true),
-                [&] { return callReal(&DriverApi::cuMemcpy2DUnaligned_v2_ptds, copy); });
+  return copyPitched("cuMemcpy2DUnaligned", copy, blocking(true),
+                     [&] { return callReal(&DriverApi::cuMemcpy2DUnaligned_v2_ptds, copy); });
 }
 MQX_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* copy, CUstream s) {
-  return copy2D("cuMemcpy2DAsync", copy, async(s, false),
-                [&] { return callReal(&DriverApi::cuMemcpy2DAsync_v2, copy, s); });
+  return copyPitched("cuMemcpy2DAsync", copy, async(s, false),
+                     [&] { return callReal(&DriverApi::cuMemcpy2DAsync_v2, copy, s); });
 }
 MQX_EXPORT CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D* copy, CUstream s) {
-  return copy2D("cuMemcpy2DAsync", copy, async(s, true),
-                [&] { return callReal(&DriverApi::cuMemcpy2DAsync_v2_ptsz, copy, s); });
+  return copyPitched("cuMemcpy2DAsync", copy, async(s, true),
+                     [&] { return callReal(&DriverApi::cuMemcpy2DAsync_v2_ptsz, copy, s); });
 }
 MQX_EXPORT CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D* copy) {
-  return copy3D("cuMemcpy3D", copy, blocking(false), [&] { return callReal(&DriverApi::cuMemcpy3D_v2, copy); });
+  return copyPitched("cuMemcpy3D", copy, blocking(false), [&] { return callReal(&DriverApi::cuMemcpy3D_v2, copy); });
 }
 MQX_EXPORT CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D* copy) {
-  return copy3D("cuMemcpy3D", copy, blocking(true), [&] { return callReal(&DriverApi::cuMemcpy3D_v2_ptds, copy); });
+  return copyPitched("cuMemcpy3D", copy, blocking(true),
+                     [&] { return callReal(&DriverApi::cuMemcpy3D_v2_ptds, copy); });
 }
 MQX_EXPORT CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D* copy, CUstream s) {
-  return copy3D("cuMemcpy3DAsync", copy, async(s, false),
-                [&] { return callReal(&DriverApi::cuMemcpy3DAsync_v2, copy, s); });
+  return copyPitched("cuMemcpy3DAsync", copy, async(s, false),
+                     [&] { return callReal(&DriverApi::cuMemcpy3DAsync_v2, copy, s); });
 }
 MQX_EXPORT CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D* copy, CUstream s) {
-  return copy3D("cuMemcpy3DAsync", copy, async(s, true),
-                [&] { return callReal(&DriverApi::cuMemcpy3DAsync_v2_ptsz, copy, s); });
+  return copyPitched("cuMemcpy3DAsync", copy, async(s, true),
+                     [&] { return callReal(&DriverApi::cuMemcpy3DAsync_v2_ptsz, copy, s); });
 }

@@ -2,6 +2,8 @@
 
 #include <pybind11/stl.h>
 
+#include "config/config_keys.hpp"
+
 #include <fstream>
 #include <sstream>
 
@@ -18,76 +20,10 @@ std::string readFile(const std::string& path, const std::string& key) {
   return text.str();
 }
 
-const char* toString(EvictionGranularity granularity) {
-  return granularity == EvictionGranularity::Region ? "region" : "page";
-}
-
-const char* toString(ReferenceDetection detection) {
-  switch (detection) {
-  case ReferenceDetection::Auto: return "auto";
-  case ReferenceDetection::Advice: return "advice";
-  case ReferenceDetection::Scan: return "scan";
-  case ReferenceDetection::All: return "all";
-  }
-  return "?";
-}
-
-const char* toString(BackendKind kind) {
-  switch (kind) {
-  case BackendKind::Auto: return "auto";
-  case BackendKind::Cuda: return "cuda";
-  case BackendKind::Sim: return "sim";
-  }
-  return "?";
-}
-
-const char* toString(LogLevel level) {
-  switch (level) {
-  case LogLevel::Error: return "error";
-  case LogLevel::Warn: return "warn";
-  case LogLevel::Info: return "info";
-  case LogLevel::Debug: return "debug";
-  case LogLevel::Trace: return "trace";
-  }
-  return "?";
-}
-
-// Every key of configs/default.toml as "section.key" -> value, typed as in
-// Python (sizes in bytes, choices as their lower-case names).
-py::dict asDictionary(const Config& c) {
-  py::dict d;
-  d["memory.page_size"] = c.pageSize;
-  d["memory.device_memory_limit"] = c.deviceMemoryLimit;
-  d["memory.swap_buffer_limit"] = c.swapBufferLimit;
-  d["memory.pinned_swap"] = c.pinnedSwap;
-  d["policy.replacement"] = mqx::toString(c.replacement);
-  d["policy.latency_factor"] = c.latencyFactor;
-  d["policy.eviction_granularity"] = toString(c.evictionGranularity);
-  d["policy.random_seed"] = c.randomSeed;
-  d["optimizations.lazy_transfer"] = c.lazyTransfer;
-  d["optimizations.copy_on_write"] = c.copyOnWrite;
-  d["optimizations.cow_min_bytes"] = c.cowMinBytes;
-  d["optimizations.reference_detection"] = toString(c.referenceDetection);
-  d["optimizations.access_advice"] = c.accessAdvice;
-  d["optimizations.page_coherence"] = c.pageCoherence;
-  d["backend.kind"] = toString(c.backend);
-  d["backend.fence_coalesce_us"] = c.fenceCoalesceMicroseconds;
-  d["sim.capacity"] = c.simCapacity;
-  d["sim.granularity"] = c.simGranularity;
-  d["sim.copy_bandwidth_gbps"] = c.simCopyBandwidthGBps;
-  d["sim.device_bandwidth_gbps"] = c.simDeviceBandwidthGBps;
-  d["sim.realtime"] = c.simRealtime;
-  d["daemon.instance"] = c.daemonInstance;
-  d["daemon.capacity"] = c.daemonCapacity;
-  d["daemon.admission"] = mqx::toString(c.admission);
-  d["daemon.fix_n"] = c.admissionFixN;
-  d["daemon.liveness_interval_ms"] = c.livenessIntervalMilliseconds;
-  d["daemon.eviction_timeout_ms"] = c.evictionTimeoutMilliseconds;
-  d["daemon.demand_state_file"] = c.demandStateFile;
-  d["daemon.allow_no_daemon"] = c.allowNoDaemon;
-  d["log.level"] = toString(c.logLevel);
-  return d;
-}
+// Every key the parser knows as "section.key" -> value, typed as in Python
+// (sizes in bytes, choices as their lower-case names): libmqx's own key
+// table, so a new key of Config needs no line here.
+py::dict asDictionary(const Config& config) { return py::cast(configValues(config)); }
 
 } // namespace
 
@@ -116,9 +52,9 @@ naming the key. Read a key with config["daemon.capacity"] or as_dict().
       .def(
           "__getitem__",
           [](const Config& c, const std::string& key) {
-            py::dict d = asDictionary(c);
-            if (!d.contains(key)) throw py::key_error("mqx config: no key " + key);
-            return py::object(d[py::str(key)]);
+            auto value = configValue(c, key);
+            if (!value) throw py::key_error("mqx config: no key " + key);
+            return *value;
           },
           py::arg("key"))
       .def_property_readonly(

@@ -38,6 +38,17 @@ protected:
     waitUntilArrived(name);
     return process;
   }
+  // A query declared at `declaredMiB` whose process sends a new demand of
+  // `demandMiB` (weighted and peak) after `beforeMs` and ends `afterMs` later
+  // (DaemonClient::updateDemand from a memory client of the query).
+  std::unique_ptr<ChildProcess> updatingQuery(const std::string& name, const std::string& declaredMiB, int demandMiB,
+                                              int beforeMs, int afterMs) {
+    const std::string demand = std::to_string(demandMiB << 20);
+    const std::string update = std::string(SIM_CLIENT_PATH) + " update-demand " + demand + " " + demand + " " +
+                               std::to_string(beforeMs) + " " + std::to_string(afterMs);
+    return run({"--name", name, "--plan", plan(name, declaredMiB, declaredMiB), "--", "/bin/sh", "-c",
+                "echo start " + name + " >> " + log_ + "; " + update + " && echo end " + name + " >> " + log_});
+  }
   // Arrival order is the start order: the next query starts once this one
   // has its record.
   void waitUntilArrived(const std::string& name) {
@@ -53,6 +64,15 @@ protected:
       std::this_thread::sleep_for(1ms);
     }
     ADD_FAILURE() << "query " << name << " never arrived";
+  }
+  // Waits for every query to succeed; returns the log, which must then hold
+  // each one's start and end.
+  std::vector<std::string> eventsAfter(std::initializer_list<ChildProcess*> queries) {
+    for (auto* q : queries)
+      EXPECT_EQ(q->wait(20s), 0);
+    auto lines = events();
+    EXPECT_EQ(lines.size(), 2 * queries.size());
+    return lines;
   }
   std::vector<std::string> events() {
     std::ifstream file(log_);
@@ -76,9 +96,7 @@ TEST_F(Admission, WeightPostponesInArrivalOrderAndAdmitsWhenAQueryEnds) {
   auto a = query("a", {"--plan", plan("a", "60", "90")});
   auto b = query("b", {"--plan", plan("b", "60", "90")});
   auto c = query("c", {"--plan", plan("c", "30", "30")}); // would fit beside a, but b came first
-  for (auto* q : {a.get(), b.get(), c.get()})
-    EXPECT_EQ(q->wait(20s), 0);
-  auto lines = events();
+  auto lines = eventsAfter({a.get(), b.get(), c.get()});
   ASSERT_EQ(lines.size(), 6u);
   EXPECT_EQ(lines[0], "start a");
   EXPECT_LT(indexOf(lines, "end a"), indexOf(lines, "start b"));
@@ -94,10 +112,7 @@ TEST_F(Admission, PeakAdmitsByPeakDemand) {
   // Weighted 30 each (Weight would run them together), peak 60 each.
   auto a = query("a", {"--plan", plan("a", "30", "60")});
   auto b = query("b", {"--plan", plan("b", "30", "60")});
-  EXPECT_EQ(a->wait(20s), 0);
-  EXPECT_EQ(b->wait(20s), 0);
-  auto lines = events();
-  ASSERT_EQ(lines.size(), 4u);
+  auto lines = eventsAfter({a.get(), b.get()});
   EXPECT_LT(indexOf(lines, "end a"), indexOf(lines, "start b"));
 }
 
@@ -108,10 +123,7 @@ TEST_F(Admission, FixNRunsAtMostNQueries) {
   auto a = query("a", {});
   auto b = query("b", {});
   auto c = query("c", {});
-  for (auto* q : {a.get(), b.get(), c.get()})
-    EXPECT_EQ(q->wait(20s), 0);
-  auto lines = events();
-  ASSERT_EQ(lines.size(), 6u);
+  auto lines = eventsAfter({a.get(), b.get(), c.get()});
   EXPECT_LT(indexOf(lines, "start b"), indexOf(lines, "end a")) << "two run at once";
   EXPECT_GT(indexOf(lines, "start c"), std::min(indexOf(lines, "end a"), indexOf(lines, "end b")));
 }
@@ -132,10 +144,7 @@ TEST_F(Admission, DemandIsLearnedFromAnEarlierRunOfTheSameQuery) {
   // Now a 50 MiB query runs; "learner" (80 MiB, learned) must wait for it.
   auto other = query("other", {"--plan", plan("other", "50", "50")}, "0.5");
   auto second = query("learner", {"--name", "learner"}, "0.1");
-  EXPECT_EQ(other->wait(20s), 0);
-  EXPECT_EQ(second->wait(20s), 0);
-  auto lines = events();
-  ASSERT_EQ(lines.size(), 4u);
+  auto lines = eventsAfter({other.get(), second.get()});
   EXPECT_LT(indexOf(lines, "end other"), indexOf(lines, "start learner"));
 }
 
@@ -156,18 +165,11 @@ TEST_F(Admission, RunningQueryDemandIsUpdatedByWhatItHolds) {
 TEST_F(Admission, PostponedQueryIsAdmittedWhenARunningQueryDemandDrops) {
   environment_["MQX_DAEMON_CAPACITY"] = "100MiB";
   startDaemon();
-  // "a" declares 80 MiB, then its process says it needs 20 MiB from now on
-  // (DaemonClient::updateDemand from a memory client of the query).
-  const std::string update = std::string(SIM_CLIENT_PATH) + " update-demand " + std::to_string(20 << 20) + " " +
-                             std::to_string(20 << 20) + " 300 1500";
-  auto a = run({"--name", "a", "--plan", plan("a", "80", "80"), "--", "/bin/sh", "-c",
-                "echo start a >> " + log_ + "; " + update + " && echo end a >> " + log_});
+  // "a" declares 80 MiB, then its process says it needs 20 MiB from now on.
+  auto a = updatingQuery("a", "80", 20, 300, 1500);
   waitUntilArrived("a");
   auto b = query("b", {"--plan", plan("b", "50", "50")}, "0.05");
-  EXPECT_EQ(b->wait(20s), 0);
-  EXPECT_EQ(a->wait(20s), 0);
-  auto lines = events();
-  ASSERT_EQ(lines.size(), 4u);
+  auto lines = eventsAfter({b.get(), a.get()});
   EXPECT_LT(indexOf(lines, "end b"), indexOf(lines, "end a")) << "b ran while a was still running";
 }
 
@@ -176,17 +178,11 @@ TEST_F(Admission, RunningQueryDemandRaisedByUpdatePostponesLaterQueries) {
   startDaemon();
   // "a" declares 20 MiB and raises it to 90 MiB at once; "b" (50 MiB)
   // arrives after the update and must wait for a's end.
-  const std::string update = std::string(SIM_CLIENT_PATH) + " update-demand " + std::to_string(90 << 20) + " " +
-                             std::to_string(90 << 20) + " 0 700";
-  auto a = run({"--name", "a", "--plan", plan("a", "20", "20"), "--", "/bin/sh", "-c",
-                "echo start a >> " + log_ + "; " + update + " && echo end a >> " + log_});
+  auto a = updatingQuery("a", "20", 90, 0, 700);
   // mqxd's queue is FIFO: the update is there before b's request.
   ASSERT_TRUE(a->waitForLine("updated", 10s));
   auto b = query("b", {"--plan", plan("b", "50", "50")}, "0.05");
-  EXPECT_EQ(a->wait(20s), 0);
-  EXPECT_EQ(b->wait(20s), 0);
-  auto lines = events();
-  ASSERT_EQ(lines.size(), 4u);
+  auto lines = eventsAfter({a.get(), b.get()});
   EXPECT_LT(indexOf(lines, "end a"), indexOf(lines, "start b"));
 }
 

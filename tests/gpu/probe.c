@@ -1,7 +1,9 @@
 /*
  * gpu-probe: exits 0 when a CUDA device can be used, 77 (ctest's skip code)
  * when there is no driver or no device. It opens the driver itself so that
- * it starts on any machine, and it runs without libmqx preloaded.
+ * it starts on any machine, and it runs without libmqx preloaded. The SSB
+ * GPU tests use it too (tests/ssb_gpu builds its own copy where tests/gpu is
+ * skipped).
  */
 #include <dlfcn.h>
 #include <stdio.h>

@@ -11,14 +11,7 @@
 namespace mqx::kernelopt {
 namespace {
 
-using testing::gtx680;
-
-constexpr KernelResources kKernelA{11, 0, 1024};
-constexpr KernelResources kKernelB{33, 0, 1024};
-constexpr KernelResources kKernelC{11, 0, 256};
-constexpr KernelResources kKernelD{44, 0, 256};
-constexpr KernelResources kKernelE{11, 24576, 256};
-constexpr KernelResources kKernelF{44, 24576, 256};
+using namespace testing; // gtx680() and the kernels A to F of the cuda-streams paper
 
 ResourceSet exceeded(std::vector<ResidentBlocks> resident) { return exceededBy(gtx680(), resident); }
 

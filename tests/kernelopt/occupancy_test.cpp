@@ -10,16 +10,7 @@
 namespace mqx::kernelopt {
 namespace {
 
-using testing::gtx680;
-
-// The synthetic kernels of the cuda-streams paper, Table III (registers
-// per thread as the compiler reports them; threads per block; shared memory).
-constexpr KernelResources kKernelA{11, 0, 1024};
-constexpr KernelResources kKernelB{33, 0, 1024};
-constexpr KernelResources kKernelC{11, 0, 256};
-constexpr KernelResources kKernelD{44, 0, 256};
-constexpr KernelResources kKernelE{11, 24576, 256};
-constexpr KernelResources kKernelF{44, 24576, 256};
+using namespace testing; // gtx680() and the kernels A to F of the cuda-streams paper
 
 // §IV-B: "each MP can at the same time execute up to two blocks of A, only
 // one block of B"; Table III/IV: occupancy 100% for A, 50% for B.

@@ -1,7 +1,9 @@
-// Devices of the papers' experiments, for tests that reproduce their numbers.
+// Devices and kernels of the papers' experiments, for tests that reproduce
+// their numbers.
 #pragma once
 
 #include "kernelopt/device_limits.hpp"
+#include "kernelopt/occupancy.hpp"
 
 namespace mqx::kernelopt::testing {
 
@@ -30,5 +32,15 @@ inline DeviceLimits gtx680() {
   l.reservedSharedMemoryPerBlock = 0;
   return l;
 }
+
+// The synthetic kernels A to F of the cuda-streams paper, Table III
+// (registers per thread as the compiler reports them; shared memory; threads
+// per block).
+constexpr KernelResources kKernelA{11, 0, 1024};
+constexpr KernelResources kKernelB{33, 0, 1024};
+constexpr KernelResources kKernelC{11, 0, 256};
+constexpr KernelResources kKernelD{44, 0, 256};
+constexpr KernelResources kKernelE{11, 24576, 256};
+constexpr KernelResources kKernelF{44, 24576, 256};
 
 } // namespace mqx::kernelopt::testing

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,16 @@ def test_default_file_parses_to_the_built_in_defaults():
     assert built_in["policy.replacement"] == "cdr"
     assert built_in["daemon.admission"] == "weight"
 
+
+
+def test_as_dict_lists_every_key_of_the_default_file():
+    with open(REPOSITORY / "configs" / "default.toml", "rb") as file:
+        documented = {f"{section}.{key}" for section, table in tomllib.load(file).items() for key in table}
+    config = mqx.parse_config('[kernelopt]\nresizable_kernels = ["a", "b"]\n[daemon]\nmps = "detect"\n')
+    assert set(config.as_dict()) == documented
+    assert config["kernelopt.resizable_kernels"] == ["a", "b"]
+    assert config["daemon.mps"] == "detect"
+    assert all(config[key] == value for key, value in config.as_dict().items())
 
 def test_parses_sizes_and_choices():
     config = mqx.parse_config(

@@ -3,6 +3,7 @@
 // generated data.
 #include "decoded_tables.hpp"
 #include "naive_queries.hpp"
+#include "query_test_name.hpp"
 #include "ssb/common/column_cache.hpp"
 #include "ssb/reference/reference_queries.hpp"
 #include "synthetic_data.hpp"
@@ -64,11 +65,7 @@ TEST_P(ReferenceDifferentialTest, ResultIsCanonicalAndRepeatable) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllQueries, ReferenceDifferentialTest, ::testing::ValuesIn(kAllQueries),
-                         [](const auto &info) {
-                           std::string name(queryName(info.param));
-                           name[2] = '_';
-                           return name;
-                         });
+                         test::queryTestName);
 
 } // namespace
 } // namespace mqx::ssb

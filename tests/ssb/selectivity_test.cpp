@@ -19,6 +19,7 @@
 // dimension would swamp the comparison); the distributions are the
 // generator's own, only the row counts differ.
 #include "decoded_tables.hpp"
+#include "query_test_name.hpp"
 #include "ssb/datagen/customer_table.hpp"
 #include "ssb/datagen/date_table.hpp"
 #include "ssb/datagen/lineorder_table.hpp"
@@ -317,11 +318,7 @@ TEST_P(SelectivityTest, MatchesTheSpecificationsFilterFactors) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllQueries, SelectivityTest, ::testing::ValuesIn(kAllQueries),
-                         [](const auto &info) {
-                           std::string name(queryName(info.param));
-                           name[2] = '_';
-                           return name;
-                         });
+                         test::queryTestName);
 
 } // namespace
 } // namespace mqx::ssb

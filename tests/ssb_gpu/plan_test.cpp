@@ -3,37 +3,22 @@
 // and decoded by the same decoder, and must equal the CPU reference exactly.
 // What remains untested here is the kernels themselves: the GPU tests
 // (ctest -L gpu) compare the GPU programs with the reference.
-#include "ssb/common/column_cache.hpp"
-#include "ssb/common/ssb_data.hpp"
 #include "ssb/gpu/host_executor.hpp"
 #include "ssb/gpu/query_plan.hpp"
 #include "ssb/gpu/result_decoder.hpp"
 #include "ssb/reference/reference_queries.hpp"
+#include "ssb_data_fixture.hpp"
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <limits>
-#include <memory>
 
 namespace mqx::ssb::gpu {
 namespace {
 
-// The data directory the fixture test generated (MQX_SSB_GPU_TEST_DATA),
-// opened once for all tests.
-class PlanTest : public ::testing::Test {
+// Each query's plan run on the host over the fixture's data.
+class PlanTest : public SsbDataTest {
 protected:
-  static void SetUpTestSuite() {
-    const char* dir = std::getenv("MQX_SSB_GPU_TEST_DATA");
-    if (dir == nullptr) return;
-    data_ = std::make_unique<SsbData>(SsbData::open(dir));
-    cache_ = std::make_unique<ColumnCache>(*data_);
-  }
-  static void TearDownTestSuite() {
-    cache_.reset();
-    data_.reset();
-  }
-
   void checkQuery(QueryId query) {
     ASSERT_NE(cache_, nullptr) << "MQX_SSB_GPU_TEST_DATA is not set";
     QueryPlan plan = planQuery(query, *cache_);
@@ -49,9 +34,6 @@ protected:
     EXPECT_LE(groupSlots(plan), 10'000);
     EXPECT_LE(groupedJoins(plan).size(), 4u);
   }
-
-  static inline std::unique_ptr<SsbData> data_;
-  static inline std::unique_ptr<ColumnCache> cache_;
 };
 
 // One test per query: the host run of its plan equals the reference.

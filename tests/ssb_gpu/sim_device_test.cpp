@@ -5,21 +5,18 @@
 // footprint, equals the CPU reference exactly; so does one query under every
 // replacement policy and every ablation of the paper (§7), where the memory
 // manager must still evict and reload correctly.
-#include "ssb/common/column_cache.hpp"
-#include "ssb/common/ssb_data.hpp"
 #include "ssb/gpu/executor.hpp"
 #include "ssb/gpu/query_plan.hpp"
 #include "ssb/gpu/result_decoder.hpp"
 #include "ssb/gpu/sim_query_device.hpp"
 #include "ssb/reference/reference_queries.hpp"
+#include "ssb_data_fixture.hpp"
 
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
-#include <cstdlib>
 #include <functional>
-#include <memory>
 #include <ostream>
 #include <string>
 #include <tuple>
@@ -33,21 +30,9 @@ namespace {
 constexpr std::size_t kOperatorLimit = 24 * kMiB;
 constexpr std::size_t kFusedLimit = 40 * kMiB;
 
-// The fixture's SF 0.1 data, opened once; the cache outlives every device
-// (the simulated device's lazy copies read its columns until it goes).
-class SimDeviceTest : public ::testing::Test {
+// Each query on a fresh simulated device over the fixture's data.
+class SimDeviceTest : public SsbDataTest {
 protected:
-  static void SetUpTestSuite() {
-    const char* dir = std::getenv("MQX_SSB_GPU_TEST_DATA");
-    if (dir == nullptr) return;
-    data_ = std::make_unique<SsbData>(SsbData::open(dir));
-    cache_ = std::make_unique<ColumnCache>(*data_);
-  }
-  static void TearDownTestSuite() {
-    cache_.reset();
-    data_.reset();
-  }
-
   // A configuration that never joins a node (no mqxd runs for this
   // instance), with the given device memory limit.
   static Config aloneWithLimit(std::size_t limit) {
@@ -76,9 +61,6 @@ protected:
     }
     return device.report();
   }
-
-  static inline std::unique_ptr<SsbData> data_;
-  static inline std::unique_ptr<ColumnCache> cache_;
 };
 
 class EveryQuery : public SimDeviceTest, public ::testing::WithParamInterface<std::tuple<QueryId, Variant>> {};

@@ -1,9 +1,12 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
+#include <variant>
 
 #include "config/config.hpp"
+#include "config/config_keys.hpp"
 
 namespace mqx {
 namespace {
@@ -113,6 +116,69 @@ TEST(Config, SizeParsing) {
   EXPECT_EQ(parseSize("10GB", "k"), 10'000'000'000ULL);
   EXPECT_THROW(parseSize("MiB", "k"), ConfigError);
   EXPECT_THROW(parseSize("-1", "k"), ConfigError);
+}
+
+// A value as an MQX_<SECTION>_<KEY> variable would spell it.
+std::string environmentText(const ConfigValue& value) {
+  struct Spell {
+    std::string operator()(bool b) const { return b ? "true" : "false"; }
+    std::string operator()(std::uint64_t i) const { return std::to_string(i); }
+    std::string operator()(double d) const { return fmt::format("{}", d); }
+    std::string operator()(const std::string& s) const { return s; }
+    std::string operator()(const std::vector<std::string>& list) const {
+      return fmt::format("{}", fmt::join(list, ","));
+    }
+  };
+  return std::visit(Spell{}, value);
+}
+
+std::string environmentName(const std::string& key) {
+  std::string name = "MQX_" + key;
+  for (char& c : name)
+    c = c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return name;
+}
+
+TEST(Config, ValuesListEveryKeyAndReadBackThroughTheEnvironment) {
+  const Config config = parseConfig(R"(
+[memory]
+page_size = "16MiB"
+pinned_swap = false
+[policy]
+replacement = "lfu"
+latency_factor = 0.25
+random_seed = 7
+[optimizations]
+reference_detection = "scan"
+[daemon]
+instance = "abc"
+fix_n = 3
+mps = "detect"
+[kernelopt]
+resizable_kernels = ["a", "b"]
+[log]
+level = "debug"
+)");
+  const auto values = configValues(config);
+  EXPECT_EQ(values.at("memory.page_size"), ConfigValue{std::uint64_t{16} << 20});
+  EXPECT_EQ(values.at("memory.pinned_swap"), ConfigValue{false});
+  EXPECT_EQ(values.at("policy.replacement"), ConfigValue{std::string("lfu")});
+  EXPECT_EQ(values.at("policy.latency_factor"), ConfigValue{0.25});
+  EXPECT_EQ(values.at("daemon.mps"), ConfigValue{std::string("detect")});
+  const std::vector<std::string> kernels = {"a", "b"};
+  EXPECT_EQ(values.at("kernelopt.resizable_kernels"), ConfigValue{kernels});
+  EXPECT_EQ(values.at("log.level"), ConfigValue{std::string("debug")});
+  EXPECT_EQ(configValue(config, "daemon.fix_n"), ConfigValue{std::uint64_t{3}});
+  EXPECT_FALSE(configValue(config, "memory.nothing"));
+
+  // Each key's value, written back as its variable, reads to the same value:
+  // what the table shows and what it parses agree, key by key.
+  std::map<std::string, std::string> environment;
+  for (const auto& [key, value] : values)
+    environment[environmentName(key)] = environmentText(value);
+  Config readBack;
+  applyEnvironment(readBack, environment);
+  EXPECT_EQ(configValues(readBack), values);
 }
 
 } // namespace

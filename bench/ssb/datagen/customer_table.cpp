@@ -9,21 +9,14 @@ GeneratedTable generateCustomerTable(std::int64_t rows, std::uint64_t seed) {
   EncodedDomain segments = marketSegmentDomain();
   Rng rng(seed, static_cast<std::uint64_t>(RngStream::Customer));
 
-  ColumnarTable table(TableId::Customer);
-  for (auto &column : table.columns)
-    column.reserve(static_cast<std::size_t>(rows));
+  ColumnarTable table = reservedTable(TableId::Customer, rows);
   auto &custkey = table.column("c_custkey");
-  auto &city = table.column("c_city");
-  auto &nation = table.column("c_nation");
-  auto &region = table.column("c_region");
+  AddressColumns address(table, "c");
   auto &segment = table.column("c_mktsegment");
   for (std::int64_t key = 1; key <= rows; ++key) {
-    GeographyCodes place = geography.draw(rng);
     custkey.push_back(static_cast<std::int32_t>(key));
-    city.push_back(place.city);
-    nation.push_back(place.nation);
-    region.push_back(place.region);
-    segment.push_back(segments.code(static_cast<std::size_t>(rng.uniform(0, segments.size() - 1))));
+    address.push_back(geography.draw(rng));
+    segment.push_back(drawCode(rng, segments));
   }
   DictionaryMap dictionaries{{"c_mktsegment", segments.dictionary}};
   geography.addDictionaries(dictionaries, "c");

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "ssb/common/dictionary.hpp"
+#include "ssb/datagen/rng.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -58,6 +59,11 @@ struct EncodedDomain {
   std::int32_t code(std::size_t generationIndex) const { return codes[generationIndex]; }
   std::int32_t size() const { return static_cast<std::int32_t>(codes.size()); }
 };
+
+// A value of `domain` drawn uniformly: its code.
+inline std::int32_t drawCode(Rng &rng, const EncodedDomain &domain) {
+  return domain.code(static_cast<std::size_t>(rng.uniform(0, domain.size() - 1)));
+}
 
 // Throws DataError if `values` has duplicates.
 EncodedDomain encodeDomain(std::vector<std::string> values);

@@ -4,11 +4,14 @@
 // the factors the specification's selectivities are built from.
 #pragma once
 
+#include "ssb/common/columnar_table.hpp"
 #include "ssb/common/table_writer.hpp"
 #include "ssb/datagen/domains.hpp"
 #include "ssb/datagen/rng.hpp"
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace mqx::ssb {
 
@@ -44,6 +47,25 @@ private:
   EncodedDomain cities_;
   EncodedDomain nations_;
   EncodedDomain regions_;
+};
+
+// The address columns of `prefix` ("c" or "s") in a table.
+class AddressColumns {
+public:
+  AddressColumns(ColumnarTable &table, const std::string &prefix)
+      : city_(table.column(prefix + "_city")), nation_(table.column(prefix + "_nation")),
+        region_(table.column(prefix + "_region")) {}
+
+  void push_back(const GeographyCodes &place) {
+    city_.push_back(place.city);
+    nation_.push_back(place.nation);
+    region_.push_back(place.region);
+  }
+
+private:
+  std::vector<std::int32_t> &city_;
+  std::vector<std::int32_t> &nation_;
+  std::vector<std::int32_t> &region_;
 };
 
 } // namespace mqx::ssb

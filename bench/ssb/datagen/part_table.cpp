@@ -4,13 +4,6 @@
 #include "ssb/datagen/rng.hpp"
 
 namespace mqx::ssb {
-namespace {
-
-std::int32_t drawCode(Rng &rng, const EncodedDomain &domain) {
-  return domain.code(static_cast<std::size_t>(rng.uniform(0, domain.size() - 1)));
-}
-
-} // namespace
 
 GeneratedTable generatePartTable(std::int64_t rows, std::uint64_t seed) {
   EncodedDomain mfgrs = mfgrDomain();
@@ -21,9 +14,7 @@ GeneratedTable generatePartTable(std::int64_t rows, std::uint64_t seed) {
   EncodedDomain containers = containerDomain();
   Rng rng(seed, static_cast<std::uint64_t>(RngStream::Part));
 
-  ColumnarTable table(TableId::Part);
-  for (auto &column : table.columns)
-    column.reserve(static_cast<std::size_t>(rows));
+  ColumnarTable table = reservedTable(TableId::Part, rows);
   auto &partkey = table.column("p_partkey");
   auto &mfgrColumn = table.column("p_mfgr");
   auto &categoryColumn = table.column("p_category");

@@ -5,6 +5,7 @@
 // which is two's complement addition, so negative profits add correctly.
 #include "ssb/gpu/launch.cuh"
 #include "ssb/gpu/operators.hpp"
+#include "ssb/gpu/row_operations.hpp"
 
 namespace mqx::ssb::gpu {
 namespace {
@@ -14,14 +15,8 @@ __global__ void aggregateKernel(GroupKeys keys, DeviceMeasure measure, const std
                                 unsigned long long *sums, unsigned long long *counts) {
   for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
        i += std::int64_t{gridDim.x} * blockDim.x) {
-    std::int64_t slot = 0;
-    for (int j = 0; j < keys.count; ++j)
-      slot += static_cast<std::int64_t>(keys.column[j][i] - keys.base[j]) * keys.stride[j];
-    std::int64_t value = first[i];
-    if (measure == DeviceMeasure::Product)
-      value *= second[i];
-    else if (measure == DeviceMeasure::Difference)
-      value -= second[i];
+    const std::int64_t slot = detail::groupSlot(keys, i);
+    const std::int64_t value = detail::measureOf(measure, first[i], second, i);
     atomicAdd(&sums[slot], static_cast<unsigned long long>(value));
     atomicAdd(&counts[slot], 1ull);
   }

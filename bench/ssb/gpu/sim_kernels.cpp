@@ -1,21 +1,13 @@
 #include "ssb/gpu/sim_kernels.hpp"
 
 #include "ssb/gpu/hash_slot.hpp"
+#include "ssb/gpu/row_operations.hpp"
 
 namespace mqx::ssb::gpu::sim {
 namespace {
 
 std::int32_t rowAt(const std::int32_t *selection, std::int32_t i) {
   return selection ? selection[i] : i;
-}
-
-std::int64_t measureOf(DeviceMeasure measure, std::int64_t first, const std::int32_t *second,
-                       std::int64_t i) {
-  if (measure == DeviceMeasure::Product)
-    return first * second[i];
-  if (measure == DeviceMeasure::Difference)
-    return first - second[i];
-  return first;
 }
 
 } // namespace
@@ -78,12 +70,10 @@ void aggregateKernel(GroupKeys keys, DeviceMeasure measure, const std::int32_t *
                      const std::int32_t *second, std::int32_t n, unsigned long long *sums,
                      unsigned long long *counts) {
   for (std::int32_t i = 0; i < n; ++i) {
-    std::int64_t slot = 0;
-    for (int j = 0; j < keys.count; ++j)
-      slot += static_cast<std::int64_t>(keys.column[j][i] - keys.base[j]) * keys.stride[j];
+    const std::int64_t slot = detail::groupSlot(keys, i);
     // Unsigned adds wrap modulo 2^64 like the GPU's atomicAdd: two's
     // complement sums of negative profits come out right.
-    sums[slot] += static_cast<unsigned long long>(measureOf(measure, first[i], second, i));
+    sums[slot] += static_cast<unsigned long long>(detail::measureOf(measure, first[i], second, i));
     counts[slot] += 1;
   }
 }
@@ -91,19 +81,11 @@ void aggregateKernel(GroupKeys keys, DeviceMeasure measure, const std::int32_t *
 void fusedStarKernel(FusedStar star, std::int32_t n, unsigned long long *sums,
                      unsigned long long *counts) {
   for (std::int32_t i = 0; i < n; ++i) {
-    bool pass = true;
-    for (int f = 0; f < star.filterCount && pass; ++f)
-      pass = star.filter[f].contains(star.filterColumn[f][i]);
     std::int64_t slot = 0;
-    for (int j = 0; j < star.joinCount && pass; ++j) {
-      std::int32_t payload = 0;
-      pass = detail::lookup(star.table[j], star.foreignKey[j][i], payload);
-      slot += static_cast<std::int64_t>(payload - star.base[j]) * star.stride[j];
-    }
-    if (!pass)
+    if (!detail::fusedStarSlot(star, i, slot))
       continue;
-    sums[slot] +=
-        static_cast<unsigned long long>(measureOf(star.measure, star.first[i], star.second, i));
+    sums[slot] += static_cast<unsigned long long>(
+        detail::measureOf(star.measure, star.first[i], star.second, i));
     counts[slot] += 1;
   }
 }

@@ -19,6 +19,8 @@ struct DeviceAttributes {
   int maxSharedMemoryPerMultiprocessor = 0; // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR
   int maxSharedMemoryPerBlockOptin = 0;     // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
   int reservedSharedMemoryPerBlock = 0;     // CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK
+
+  friend bool operator==(const DeviceAttributes &, const DeviceAttributes &) = default;
 };
 
 } // namespace mqx::kernelopt

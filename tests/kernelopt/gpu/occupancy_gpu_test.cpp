@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "kernelopt/device_attributes.hpp"
+#include "kernelopt/cudart_device_attributes.hpp"
 #include "kernelopt/device_limits.hpp"
 #include "kernelopt/occupancy.hpp"
 #include "occupancy_kernels.hpp"
@@ -28,7 +28,10 @@ int main() {
     return 77;
   }
   cudaDeviceProp properties{};
-  cudaGetDeviceProperties(&properties, 0);
+  if (cudaGetDeviceProperties(&properties, 0) != cudaSuccess) {
+    std::printf("cudaGetDeviceProperties failed\n");
+    return 1;
+  }
   // The driver's own entry point, whatever cudart wraps it in.
   OccupancyFunction driverOccupancy = nullptr;
   cudaDriverEntryPointQueryResult found{};
@@ -45,24 +48,7 @@ int main() {
     std::printf("cuOccupancyMaxActiveBlocksPerMultiprocessor not found\n");
     return 1;
   }
-  mqx::kernelopt::DeviceAttributes attributes;
-  auto attribute = [](cudaDeviceAttr which) {
-    int value = 0;
-    cudaDeviceGetAttribute(&value, which, 0);
-    return value;
-  };
-  attributes.computeCapabilityMajor = attribute(cudaDevAttrComputeCapabilityMajor);
-  attributes.computeCapabilityMinor = attribute(cudaDevAttrComputeCapabilityMinor);
-  attributes.multiprocessorCount = attribute(cudaDevAttrMultiProcessorCount);
-  attributes.warpSize = attribute(cudaDevAttrWarpSize);
-  attributes.maxThreadsPerBlock = attribute(cudaDevAttrMaxThreadsPerBlock);
-  attributes.maxThreadsPerMultiprocessor = attribute(cudaDevAttrMaxThreadsPerMultiProcessor);
-  attributes.maxBlocksPerMultiprocessor = attribute(cudaDevAttrMaxBlocksPerMultiprocessor);
-  attributes.maxRegistersPerMultiprocessor = attribute(cudaDevAttrMaxRegistersPerMultiprocessor);
-  attributes.maxRegistersPerBlock = attribute(cudaDevAttrMaxRegistersPerBlock);
-  attributes.maxSharedMemoryPerMultiprocessor = attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor);
-  attributes.maxSharedMemoryPerBlockOptin = attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin);
-  attributes.reservedSharedMemoryPerBlock = attribute(cudaDevAttrReservedSharedMemoryPerBlock);
+  const mqx::kernelopt::DeviceAttributes attributes = mqx::kernelopt::deviceAttributesOf(properties);
   const auto limits = mqx::kernelopt::DeviceLimits::fromAttributes(attributes);
   std::printf("device: %s (sm_%d%d, %d SMs)\n", properties.name, attributes.computeCapabilityMajor,
               attributes.computeCapabilityMinor, attributes.multiprocessorCount);
