@@ -132,15 +132,24 @@ void NodeDaemon::handle(const Message& message) {
     if (message.slot == kNoSlot) return refuse(message, "names no client record");
     if (!demandsInRange(message)) return refuse(message, "demand out of range");
     RobustLock lock(node.lock);
-    const ClientRecord& sender = node.clients[message.slot];
+    ClientRecord& sender = node.clients[message.slot];
     if (sender.pid != message.pid || sender.state == ClientState::Free)
       return refuse(message, "not the registered client of the slot");
     const std::uint32_t target = sender.state == ClientState::Memory ? sender.querySlot : message.slot;
     if (target >= kMaxClients) return;
     ClientRecord& query = node.clients[target];
     if (query.state != ClientState::Waiting && query.state != ClientState::Running) return;
-    query.weightedDemand = message.weightedDemand;
-    query.peakDemand = message.peakDemand;
+    if (sender.state == ClientState::Memory) {
+      // One process of the query: its own demand, and the query's is the sum
+      // over its live processes (they hold device memory at the same time),
+      // not whichever reported last.
+      sender.weightedDemand = message.weightedDemand;
+      sender.peakDemand = message.peakDemand;
+      setDemandFromProcesses(node, target);
+    } else {
+      query.weightedDemand = message.weightedDemand;
+      query.peakDemand = message.peakDemand;
+    }
     log(LogLevel::Debug, "mqxd: query '{}' demand now {} MiB weighted, {} MiB peak", query.name,
         query.weightedDemand >> 20, query.peakDemand >> 20);
     return;
@@ -168,6 +177,19 @@ void NodeDaemon::handle(const Message& message) {
   }
   default: return; // Wake: the loop looks at the segment anyway
   }
+}
+
+// Call with the node's lock held.
+void NodeDaemon::setDemandFromProcesses(NodeState& node, std::uint32_t querySlot) {
+  std::uint64_t weighted = 0, peak = 0;
+  for (const ClientRecord& record : node.clients) {
+    if (record.state != ClientState::Memory || record.querySlot != querySlot) continue;
+    weighted += record.weightedDemand;
+    peak += record.peakDemand;
+  }
+  ClientRecord& query = node.clients[querySlot];
+  query.weightedDemand = std::min(weighted, kMaxDemandBytes);
+  query.peakDemand = std::min(std::max(peak, weighted), kMaxDemandBytes);
 }
 
 void NodeDaemon::reclaimDeadClients() {

@@ -47,6 +47,7 @@ public:
 
 private:
   void reclaimDeadClients();
+  void setDemandFromProcesses(ipc::NodeState& node, std::uint32_t querySlot);
   void observeQueries();
   std::array<std::uint64_t, ipc::kMaxClients> heldByQuery();
   void admitPostponed();

@@ -137,6 +137,28 @@ TEST_F(Demand, PostponedQueryIsAdmittedWhenTheDeclaredDemandDrops) {
   EXPECT_EQ(a->wait(10s), 0);
 }
 
+// A query of several processes: each reports its own demand, and the
+// query's is their sum (they hold memory at once), not the last report.
+TEST_F(Demand, ProcessesOfOneQueryAddTheirDemands) {
+  startDaemon();
+  const std::string client = SIM_CLIENT_PATH;
+  const auto mib = [](std::uint64_t n) { return std::to_string(n * kMiB); };
+  const std::string script = client + " update-demand " + mib(20) + " " + mib(30) + " 0 1500 & " + client +
+                             " update-demand " + mib(15) + " " + mib(25) + " 300 1200 & wait";
+  auto query = run({"--name", "pair", "--plan", plan("pair", 10), "--", "/bin/sh", "-c", script});
+  ASSERT_TRUE(query->waitForLine("updated", 10s));
+  auto one = waitForRecord("pair", [](const QueryRecord& r) { return r.weightedDemand == 20 * kMiB; });
+  ASSERT_TRUE(one.has_value());
+  EXPECT_EQ(one->weightedDemand, 20 * kMiB) << "the first process's report replaces the plan";
+  EXPECT_EQ(one->peakDemand, 30 * kMiB);
+  ASSERT_TRUE(query->waitForLine("updated", 5s));
+  auto both = waitForRecord("pair", [](const QueryRecord& r) { return r.weightedDemand == 35 * kMiB; });
+  ASSERT_TRUE(both.has_value());
+  EXPECT_EQ(both->weightedDemand, 35 * kMiB) << "20 + 15 MiB: the second report adds to the first";
+  EXPECT_EQ(both->peakDemand, 55 * kMiB);
+  EXPECT_EQ(query->wait(10s), 0);
+}
+
 TEST_F(Demand, LaunchesThatReferenceLessThanThePlanLowerTheDemand) {
   startDaemon();
   // a's plan says 80 MiB; its kernels reference one 4 MiB region. b (50
