@@ -103,13 +103,15 @@ void checkRecords(const ClientRecord (&before)[kMaxClients], const Message& mess
     if (now.budgetHeld != was.budgetHeld) violated("a message moved budget", i);
     if (now.querySlot != was.querySlot) violated("a message relinked a record", i);
     if (now.weightedDemand == was.weightedDemand && now.peakDemand == was.peakDemand) continue;
-    // Changed: only the sender's own query, and only when the sender is the
-    // registered process of the slot it names.
+    // Changed: only the sender's own query (and a memory client's own
+    // record, which keeps its share of the query's demand), and only when
+    // the sender is the registered process of the slot it names.
     if (message.slot >= kMaxClients || node.clients[message.slot].pid != message.pid)
       violated("a demand changed on a message whose pid does not own its slot", i);
     const ClientRecord& sender = node.clients[message.slot];
-    const std::uint32_t own = sender.state == ClientState::Memory ? sender.querySlot : message.slot;
-    if (own != i) violated("a demand changed on another client's record", i);
+    const bool process = sender.state == ClientState::Memory;
+    const std::uint32_t own = process ? sender.querySlot : message.slot;
+    if (own != i && !(process && i == message.slot)) violated("a demand changed on another client's record", i);
   }
 }
 
