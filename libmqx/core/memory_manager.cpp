@@ -106,6 +106,14 @@ struct DeviceWork {
   bool residentRegionsReferenced = false;
   bool usesUnique = false; // no page named twice: no merge needed
   bool empty() const { return operations.empty(); }
+  // Empties it for reuse, keeping the vectors' capacity (the launch path).
+  void clear() {
+    uses.clear();
+    operations.clear();
+    written.clear();
+    residentRegionsReferenced = false;
+    usesUnique = false;
+  }
 };
 
 // How much of a copy's piece may be left in the application's buffer: all of
@@ -145,6 +153,11 @@ public:
   std::size_t pageSize = 0;
   RegionId nextRegion = 1;
   mutable std::mutex mutex;
+  // Scratch of the launch path, reused under `mutex` so that a launch
+  // allocates nothing once they have grown (no operation re-enters run()).
+  std::vector<RegionReference> launchReferences;
+  DeviceWork launchWork;
+  std::vector<PageKey> completionKeys;
 
   // Validates that [address, address + bytes) lies inside one managed region.
   Region* rangeRegion(DevicePtr address, std::size_t bytes) {
@@ -199,13 +212,15 @@ Status ManagerState::run(DeviceWork& work, StreamHandle stream, bool wait) {
   // Multi-process mode: the other processes see these regions' new policy
   // inputs (uses come grouped by region).
   residency.publish(work.uses);
-  std::vector<PageKey> keys;
+  std::vector<PageKey>& keys = completionKeys;
+  keys.clear();
   for (const auto& use : work.uses)
     keys.push_back({use.region->id, use.page});
+  if (work.residentRegionsReferenced) markResidentReferenced(work, keys); // NoRef (paper §7.3)
   device::Fence fence;
   MQX_TRY(residency.pinUntilComplete(keys, stream, &fence));
   if (wait) {
-    trace::TraceSpan span(trace.get(), "fence wait", "wait", trace::currentThreadTrack());
+    trace::TraceSpan span(trace.get(), "fence wait", "wait", trace::kCurrentThreadTrack);
     MQX_TRY(backend.waitFence(fence));
     residency.poll();
   }
@@ -502,7 +517,7 @@ Status MemoryManager::copyHostToDevice(DevicePtr destination, const void* source
   auto& s = *state_;
   Region* region = s.rangeRegion(destination, bytes);
   if (region == nullptr) return Status::InvalidValue;
-  trace::TraceSpan span(s.trace.get(), "copy H2D (application)", "transfer", trace::currentThreadTrack());
+  trace::TraceSpan span(s.trace.get(), "copy H2D (application)", "transfer", trace::kCurrentThreadTrack);
   span.argument("bytes", bytes).argument("region", region->id);
   s.residency.poll();
   s.stats.bytesRequestedToDevice += bytes;
@@ -548,7 +563,7 @@ Status MemoryManager::copyDeviceToHost(void* destination, DevicePtr source, std:
   auto& s = *state_;
   Region* region = s.rangeRegion(source, bytes);
   if (region == nullptr) return Status::InvalidValue;
-  trace::TraceSpan span(s.trace.get(), "copy D2H (application)", "transfer", trace::currentThreadTrack());
+  trace::TraceSpan span(s.trace.get(), "copy D2H (application)", "transfer", trace::kCurrentThreadTrack);
   span.argument("bytes", bytes).argument("region", region->id);
   s.residency.poll();
   s.prepareHostWrite(reinterpret_cast<std::uintptr_t>(destination), bytes);
@@ -645,13 +660,14 @@ Status MemoryManager::launch(const device::KernelLaunch& launch) {
   LockScope scope(state_->mutex);
   auto& s = *state_;
   // The kernel's name is not known to the core: the function handle names it.
-  trace::TraceSpan span(s.trace.get(), "launch", "launch", trace::currentThreadTrack());
+  trace::TraceSpan span(s.trace.get(), "launch", "launch", trace::kCurrentThreadTrack);
   span.argument("function", launch.function);
   s.residency.poll();
   ++s.stats.launches;
-  std::vector<RegionReference> references;
+  std::vector<RegionReference>& references = s.launchReferences;
   MQX_TRY(s.references.find(launch, &references));
-  DeviceWork work;
+  DeviceWork& work = s.launchWork;
+  work.clear();
   const std::uint64_t now = s.residency.tick();
   for (const auto& reference : references) {
     Region& region = *reference.region;

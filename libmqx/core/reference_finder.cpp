@@ -8,11 +8,12 @@
 namespace mqx {
 namespace {
 
-// Merges duplicate regions, combining their access. Launches name a few
-// regions: a linear pass beats a map's allocations on this hot path.
-std::vector<RegionReference> merged(std::vector<RegionReference> references) {
-  std::vector<RegionReference> result;
-  result.reserve(references.size());
+// Merges duplicate regions into `out`, combining their access. Launches name
+// a few regions: a linear pass beats a map's allocations on this hot path,
+// and `out` keeps its capacity from launch to launch.
+void mergeInto(const std::vector<RegionReference>& references, std::vector<RegionReference>* out) {
+  std::vector<RegionReference>& result = *out;
+  result.clear();
   for (const auto& reference : references) {
     auto same = std::find_if(result.begin(), result.end(),
                              [&](const RegionReference& r) { return r.region == reference.region; });
@@ -21,7 +22,6 @@ std::vector<RegionReference> merged(std::vector<RegionReference> references) {
     else
       same->access = same->access | reference.access;
   }
-  return result;
 }
 
 } // namespace
@@ -41,7 +41,8 @@ Status ReferenceFinder::find(const device::KernelLaunch& launch, std::vector<Reg
     advice = std::move(it->second);
     advice_.erase(it);
   }
-  std::vector<RegionReference> result;
+  std::vector<RegionReference>& result = found_; // reused: no allocation per launch
+  result.clear();
   const ReferenceDetection mode = config_.referenceDetection;
   // All (the paper's NoRef) finds references like Auto; the manager then adds
   // every resident region.
@@ -58,7 +59,7 @@ Status ReferenceFinder::find(const device::KernelLaunch& launch, std::vector<Reg
   if (!config_.accessAdvice)
     for (auto& reference : result)
       reference.access = Access::Both; // the paper's NoAccess variant
-  *references = merged(std::move(result));
+  mergeInto(result, references);
   return Status::Success;
 }
 

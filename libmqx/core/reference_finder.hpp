@@ -45,6 +45,7 @@ private:
   RegionDirectory& directory_;
   std::map<std::thread::id, std::vector<std::pair<RegionId, Access>>> advice_;
   std::map<FunctionHandle, std::vector<device::ParamInfo>> layouts_;
+  std::vector<RegionReference> found_; // find()'s scratch, before merging
 };
 
 } // namespace mqx

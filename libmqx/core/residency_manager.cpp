@@ -37,7 +37,7 @@ ResidencyManager::ResidencyManager(ResidencyContext context, std::unique_ptr<Rep
 
 Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandle stream) {
   const auto start = std::chrono::steady_clock::now();
-  trace::TraceSpan span(context_.trace, "make resident", "residency", trace::currentThreadTrack());
+  trace::TraceSpan span(context_.trace, "make resident", "residency", trace::kCurrentThreadTrack);
   span.argument("pages", uses.size());
   std::vector<RegionId> keep;
   std::size_t needed = 0;
@@ -413,7 +413,7 @@ Status ResidencyManager::evictOne(const std::vector<RegionId>& keep, std::size_t
     if (pending_.empty()) return Status::NotFound;
     // Everything evictable is in use: wait for the oldest work to finish.
     ++context_.statistics.fenceWaits;
-    trace::TraceSpan wait(context_.trace, "fence wait", "wait", trace::currentThreadTrack());
+    trace::TraceSpan wait(context_.trace, "fence wait", "wait", trace::kCurrentThreadTrack);
     MQX_TRY(context_.backend.waitFence(pending_.front().fence));
   }
 }
@@ -423,7 +423,7 @@ Status ResidencyManager::evictPeer(const PeerCandidate& victim, std::size_t byte
   // This process holds its manager's lock while it waits: an owner that
   // asks us meanwhile gets 0 at once (waitingForOtherProcesses).
   waitingForOthers_.store(true, std::memory_order_release);
-  trace::TraceSpan span(context_.trace, "evict peer region", "eviction", trace::currentThreadTrack());
+  trace::TraceSpan span(context_.trace, "evict peer region", "eviction", trace::kCurrentThreadTrack);
   span.argument("owner_slot", victim.owner).argument("region", victim.region).argument("bytes", bytes);
   const std::size_t freed = peers_->evictAt(victim, bytes);
   span.argument("freed", freed);
@@ -445,7 +445,7 @@ std::size_t ResidencyManager::victimBytes(const Victim& victim) const {
 
 std::size_t ResidencyManager::evictForOtherProcess(std::size_t bytes, RegionId preferred) {
   std::size_t freed = 0;
-  trace::TraceSpan span(context_.trace, "evict for another process", "eviction", trace::currentThreadTrack());
+  trace::TraceSpan span(context_.trace, "evict for another process", "eviction", trace::kCurrentThreadTrack);
   span.argument("bytes", bytes).argument("preferred_region", preferred);
   struct Freed {
     trace::TraceSpan& span;
@@ -498,7 +498,7 @@ Status ResidencyManager::evict(const Victim& victim) {
   auto& backend = context_.backend;
   auto& stats = context_.statistics;
   Region& region = *victim.region;
-  trace::TraceSpan span(context_.trace, "evict", "eviction", trace::currentThreadTrack());
+  trace::TraceSpan span(context_.trace, "evict", "eviction", trace::kCurrentThreadTrack);
   span.argument("region", region.id).argument("bytes", victimBytes(victim)).argument("pages", victim.pages.size());
   const StreamHandle toHost = backend.transferStream(device::TransferDirection::ToHost);
   // Loads into these pages ran on the other DMA stream; write-backs must see

@@ -5,6 +5,7 @@
 
 #include "trace/trace_clock.hpp"
 #include "trace/trace_recorder.hpp"
+#include "trace/trace_tracks.hpp"
 
 namespace mqx::trace {
 
@@ -16,7 +17,7 @@ public:
     event_.phase = Phase::Complete;
     event_.name = name;
     event_.category = category;
-    event_.track = track;
+    event_.track = track == kCurrentThreadTrack ? currentThreadTrack() : track;
     event_.timestampNs = traceNow();
   }
   ~TraceSpan() {

@@ -17,4 +17,8 @@ inline constexpr std::uint64_t kAdmissionTrack = (1u << 24) + 2; // mqxd's admis
 
 inline std::uint64_t currentThreadTrack() { return static_cast<std::uint64_t>(syscall(SYS_gettid)); }
 
+// Stands for the calling thread's track in a TraceSpan: resolved (a gettid
+// system call) only when tracing is on, not on every launch.
+inline constexpr std::uint64_t kCurrentThreadTrack = ~std::uint64_t{0};
+
 } // namespace mqx::trace

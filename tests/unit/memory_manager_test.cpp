@@ -138,6 +138,42 @@ TEST_F(ManagerTest, CdrDiffersFromLruWhenTheColdRegionIsDirty) {
   }
 }
 
+// The paper's NoRef (§7.3): without reference detection every region
+// resident at a launch counts as read and written by it. A clean region the
+// kernel does not touch is then dirty afterwards and is written back when
+// evicted; with detection it is dropped.
+TEST_F(ManagerTest, NoRefMakesEveryResidentRegionDirty) {
+  for (auto detection : {ReferenceDetection::Auto, ReferenceDetection::All}) {
+    TearDown();
+    Config config = smallConfig();
+    config.referenceDetection = detection;
+    start(config);
+    const bool noRef = detection == ReferenceDetection::All;
+    DevicePtr input = allocate(256 * KiB);
+    DevicePtr output = allocate(256 * KiB);
+    auto data = pattern(256 * KiB);
+    manager_->copyHostToDevice(input, data.data(), data.size(), 0, true);
+    manager_->advise(input, Access::Input);
+    manager_->advise(output, Access::Output);
+    ASSERT_EQ(transform(input, output, data.size(), 1), Status::Success); // input resident and clean
+    manager_->synchronizeAll();
+    manager_->advise(output, Access::Both);
+    ASSERT_EQ(transform(output, output, data.size(), 2), Status::Success); // names only output
+    manager_->synchronizeAll();
+    const auto before = manager_->statistics();
+    EXPECT_GT(manager_->evictForOtherProcess(std::size_t{1} << 30, std::chrono::milliseconds(100), 0), 0U);
+    const auto stats = manager_->statistics();
+    const std::uint64_t writtenBack = stats.bytesWrittenBack - before.bytesWrittenBack;
+    EXPECT_EQ(writtenBack, noRef ? 512 * KiB : 256 * KiB) << (noRef ? "NoRef" : "Auto") << ": " << stats.toJson();
+    EXPECT_EQ(stats.bytesDroppedClean - before.bytesDroppedClean, noRef ? 0U : 256 * KiB);
+    std::vector<std::uint8_t> expected(data.size());
+    transformReference(data.data(), expected.data(), data.size(), 1);
+    transformReference(expected.data(), expected.data(), data.size(), 2);
+    EXPECT_EQ(read(input, data.size()), data);
+    EXPECT_EQ(read(output, data.size()), expected);
+  }
+}
+
 TEST_F(ManagerTest, ParameterScanFindsInteriorAndStructPointers) {
   Config config = smallConfig();
   config.referenceDetection = ReferenceDetection::Scan;
