@@ -116,13 +116,8 @@ void NodeDaemon::handle(const Message& message) {
     if (record.state != ClientState::Waiting) return; // stale (admitted from its record meanwhile)
     record.weightedDemand = message.weightedDemand;
     record.peakDemand = message.peakDemand;
-    if (record.weightedDemand == 0 && record.peakDemand == 0) {
-      // Nothing declared: the demand learned from earlier runs of the query.
-      if (auto learned = history_.demandOf(record.name)) {
-        record.weightedDemand = record.peakDemand = *learned;
-        log(LogLevel::Info, "mqxd: query '{}' declares no demand; learned {} MiB", record.name, *learned >> 20);
-      }
-    }
+    record.admissionRequested = 1;
+    applyLearnedDemand(record);
     return;
   }
   case MessageKind::DemandUpdate: {
@@ -176,6 +171,16 @@ void NodeDaemon::handle(const Message& message) {
     return;
   }
   default: return; // Wake: the loop looks at the segment anyway
+  }
+}
+
+// A waiting query that declares nothing: the demand learned from earlier runs
+// of the query (paper §5). Call with the node's lock held.
+void NodeDaemon::applyLearnedDemand(ClientRecord& record) {
+  if (record.weightedDemand != 0 || record.peakDemand != 0) return;
+  if (auto learned = history_.demandOf(record.name)) {
+    record.weightedDemand = record.peakDemand = *learned;
+    log(LogLevel::Info, "mqxd: query '{}' declares no demand; learned {} MiB", record.name, *learned >> 20);
   }
 }
 
@@ -312,10 +317,11 @@ void NodeDaemon::admitPostponed() {
     // demand is what it holds).
     const auto held = heldByQuery();
     for (std::uint32_t i = 0; i < kMaxClients; ++i) {
-      const ClientRecord& record = node.clients[i];
+      ClientRecord& record = node.clients[i];
       if (record.state == ClientState::Running)
         running.push_back({i, std::max(record.weightedDemand, held[i]), std::max(record.peakDemand, held[i])});
-      if (record.state == ClientState::Waiting) {
+      if (record.state == ClientState::Waiting && record.admissionRequested != 0) {
+        applyLearnedDemand(record);
         waiting.push_back({i, record.weightedDemand, record.peakDemand});
         arrival[i] = record.arrival;
       }

@@ -48,6 +48,7 @@ public:
 private:
   void reclaimDeadClients();
   void setDemandFromProcesses(ipc::NodeState& node, std::uint32_t querySlot);
+  void applyLearnedDemand(ipc::ClientRecord& record);
   void observeQueries();
   std::array<std::uint64_t, ipc::kMaxClients> heldByQuery();
   void admitPostponed();

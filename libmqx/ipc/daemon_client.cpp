@@ -79,6 +79,7 @@ std::shared_ptr<DaemonClient> DaemonClient::connect(const Config& config, Role r
       record.heartbeatNs = monotonicNanoseconds();
       record.querySlot = role == Role::Memory ? querySlotFromEnvironment(node) : kNoSlot;
       record.blockedOnMemory = 0;
+      record.admissionRequested = 0;
       record.activity = ClientActivity{};
       node.published[i].clear();
       record.arrival = node.nextArrival++;
@@ -335,6 +336,7 @@ bool DaemonClient::waitForAdmission(std::uint64_t weightedDemand, std::uint64_t 
     ClientRecord& record = node().clients[slot_];
     record.weightedDemand = weightedDemand;
     record.peakDemand = peakDemand;
+    record.admissionRequested = 1; // the last store: the demand above is what admission sees
   }
   Message request = Message::of(MessageKind::AdmissionRequest, getpid(), slot_);
   request.weightedDemand = weightedDemand;

@@ -27,7 +27,7 @@
 namespace mqx::ipc {
 
 inline constexpr std::uint32_t kNodeStateMagic = 0x6d71786e; // "mqxn"
-inline constexpr std::uint32_t kNodeStateVersion = 3;
+inline constexpr std::uint32_t kNodeStateVersion = 4;
 inline constexpr std::uint32_t kMaxClients = 64;
 inline constexpr std::size_t kQueryNameBytes = 64;
 inline constexpr std::uint32_t kNoSlot = 0xffffffffu;
@@ -73,6 +73,10 @@ struct ClientRecord {
   std::uint64_t heartbeatNs = 0;     // CLOCK_MONOTONIC
   std::uint32_t querySlot = kNoSlot; // a Memory client: the query it runs for
   std::uint32_t blockedOnMemory = 0; // a Memory client waiting for others to free memory
+  // A Waiting query: its demand is final and it asks to be admitted. Until
+  // then (between joining and asking) admission leaves it alone, or it would
+  // be admitted with no demand at all.
+  std::uint32_t admissionRequested = 0;
   char name[kQueryNameBytes] = {};
   ClientActivity activity; // a Memory client's, published by its process
 };

@@ -51,7 +51,7 @@ std::shared_ptr<ipc::DaemonClient> QueryClient::member(const char* operation) {
   return client;
 }
 
-void QueryClient::declare(std::uint64_t weightedDemand, std::uint64_t peakDemand) {
+void QueryClient::declare(std::uint64_t weightedDemand, std::uint64_t peakDemand, bool requested) {
   const auto client = member("declare a demand");
   ipc::NodeState& node = client->node();
   TimedNodeLock lock(node, kLockTimeout);
@@ -59,6 +59,7 @@ void QueryClient::declare(std::uint64_t weightedDemand, std::uint64_t peakDemand
   if (record.pid != getpid()) throw MqxError("mqx: this client's record was reclaimed by mqxd");
   record.weightedDemand = weightedDemand_ = weightedDemand;
   record.peakDemand = peakDemand_ = peakDemand;
+  if (requested) record.admissionRequested = 1; // after the demand: what admission sees is final
 }
 
 bool QueryClient::daemonAlive() {
@@ -80,7 +81,7 @@ double QueryClient::requestAdmission(std::optional<std::uint64_t> weightedDemand
   const auto start = Clock::now();
   py::gil_scoped_release released;
   try {
-    declare(weightedDemand.value_or(weightedDemand_), peakDemand.value_or(peakDemand_));
+    declare(weightedDemand.value_or(weightedDemand_), peakDemand.value_or(peakDemand_), true);
     ipc::Message request = ipc::Message::of(ipc::MessageKind::AdmissionRequest, getpid(), client.slot());
     request.weightedDemand = weightedDemand_;
     request.peakDemand = peakDemand_;

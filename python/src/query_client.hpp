@@ -49,7 +49,9 @@ private:
   // while this one waits with the GIL released.
   std::shared_ptr<ipc::DaemonClient> member(const char* operation);
   std::shared_ptr<ipc::DaemonClient> current();
-  void declare(std::uint64_t weightedDemand, std::uint64_t peakDemand);
+  // `requested`: the demand is final and the query asks for admission (mqxd
+  // admits only records that asked, from the record even if the message is lost).
+  void declare(std::uint64_t weightedDemand, std::uint64_t peakDemand, bool requested = false);
   bool daemonAlive();
   void checkPythonSignals();
 

@@ -3,6 +3,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "config/config.hpp"
+#include "ipc/daemon_client.hpp"
 #include "node_fixture.hpp"
 
 namespace mqx::test {
@@ -126,6 +128,26 @@ TEST_F(Admission, FixNRunsAtMostNQueries) {
   auto lines = eventsAfter({a.get(), b.get(), c.get()});
   EXPECT_LT(indexOf(lines, "start b"), indexOf(lines, "end a")) << "two run at once";
   EXPECT_GT(indexOf(lines, "start c"), std::min(indexOf(lines, "end a"), indexOf(lines, "end b")));
+}
+
+// A query's record exists from the moment it joins, before it has declared
+// its demand and asked to be admitted (mqx-run reads its plan in between):
+// mqxd must not admit it then, with no demand at all (nor before a learned
+// demand could apply). Once it asks, it is admitted.
+TEST_F(Admission, AJoinedQueryIsNotAdmittedBeforeItAsks) {
+  startDaemon();
+  Config config;
+  config.daemonInstance = instance_;
+  auto early = ipc::DaemonClient::connect(config, ipc::DaemonClient::Role::Query, "early");
+  ASSERT_NE(early, nullptr);
+  auto stateOf = [&] {
+    ipc::RobustLock lock(segment_->state().lock);
+    return segment_->state().clients[early->slot()].state;
+  };
+  std::this_thread::sleep_for(500ms); // several passes of mqxd's admission
+  EXPECT_EQ(stateOf(), ipc::ClientState::Waiting) << "admitted before it declared its demand and asked";
+  ASSERT_TRUE(early->waitForAdmission(std::uint64_t{1} << 20, std::uint64_t{1} << 20));
+  EXPECT_EQ(stateOf(), ipc::ClientState::Running);
 }
 
 TEST_F(Admission, DemandIsLearnedFromAnEarlierRunOfTheSameQuery) {

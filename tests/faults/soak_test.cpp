@@ -98,8 +98,9 @@ TEST_F(Soak, HundredsOfQueriesLeakNothing) {
   std::printf("soak: %zu client processes seen in records, %d of their queues left\n", clientPids.size(), queuesLeft);
   EXPECT_GT(clientPids.size(), 0u);
   EXPECT_EQ(queuesLeft, 0) << "client queues left behind";
-  if (std::filesystem::is_directory("/dev/mqueue")) // where mounted: nothing of the node but mqxd's queue
+  if (std::filesystem::is_directory("/dev/mqueue")) { // where mounted: nothing of the node but mqxd's queue
     EXPECT_EQ(countEntries("/dev/mqueue", prefix), 1) << "queues left in /dev/mqueue";
+  }
   EXPECT_LT(rssAfter - rssAfterWarmup, 4096) << "mqxd's resident memory grows with the queries it served";
   ipc::RobustLock lock(segment_->state().lock);
   for (const auto& record : segment_->state().clients)
