@@ -31,6 +31,12 @@ void sample(std::string& out, const char* name, std::uint64_t value, const std::
     fmt::format_to(std::back_inserter(out), "{}{{{}}} {}\n", name, labels, value);
 }
 
+// A family of one unlabelled sample.
+void single(std::string& out, const char* name, const char* type, const char* help, std::uint64_t value) {
+  family(out, name, type, help);
+  sample(out, name, value);
+}
+
 std::string clientLabels(const ipc::ClientSnapshot& client) {
   return fmt::format("slot=\"{}\",pid=\"{}\",state=\"{}\",name=\"{}\"", client.slot, client.pid,
                      ipc::toString(client.state), escapeLabelValue(client.name));
@@ -96,10 +102,8 @@ std::string escapeLabelValue(const std::string& text) {
 std::string renderMetrics(const NodeMetrics& metrics) {
   const ipc::NodeSnapshot& m = metrics.node;
   std::string out;
-  family(out, "mqx_node_capacity_bytes", "gauge", "The node's device budget.");
-  sample(out, "mqx_node_capacity_bytes", m.capacity);
-  family(out, "mqx_node_used_bytes", "gauge", "Device bytes the node's processes hold.");
-  sample(out, "mqx_node_used_bytes", m.usedBytes);
+  single(out, "mqx_node_capacity_bytes", "gauge", "The node's device budget.", m.capacity);
+  single(out, "mqx_node_used_bytes", "gauge", "Device bytes the node's processes hold.", m.usedBytes);
 
   std::uint64_t byState[4] = {};
   std::uint64_t runningWeighted = 0, waitingWeighted = 0;
@@ -112,43 +116,38 @@ std::string renderMetrics(const NodeMetrics& metrics) {
   for (auto state : {ipc::ClientState::Waiting, ipc::ClientState::Running, ipc::ClientState::Memory})
     sample(out, "mqx_clients", byState[static_cast<std::uint32_t>(state)],
            fmt::format("state=\"{}\"", ipc::toString(state)));
-  family(out, "mqx_admission_queue_length", "gauge", "Queries waiting for admission.");
-  sample(out, "mqx_admission_queue_length", byState[static_cast<std::uint32_t>(ipc::ClientState::Waiting)]);
+  single(out, "mqx_admission_queue_length", "gauge", "Queries waiting for admission.",
+         byState[static_cast<std::uint32_t>(ipc::ClientState::Waiting)]);
   family(out, "mqx_weighted_demand_bytes", "gauge",
          "Sum of the weighted demands (paper section 5) of running and of waiting queries.");
   sample(out, "mqx_weighted_demand_bytes", runningWeighted, "state=\"running\"");
   sample(out, "mqx_weighted_demand_bytes", waitingWeighted, "state=\"waiting\"");
 
-  family(out, "mqx_client_weighted_demand_bytes", "gauge", "A query's weighted demand.");
-  for (const ipc::ClientSnapshot& client : m.clients)
-    if (client.state != ipc::ClientState::Memory)
-      sample(out, "mqx_client_weighted_demand_bytes", client.weightedDemand, clientLabels(client));
-  family(out, "mqx_client_peak_demand_bytes", "gauge", "A query's peak demand.");
-  for (const ipc::ClientSnapshot& client : m.clients)
-    if (client.state != ipc::ClientState::Memory)
-      sample(out, "mqx_client_peak_demand_bytes", client.peakDemand, clientLabels(client));
-  family(out, "mqx_client_held_bytes", "gauge", "Device bytes a memory client holds.");
-  for (const ipc::ClientSnapshot& client : m.clients)
-    if (client.state == ipc::ClientState::Memory)
-      sample(out, "mqx_client_held_bytes", client.budgetHeld, clientLabels(client));
+  // A gauge per query record (memory == false) or per memory client.
+  auto perClient = [&](const char* name, const char* help, bool memory, std::uint64_t ipc::ClientSnapshot::*value) {
+    family(out, name, "gauge", help);
+    for (const ipc::ClientSnapshot& client : m.clients)
+      if ((client.state == ipc::ClientState::Memory) == memory) sample(out, name, client.*value, clientLabels(client));
+  };
+  perClient("mqx_client_weighted_demand_bytes", "A query's weighted demand.", false,
+            &ipc::ClientSnapshot::weightedDemand);
+  perClient("mqx_client_peak_demand_bytes", "A query's peak demand.", false, &ipc::ClientSnapshot::peakDemand);
+  perClient("mqx_client_held_bytes", "Device bytes a memory client holds.", true, &ipc::ClientSnapshot::budgetHeld);
 
   renderActivity(out, m);
 
-  family(out, "mqx_evictions_served_total", "counter", "Cross-process eviction requests that freed something.");
-  sample(out, "mqx_evictions_served_total", m.evictionRequestsServed);
-  family(out, "mqx_bytes_evicted_for_others_total", "counter", "Bytes evicted on request of another process.");
-  sample(out, "mqx_bytes_evicted_for_others_total", m.bytesEvictedForOthers);
-  family(out, "mqx_reclaimed_bytes_total", "counter", "Bytes taken back from dead clients.");
-  sample(out, "mqx_reclaimed_bytes_total", m.reclaimedBytes);
-  family(out, "mqx_dead_clients_total", "counter", "Clients found dead and reclaimed.");
-  sample(out, "mqx_dead_clients_total", m.deadClients);
-  family(out, "mqx_queries_admitted_total", "counter", "Queries mqxd admitted.");
-  sample(out, "mqx_queries_admitted_total", metrics.queriesAdmitted);
-  family(out, "mqx_admission_postponements_total", "counter", "Times a waiting query did not fit and was postponed.");
-  sample(out, "mqx_admission_postponements_total", metrics.admissionPostponements);
-  family(out, "mqx_messages_refused_total", "counter",
-         "Messages refused: not from the registered client of the slot they name, or out of range.");
-  sample(out, "mqx_messages_refused_total", metrics.messagesRefused);
+  single(out, "mqx_evictions_served_total", "counter", "Cross-process eviction requests that freed something.",
+         m.evictionRequestsServed);
+  single(out, "mqx_bytes_evicted_for_others_total", "counter", "Bytes evicted on request of another process.",
+         m.bytesEvictedForOthers);
+  single(out, "mqx_reclaimed_bytes_total", "counter", "Bytes taken back from dead clients.", m.reclaimedBytes);
+  single(out, "mqx_dead_clients_total", "counter", "Clients found dead and reclaimed.", m.deadClients);
+  single(out, "mqx_queries_admitted_total", "counter", "Queries mqxd admitted.", metrics.queriesAdmitted);
+  single(out, "mqx_admission_postponements_total", "counter", "Times a waiting query did not fit and was postponed.",
+         metrics.admissionPostponements);
+  single(out, "mqx_messages_refused_total", "counter",
+         "Messages refused: not from the registered client of the slot they name, or out of range.",
+         metrics.messagesRefused);
   family(out, "mqx_daemon_uptime_seconds", "gauge", "Seconds since mqxd started.");
   fmt::format_to(std::back_inserter(out), "mqx_daemon_uptime_seconds {:.3f}\n", metrics.uptimeSeconds);
   return out;
