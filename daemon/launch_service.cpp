@@ -30,6 +30,15 @@ unsigned toUnsigned(std::int64_t value) {
 bool sameDevice(const DeviceAttributes& a, const DeviceAttributes& b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
 KernelDemand LaunchService::demandOf(const ipc::LaunchTuningFields& kernel) {
+  const DeviceLimits limits = DeviceLimits::fromAttributes(kernel.device);
+  // The kernel's resources come from a message: within the device's limits,
+  // or the occupancy arithmetic below overflows (found by tests/fuzz).
+  auto within = [](std::uint32_t value, int limit, const char* what) {
+    if (value > static_cast<std::uint32_t>(limit)) throw std::invalid_argument(std::string(what) + " out of range");
+  };
+  within(kernel.registersPerThread, limits.maxRegistersPerThread, "registers per thread");
+  within(kernel.sharedMemoryPerBlock, limits.maxSharedMemoryPerBlock, "shared memory per block");
+  within(kernel.maxThreadsPerBlock, limits.maxThreadsPerBlock, "threads per block");
   KernelDemand demand;
   demand.registersPerThread = static_cast<int>(kernel.registersPerThread);
   demand.sharedMemoryPerBlock = static_cast<int>(kernel.sharedMemoryPerBlock);
@@ -37,7 +46,6 @@ KernelDemand LaunchService::demandOf(const ipc::LaunchTuningFields& kernel) {
   // A grid-stride kernel launched with more threads than the GPU holds only
   // wants what it would have resident alone; the launch's own block size
   // gives that ([CS] Eq. 2 times the SMs).
-  const DeviceLimits limits = DeviceLimits::fromAttributes(kernel.device);
   const int ownBlock = std::clamp<int>(static_cast<int>(kernel.ownThreadsPerBlock), 1, limits.maxThreadsPerBlock);
   const Occupancy alone = computeOccupancy(limits, {demand.registersPerThread, demand.sharedMemoryPerBlock, ownBlock});
   const std::int64_t resident = std::int64_t{alone.activeBlocksPerSm} * ownBlock * limits.smCount;

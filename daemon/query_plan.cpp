@@ -77,8 +77,10 @@ QueryPlan QueryPlan::parse(const std::string& tomlText, const std::string& origi
     demand.time = *time;
     const toml::node* memory = op->get("memory");
     if (memory == nullptr) throw ConfigError("mqx plan: " + origin + ": operator.memory missing");
-    if (auto bytes = memory->value<std::int64_t>(); bytes && memory->is_integer() && *bytes >= 0)
-      demand.memory = static_cast<std::uint64_t>(*bytes);
+    // as_integer, not value<int64_t>: toml++ converts a float such as 1e30
+    // to an integer without a range check (undefined behaviour; fuzzing).
+    if (const auto* bytes = memory->as_integer(); bytes != nullptr && bytes->get() >= 0)
+      demand.memory = static_cast<std::uint64_t>(bytes->get());
     else if (auto text = memory->value<std::string>())
       demand.memory = parseSize(*text, origin + ": operator.memory");
     else

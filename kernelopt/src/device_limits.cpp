@@ -85,10 +85,18 @@ void validate(const DeviceLimits &l) {
   require(l.maxSharedMemoryPerBlock >= 0, "maxSharedMemoryPerBlock must not be negative");
   require(l.sharedMemoryAllocationUnit > 0, "sharedMemoryAllocationUnit must be positive");
   require(l.reservedSharedMemoryPerBlock >= 0, "reservedSharedMemoryPerBlock must not be negative");
-  require(l.maxSharedMemoryPerBlock + l.reservedSharedMemoryPerBlock <= l.sharedMemoryPerSm,
+  // In 64 bits: limits may come from a message (mqxd's launch service), and
+  // two large ints overflow.
+  require(std::int64_t{l.maxSharedMemoryPerBlock} + l.reservedSharedMemoryPerBlock <= l.sharedMemoryPerSm,
           "a block may not request more shared memory than an SM has");
   // The solvers' tables are sized by blocks and warps per SM and add shared
   // memory in 32-bit integers: keep both far from overflow.
+  // Far above any GPU, low enough that products of a kernel's registers,
+  // threads and shared memory with these stay in 32 bits (found by fuzzing
+  // mqxd's launch service, whose limits come from a message).
+  require(l.warpSize <= 1024 && l.maxThreadsPerBlock <= (1 << 16) && l.maxThreadsPerSm <= (1 << 16) &&
+              l.maxRegistersPerThread <= 1024 && l.registersPerSm <= (1 << 24) && l.maxRegistersPerBlock <= (1 << 24),
+          "warp size, threads and registers must be within 32-bit arithmetic (beyond any GPU)");
   require(l.maxBlocksPerSm <= 4096 && l.warpsPerSm() <= 4096 && l.registerUnitsPerSm() <= 4096,
           "blocks, warps and register units per SM must be at most 4096");
   require(static_cast<std::int64_t>(l.maxBlocksPerSm) * l.sharedMemoryPerSm < (std::int64_t{1} << 30),

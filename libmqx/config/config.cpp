@@ -27,8 +27,23 @@ struct RawValue {
   bool fromEnvironment() const { return node == nullptr; }
 };
 
+// Messages are one line whatever the input held: a quoted value may contain
+// newlines (a TOML "\n" escape; found by tests/fuzz/plan_fuzzer).
+std::string oneLine(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else
+      out += c;
+  }
+  return out;
+}
+
 [[noreturn]] void fail(const std::string& key, const std::string& why) {
-  throw ConfigError("mqx config: " + key + ": " + why);
+  throw ConfigError(oneLine("mqx config: " + key + ": " + why));
 }
 
 std::string lower(std::string text) {
@@ -69,9 +84,11 @@ double readDouble(const RawValue& value, const std::string& key, double min, dou
 
 std::uint64_t readInteger(const RawValue& value, const std::string& key) {
   if (!value.fromEnvironment()) {
-    auto i = value.node->value<std::int64_t>();
-    if (!i || !value.node->is_integer() || *i < 0) fail(key, "expected a non-negative integer");
-    return static_cast<std::uint64_t>(*i);
+    // as_integer, not value<int64_t>: toml++ converts a float such as 1e30
+    // to an integer without a range check (undefined behaviour).
+    const auto* i = value.node->as_integer();
+    if (i == nullptr || i->get() < 0) fail(key, "expected a non-negative integer");
+    return static_cast<std::uint64_t>(i->get());
   }
   try {
     std::size_t used = 0;
