@@ -316,6 +316,7 @@ const std::map<std::string, KeyHandler>& keyTable() {
       {"optimizations.cow_min_bytes", sizeKey(&Config::cowMinBytes, 0, std::size_t{1} << 40)},
       {"optimizations.reference_detection", choiceKey(&Config::referenceDetection)},
       {"optimizations.access_advice", boolKey(&Config::accessAdvice)},
+      {"optimizations.pointers_in_parameters", boolKey(&Config::pointersInParameters)},
       {"optimizations.page_coherence", boolKey(&Config::pageCoherence)},
       {"backend.kind", choiceKey(&Config::backend)},
       {"backend.fence_coalesce_us", integerKey(&Config::fenceCoalesceMicroseconds, 0, 10'000)},

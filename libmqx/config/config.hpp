@@ -39,6 +39,7 @@ struct Config {
   ReferenceDetection referenceDetection = ReferenceDetection::Auto;
   bool accessAdvice = true;
   bool pageCoherence = true;
+  bool pointersInParameters = false;
   // [backend]
   BackendKind backend = BackendKind::Auto;
   unsigned fenceCoalesceMicroseconds = 20;

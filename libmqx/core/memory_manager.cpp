@@ -105,6 +105,9 @@ struct DeviceWork {
   // read and written by the kernel (pinned, and dirty afterwards).
   bool residentRegionsReferenced = false;
   bool usesUnique = false; // no page named twice: no merge needed
+  // A launch whose references are not known (docs/architecture.md): it may
+  // reach every page of the process, so none is remapped until it completes.
+  bool reachesEveryPage = false;
   bool empty() const { return operations.empty(); }
   // Empties it for reuse, keeping the vectors' capacity (the launch path).
   void clear() {
@@ -113,6 +116,7 @@ struct DeviceWork {
     written.clear();
     residentRegionsReferenced = false;
     usesUnique = false;
+    reachesEveryPage = false;
   }
 };
 
@@ -167,6 +171,20 @@ public:
   }
 
   Status run(DeviceWork& work, StreamHandle stream, bool wait);
+  // A launch that may reach every page: resident pages that are not valid
+  // on the device are loaded, those with a host image become its only copy
+  // (the launch may write them), and pending pages on host blocks get their
+  // bytes. Skipped when nothing changed since the last such launch.
+  void prepareEveryPage(const std::vector<RegionReference>& references, DeviceWork& work);
+  std::uint64_t preparedVersion = ~std::uint64_t{0};
+  // Whether lazy (host-side) changes to the page could race with in-flight
+  // device work that reaches it.
+  bool inFlight(const PageState& page) {
+    return page.pinned() || (page.hostMapped() && residency.everyPageReachable());
+  }
+  // Gives the page a swap image in `slot`; a page on a host block keeps its
+  // block (which it maps) and takes the bytes there instead.
+  void installSwapImage(Region& region, std::uint32_t page, std::byte* slot);
   void markResidentReferenced(const DeviceWork& work, std::vector<PageKey>& keys);
   void discardHostImage(Region& region, std::uint32_t page);
   void replaceHostImage(Region& region, std::uint32_t page, HostImage image);
@@ -206,8 +224,17 @@ Status ManagerState::run(DeviceWork& work, StreamHandle stream, bool wait) {
   for (auto& operation : work.operations)
     MQX_TRY(operation());
   for (auto& [region, page] : work.written) {
-    if (region->pages[page].host.kind != HostImageKind::None) residency.releaseHostImage(*region, page);
-    region->pages[page].deviceValid = true;
+    PageState& state = region->pages[page];
+    if (state.hostMapped()) { // written on its host block, which now holds its bytes
+      std::byte* backing = state.backing;
+      if (!(state.host.kind == HostImageKind::Swap && state.host.slot == backing)) {
+        residency.releaseHostImage(*region, page);
+        state.host = HostImage::inSwap(backing);
+      }
+      continue;
+    }
+    if (state.host.kind != HostImageKind::None) residency.releaseHostImage(*region, page);
+    state.deviceValid = true;
   }
   // Multi-process mode: the other processes see these regions' new policy
   // inputs (uses come grouped by region).
@@ -219,6 +246,10 @@ Status ManagerState::run(DeviceWork& work, StreamHandle stream, bool wait) {
   if (work.residentRegionsReferenced) markResidentReferenced(work, keys); // NoRef (paper §7.3)
   device::Fence fence;
   MQX_TRY(residency.pinUntilComplete(keys, stream, &fence));
+  if (work.reachesEveryPage) {
+    residency.reachesEveryPage(fence);
+    preparedVersion = residency.stateVersion(); // everything prepared, as of this launch
+  }
   if (wait) {
     trace::TraceSpan span(trace.get(), "fence wait", "wait", trace::kCurrentThreadTrack);
     MQX_TRY(backend.waitFence(fence));
@@ -242,6 +273,33 @@ void ManagerState::markResidentReferenced(const DeviceWork& work, std::vector<Pa
   });
 }
 
+void ManagerState::prepareEveryPage(const std::vector<RegionReference>& references, DeviceWork& work) {
+  if (preparedVersion == residency.stateVersion()) return;
+  directory.forEach([&](Region& region) {
+    for (const RegionReference& reference : references)
+      if (reference.region == &region) return; // the launch's own uses
+    for (std::uint32_t i = 0; i < region.pageCount(); ++i) {
+      PageState& page = region.pages[i];
+      if (page.hostMapped()) {
+        residency.materialize(region, i);
+      } else if (page.backed && (!page.deviceValid || page.host.kind != HostImageKind::None)) {
+        work.uses.push_back({&region, i, Access::Both});
+        work.written.emplace_back(&region, i);
+      }
+    }
+  });
+}
+
+void ManagerState::installSwapImage(Region& region, std::uint32_t index, std::byte* slot) {
+  PageState& page = region.pages[index];
+  if (page.hostMapped() && slot != page.backing) {
+    std::memcpy(page.backing, slot, region.pageDataBytes(index));
+    swap.release(slot, region.pageMappedBytes(index));
+    slot = page.backing;
+  }
+  page.host = HostImage::inSwap(slot);
+}
+
 void ManagerState::discardHostImage(Region& region, std::uint32_t index) {
   const PageState& page = region.pages[index];
   const bool lazyData = page.host.kind == HostImageKind::CowSource || page.host.kind == HostImageKind::Swap;
@@ -253,14 +311,23 @@ void ManagerState::discardHostImage(Region& region, std::uint32_t index) {
 // the caller before the old one goes, so that a failure loses nothing.
 void ManagerState::replaceHostImage(Region& region, std::uint32_t index, HostImage image) {
   discardHostImage(region, index);
-  region.pages[index].host = image;
+  if (image.kind == HostImageKind::Swap)
+    installSwapImage(region, index, image.slot);
+  else
+    region.pages[index].host = image;
   region.pages[index].deviceValid = false;
+  residency.noteStateChange();
 }
 
 // Gives the page a swap-slot image holding its current content; null when
 // the swap buffer is full.
 std::byte* ManagerState::materializeSwap(Region& region, std::uint32_t index) {
   PageState& page = region.pages[index];
+  residency.noteStateChange();
+  if (page.hostMapped()) { // its host block holds its bytes
+    residency.materialize(region, index);
+    return page.backing;
+  }
   if (page.host.kind == HostImageKind::Swap) return page.host.slot;
   std::byte* slot = residency.acquireSlot(region.pageMappedBytes(index));
   if (slot == nullptr) return nullptr;
@@ -313,7 +380,7 @@ std::optional<HostImage> ManagerState::cowImage(Region& region, const Piece& pie
 void ManagerState::writeHostPiece(Region& region, const Piece& piece, const std::byte* source, const CowExtent& extent,
                                   DeviceWork& work, StreamHandle stream) {
   PageState& page = region.pages[piece.page];
-  const bool lazy = config.lazyTransfer && !page.pinned();
+  const bool lazy = config.lazyTransfer && !inFlight(page);
   if (lazy && coversPage(region, piece)) {
     if (auto image = extent.allowed ? cowImage(region, piece, source, extent) : std::nullopt) {
       // protect() already recorded this page's reference: keep it, drop the old
@@ -321,6 +388,7 @@ void ManagerState::writeHostPiece(Region& region, const Piece& piece, const std:
       discardHostImage(region, piece.page);
       page.host = std::move(*image);
       page.deviceValid = false;
+      residency.noteStateChange();
       return;
     }
     if (std::byte* slot = residency.acquireSlot(region.pageMappedBytes(piece.page))) {
@@ -350,7 +418,7 @@ void ManagerState::writeHostPiece(Region& region, const Piece& piece, const std:
 void ManagerState::memsetPiece(Region& region, const Piece& piece, std::uint32_t pattern, unsigned elementSize,
                                DeviceWork& work, StreamHandle stream) {
   PageState& page = region.pages[piece.page];
-  const bool lazy = config.lazyTransfer && !page.pinned();
+  const bool lazy = config.lazyTransfer && !inFlight(page);
   if (lazy && coversPage(region, piece) && piece.bytes % elementSize == 0) {
     HostImage image = HostImage::filled(elementSize, pattern);
     if (elementSize == 1 && pattern == 0) image = HostImage::of(HostImageKind::Zero);
@@ -383,7 +451,7 @@ bool ManagerState::cloneImage(Region& destination, const Piece& piece, Region& s
   const auto sourceIndex = static_cast<std::uint32_t>(sourceOffset / source.pageSize);
   const PageState& from = source.pages[sourceIndex];
   PageState& to = destination.pages[piece.page];
-  if (source.pageDataBytes(sourceIndex) != piece.bytes || from.host.kind == HostImageKind::None || to.pinned() ||
+  if (source.pageDataBytes(sourceIndex) != piece.bytes || from.host.kind == HostImageKind::None || inFlight(to) ||
       (&source == &destination && sourceIndex == piece.page))
     return false;
   HostImage image = from.host;
@@ -394,6 +462,7 @@ bool ManagerState::cloneImage(Region& destination, const Piece& piece, Region& s
     discardHostImage(destination, piece.page);
     to.host = image;
     to.deviceValid = false;
+    residency.noteStateChange();
     return true;
   }
   if (image.kind == HostImageKind::Swap) {
@@ -416,12 +485,16 @@ void ManagerState::breakCow(const CowRecord& record) {
     return;
   }
   // Over the limit if need be: failing here would lose the application's data.
-  std::byte* slot = residency.acquireSlot(region->pageMappedBytes(record.owner.page), true);
   const std::size_t bytes = region->pageDataBytes(record.owner.page);
+  stats.cowBytesSaved += bytes;
+  if (page.hostMapped()) { // its host block takes the bytes
+    residency.materialize(*region, record.owner.page);
+    return;
+  }
+  std::byte* slot = residency.acquireSlot(region->pageMappedBytes(record.owner.page), true);
   readHostImage(page.host, 0, bytes, slot); // the saved edges included
   residency.releaseHostImage(*region, record.owner.page);
   page.host = HostImage::inSwap(slot);
-  stats.cowBytesSaved += bytes;
 }
 
 void ManagerState::prepareHostWrite(std::uintptr_t address, std::size_t bytes) {
@@ -459,7 +532,10 @@ Status MemoryManager::allocate(std::size_t bytes, DevicePtr* address) {
   const std::size_t reserved = roundUp(bytes, granularity);
   // Every byte must fit somewhere, and a region must fit the device to be
   // usable by a kernel at all.
-  if (reserved > s.budget->limit() || s.directory.totalBytes() + bytes > s.budget->limit() + s.swap.limit()) {
+  // Where pages map host blocks, a kernel can use a region larger than the
+  // budget (what gets no device memory runs from host memory).
+  const bool largerThanBudget = reserved > s.budget->limit() && !s.residency.mapsHost();
+  if (largerThanBudget || s.directory.totalBytes() + bytes > s.budget->limit() + s.swap.limit()) {
     log(LogLevel::Info,
         "allocation of {} bytes refused: device budget {} + swap {} , {} "
         "allocated",
@@ -475,7 +551,33 @@ Status MemoryManager::allocate(std::size_t bytes, DevicePtr* address) {
   region->reservedSize = reserved;
   region->pageSize = s.config.pageCoherence ? std::min(s.pageSize, reserved) : reserved; // NoPage: one page
   region->pages.resize((reserved + region->pageSize - 1) / region->pageSize);
+  Region& added = *region;
   s.directory.add(std::move(region));
+  if (s.residency.mapsHost()) {
+    // Every page mapped from the start: device memory while the budget has
+    // room (as cuMemAlloc would), else a host block. Its zeros are written
+    // before any launch can read it.
+    for (std::uint32_t i = 0; i < added.pageCount(); ++i) {
+      const std::size_t pageBytes = added.pageMappedBytes(i);
+      Status status = Status::OutOfMemory;
+      if (s.budget->tryAcquire(pageBytes)) {
+        status = s.backend.map(added.pageAddress(i), pageBytes);
+        if (ok(status))
+          added.pages[i].backed = true;
+        else
+          s.budget->release(pageBytes);
+      }
+      if (!ok(status)) status = s.residency.mapToHost(added, i);
+      if (!ok(status)) {
+        s.residency.unbackRegion(added);
+        s.backend.release(added.base, added.reservedSize);
+        s.directory.remove(added.id);
+        return Status::OutOfMemory;
+      }
+    }
+    s.residency.noteStateChange();
+    s.residency.publish(added);
+  }
   *address = base;
   return Status::Success;
 }
@@ -665,7 +767,8 @@ Status MemoryManager::launch(const device::KernelLaunch& launch) {
   s.residency.poll();
   ++s.stats.launches;
   std::vector<RegionReference>& references = s.launchReferences;
-  MQX_TRY(s.references.find(launch, &references));
+  bool referencesComplete = false;
+  MQX_TRY(s.references.find(launch, &references, &referencesComplete));
   DeviceWork& work = s.launchWork;
   work.clear();
   const std::uint64_t now = s.residency.tick();
@@ -694,6 +797,12 @@ Status MemoryManager::launch(const device::KernelLaunch& launch) {
     for (const auto& reference : references)
       referenced += reference.region->size;
     span.argument("referenced_bytes", referenced).argument("regions", references.size());
+  }
+  // A launch whose references are not known may reach any page: with pages
+  // on host blocks it runs whatever it touches (docs/architecture.md).
+  if (!referencesComplete && s.residency.mapsHost()) {
+    work.reachesEveryPage = true;
+    s.prepareEveryPage(references, work);
   }
   work.operations.push_back([&s, &launch] { return s.backend.launch(launch); });
   work.residentRegionsReferenced = s.config.referenceDetection == ReferenceDetection::All;

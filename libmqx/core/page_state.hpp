@@ -80,15 +80,25 @@ struct HostImage {
   }
 };
 
+// Where a page's virtual range points (docs/architecture.md, "every page
+// always mapped"): device memory (`backed`), or, where the swap buffer's
+// slots are host blocks, the page's `backing` slot. A page that maps its
+// backing either holds its current bytes there (host.kind == Swap and
+// host.slot == backing) or is *pending*: its image (zeros, a fill, a
+// copy-on-write source) is not yet written into the backing, which must
+// happen before any launch that may reach the page.
 struct PageState {
   HostImage host;
-  bool backed = false;      // physical device memory mapped under the page
-  bool deviceValid = false; // the device copy holds the current content
-  std::uint32_t pins = 0;   // in-flight operations that use the device copy
+  bool backed = false;          // physical device memory mapped under the page
+  std::byte* backing = nullptr; // !backed: the host block mapped under the page, if any
+  bool deviceValid = false;     // the device copy holds the current content
+  std::uint32_t pins = 0;       // in-flight operations that use the device copy
   std::uint64_t lastUse = 0;
   std::uint64_t useCount = 0;
 
   bool dirty() const { return deviceValid && host.kind == HostImageKind::None; }
+  bool hostMapped() const { return backing != nullptr; }
+  bool pending() const { return backing != nullptr && host.kind != HostImageKind::Swap; }
   bool pinned() const { return pins != 0; }
 };
 

@@ -35,7 +35,8 @@ void ReferenceFinder::forget(RegionId region) {
     std::erase_if(entries, [&](const auto& entry) { return entry.first == region; });
 }
 
-Status ReferenceFinder::find(const device::KernelLaunch& launch, std::vector<RegionReference>* references) {
+Status ReferenceFinder::find(const device::KernelLaunch& launch, std::vector<RegionReference>* references,
+                             bool* complete) {
   std::vector<std::pair<RegionId, Access>> advice;
   if (auto it = advice_.find(std::this_thread::get_id()); it != advice_.end()) {
     advice = std::move(it->second);
@@ -46,6 +47,7 @@ Status ReferenceFinder::find(const device::KernelLaunch& launch, std::vector<Reg
   const ReferenceDetection mode = config_.referenceDetection;
   // All (the paper's NoRef) finds references like Auto; the manager then adds
   // every resident region.
+  bool knownAll = true;
   if (!advice.empty() && mode != ReferenceDetection::Scan) {
     result = fromAdvice(advice);
   } else if (mode == ReferenceDetection::Advice) {
@@ -54,8 +56,12 @@ Status ReferenceFinder::find(const device::KernelLaunch& launch, std::vector<Reg
   } else {
     Status status = fromParameters(launch, &result);
     if (status == Status::InvalidHandle) return status;
-    if (!ok(status)) result = allRegions(); // layout unknown: every region may be touched
+    if (!ok(status))
+      result = allRegions(); // layout unknown: every region may be touched
+    else
+      knownAll = config_.pointersInParameters;
   }
+  if (complete != nullptr) *complete = knownAll;
   if (!config_.accessAdvice)
     for (auto& reference : result)
       reference.access = Access::Both; // the paper's NoAccess variant

@@ -33,7 +33,11 @@ public:
 
   // The references of `launch`, one per region; consumes the calling
   // thread's advice. InvalidHandle when the kernel is unknown to the device.
-  Status find(const device::KernelLaunch& launch, std::vector<RegionReference>* references);
+  // `complete` says whether they are all the kernel can touch: advice, every
+  // region, or a parameter scan where the program passes every pointer as a
+  // parameter (optimizations.pointers_in_parameters). A kernel may otherwise
+  // reach memory through pointers stored in device memory.
+  Status find(const device::KernelLaunch& launch, std::vector<RegionReference>* references, bool* complete = nullptr);
 
 private:
   std::vector<RegionReference> fromAdvice(const std::vector<std::pair<RegionId, Access>>& advice);

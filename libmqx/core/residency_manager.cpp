@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "common/log.hpp"
+#include "core/host_image.hpp"
 #include "trace/trace_span.hpp"
 #include "trace/trace_tracks.hpp"
 
@@ -45,7 +46,10 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
     if (!contains(keep, use.region->id)) keep.push_back(use.region->id);
     needed += use.region->pages[use.page].backed ? 0 : use.region->pageMappedBytes(use.page);
   }
-  if (needed > context_.budget.limit()) { // can never fit at once
+  ++stateVersion_;
+  // Pages that map host blocks: what gets no device memory runs from there.
+  const bool hostFallback = mapsHost();
+  if (needed > context_.budget.limit() && !hostFallback) { // can never fit at once
     log(LogLevel::Info,
         "an operation needs {} bytes of device memory at once; the budget is "
         "{}",
@@ -54,7 +58,7 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
   }
 
   std::vector<PageKey> newlyBacked;
-  Status backed = backAll(uses, keep, &newlyBacked);
+  Status backed = backAll(uses, keep, &newlyBacked, false);
   // Two processes whose launches each need much of the node could each back
   // part and wait for the other forever (docs/daemon.md, "deadlock"). The
   // younger (later arrival on the node) gives back what it backed for this
@@ -68,6 +72,12 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
     newlyBacked.clear();
     ++context_.statistics.launchYields;
     const bool turn = waitForTurn();
+    if ((!turn || std::chrono::steady_clock::now() >= yieldDeadline) && hostFallback) {
+      // Pages that get no device memory run from their host blocks: slower,
+      // never refused.
+      backed = backAll(uses, keep, &newlyBacked, true);
+      break;
+    }
     if (!turn || std::chrono::steady_clock::now() >= yieldDeadline) {
       log(LogLevel::Warn,
           "an operation waited {} ms (4 x daemon.eviction_timeout_ms) for older processes to get their device memory: "
@@ -75,8 +85,9 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
           4 * context_.config.evictionTimeoutMilliseconds);
       return Status::OutOfMemory;
     }
-    backed = backAll(uses, keep, &newlyBacked);
+    backed = backAll(uses, keep, &newlyBacked, false);
   }
+  if (backed == Status::OutOfMemory && hostFallback) backed = backAll(uses, keep, &newlyBacked, true);
   MQX_TRY(backed);
   // Loads of neighbouring pages from one contiguous source become one
   // transfer: a lazy copy of a large buffer is then loaded at the rate of
@@ -84,6 +95,10 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
   std::vector<Load> loads;
   for (const auto& use : uses) {
     PageState& page = use.region->pages[use.page];
+    if (!page.backed) { // runs from its host block
+      if (reads(use.access)) materialize(*use.region, use.page);
+      continue;
+    }
     if (reads(use.access) && !page.deviceValid) {
       if (page.host.kind == HostImageKind::None) return Status::Unknown; // invariant: never both gone
       addLoads(loads, use.region->pageAddress(use.page), page.host, use.region->pageDataBytes(use.page));
@@ -106,13 +121,65 @@ void ResidencyManager::traceUsage() {
 }
 
 Status ResidencyManager::backAll(std::span<const PageUse> uses, const std::vector<RegionId>& keep,
-                                 std::vector<PageKey>* newlyBacked) {
+                                 std::vector<PageKey>* newlyBacked, bool hostFallback) {
   for (const auto& use : uses) {
-    if (use.region->pages[use.page].backed) continue;
-    MQX_TRY(back(*use.region, use.page, keep));
+    PageState& page = use.region->pages[use.page];
+    if (page.backed) continue;
+    // A page that in-flight work may reach through its host block is
+    // remapped only once that work is done: this operation waits for it
+    // (device memory is worth it), unless it already runs from host blocks.
+    if (page.hostMapped() && (page.pinned() || everyPageReachable())) {
+      if (hostFallback) continue;
+      ++context_.statistics.fenceWaits;
+      while ((page.pinned() || everyPageReachable()) && !pending_.empty()) {
+        MQX_TRY(context_.backend.waitFence(pending_.front().fence));
+        poll();
+      }
+    }
+    Status status = back(*use.region, use.page, keep);
+    if (hostFallback && page.hostMapped() && (status == Status::OutOfMemory || status == Status::NotReady)) continue;
+    MQX_TRY(status);
     newlyBacked->push_back({use.region->id, use.page});
   }
   return Status::Success;
+}
+
+bool ResidencyManager::everyPageReachable() {
+  std::erase_if(reachAll_, [&](const device::Fence& fence) { return context_.backend.fenceReached(fence); });
+  return !reachAll_.empty();
+}
+
+Status ResidencyManager::mapToHost(Region& region, std::uint32_t index) {
+  PageState& page = region.pages[index];
+  const bool ownSlot = page.host.kind == HostImageKind::Swap;
+  std::byte* slot = ownSlot ? page.host.slot : acquireSlot(region.pageMappedBytes(index), true);
+  const device::HostBlock* block = slot != nullptr ? context_.swap.blockOf(slot) : nullptr;
+  if (block == nullptr) {
+    if (slot != nullptr && !ownSlot) context_.swap.release(slot, region.pageMappedBytes(index));
+    log(LogLevel::Warn, "no host block for a page of {} bytes: the swap buffer cannot grow",
+        region.pageMappedBytes(index));
+    return Status::OutOfMemory;
+  }
+  if (Status status = context_.backend.mapHost(region.pageAddress(index), *block); !ok(status)) {
+    if (!ownSlot) context_.swap.release(slot, region.pageMappedBytes(index));
+    return status;
+  }
+  page.backing = slot;
+  ++stateVersion_;
+  return Status::Success;
+}
+
+void ResidencyManager::materialize(Region& region, std::uint32_t index) {
+  PageState& page = region.pages[index];
+  if (!page.pending()) return;
+  // Written by the CPU: the page is not backed, and no in-flight work
+  // reaches a pending page (every launch that may reach it materializes it
+  // first, and lazy writes happen only to pages no work reaches).
+  readHostImage(page.host, 0, region.pageDataBytes(index), page.backing);
+  context_.statistics.bytesCopiedOnHost += region.pageDataBytes(index);
+  std::byte* backing = page.backing;
+  releaseHostImage(region, index);
+  page.host = HostImage::inSwap(backing);
 }
 
 bool ResidencyManager::waitForTurn() {
@@ -149,6 +216,7 @@ void ResidencyManager::unbackUnloaded(Region& region, std::uint32_t index) {
   context_.budget.release(region.pageMappedBytes(index));
   region.pages[index].backed = false;
   region.pages[index].deviceValid = false;
+  if (mapsHost()) mapToHost(region, index);
 }
 
 Status ResidencyManager::back(Region& region, std::uint32_t index, const std::vector<RegionId>& keep) {
@@ -156,10 +224,28 @@ Status ResidencyManager::back(Region& region, std::uint32_t index, const std::ve
   std::vector<PeerCandidate> refused; // other processes' regions whose owners freed nothing
   for (;;) {
     if (context_.budget.tryAcquire(bytes)) {
+      // A page on its host block leaves it first (no in-flight work reaches
+      // it: backAll checked); its block stays as its swap image if it holds
+      // the page's bytes, else it goes back to the swap buffer.
+      PageState& page = region.pages[index];
+      std::byte* backing = page.backing;
+      if (backing != nullptr) MQX_TRY(context_.backend.unmap(region.pageAddress(index), bytes));
       Status status = context_.backend.map(region.pageAddress(index), bytes);
       if (ok(status)) {
-        region.pages[index].backed = true;
+        page.backed = true;
+        page.backing = nullptr;
+        const bool image = page.host.kind == HostImageKind::Swap && page.host.slot == backing;
+        if (backing != nullptr && !image) context_.swap.release(backing, bytes);
         return Status::Success;
+      }
+      if (backing != nullptr) {
+        const device::HostBlock* block = context_.swap.blockOf(backing);
+        Status restored =
+            block != nullptr ? context_.backend.mapHost(region.pageAddress(index), *block) : Status::Unknown;
+        if (!ok(restored)) {
+          log(LogLevel::Error, "a page lost its host mapping: {}", toString(restored));
+          return restored;
+        }
       }
       context_.budget.release(bytes);
       if (status != Status::OutOfMemory) return status;
@@ -331,6 +417,9 @@ void ResidencyManager::poll() {
 
 Status ResidencyManager::waitUnpinned(const Region& region) {
   poll();
+  // Work that may reach every page reaches this region too.
+  while (mapsHost() && everyPageReachable())
+    MQX_TRY(context_.backend.waitFence(reachAll_.front()));
   while (region.anyPinned()) {
     if (pending_.empty()) return Status::Unknown; // pins without pending work: a bug
     MQX_TRY(context_.backend.waitFence(pending_.front().fence));
@@ -352,6 +441,8 @@ Status ResidencyManager::waitAll() {
 std::vector<ResidencyManager::Victim> ResidencyManager::candidates(const std::vector<RegionId>& keep,
                                                                    std::vector<EvictionCandidate>* out) {
   std::vector<Victim> victims;
+  // In-flight work that may reach every page: none may be remapped.
+  if (mapsHost() && everyPageReachable()) return victims;
   const bool pageGranular = context_.config.evictionGranularity == EvictionGranularity::Page;
   context_.directory.forEach([&](Region& region) {
     if (contains(keep, region.id)) return;
@@ -506,17 +597,25 @@ Status ResidencyManager::evict(const Victim& victim) {
   MQX_TRY(backend.order(backend.transferStream(device::TransferDirection::ToDevice), toHost));
 
   // Every slot first: a full swap buffer fails the eviction before any copy.
+  // Where pages map host blocks, a clean page without a swap image needs a
+  // block to map too (it is then pending: its image is written there before
+  // any launch reaches it).
   std::vector<WriteBack> writeBacks;
+  std::vector<WriteBack> blocks; // clean pages' new host blocks
+  ++stateVersion_;
   for (std::uint32_t index : victim.pages) {
-    if (!region.pages[index].dirty()) continue;
+    const PageState& page = region.pages[index];
+    const bool needsBlock = mapsHost() && !page.dirty() && page.host.kind != HostImageKind::Swap;
+    if (!page.dirty() && !needsBlock) continue;
     std::byte* slot = acquireSlot(region.pageMappedBytes(index));
     if (slot == nullptr) {
-      for (const WriteBack& done : writeBacks)
-        context_.swap.release(done.slot, region.pageMappedBytes(done.index));
-      log(LogLevel::Warn, "swap buffer full ({} bytes): cannot evict dirty data", context_.swap.limit());
+      for (const auto* list : {&writeBacks, &blocks})
+        for (const WriteBack& done : *list)
+          context_.swap.release(done.slot, region.pageMappedBytes(done.index));
+      log(LogLevel::Warn, "swap buffer full ({} bytes): cannot evict", context_.swap.limit());
       return Status::OutOfMemory;
     }
-    writeBacks.push_back(WriteBack{index, slot, {}});
+    (page.dirty() ? writeBacks : blocks).push_back(WriteBack{index, slot, {}});
   }
   // The write-backs as one span on the D2H track, from the first copy's
   // issue to the last one's completion (they run back to back).
@@ -539,16 +638,20 @@ Status ResidencyManager::evict(const Victim& victim) {
   }
   // Clean pages go while the write-backs run.
   for (std::uint32_t index : victim.pages) {
-    if (region.pages[index].dirty()) continue;
-    stats.bytesDroppedClean += region.pages[index].deviceValid ? region.pageDataBytes(index) : 0;
-    MQX_TRY(unbackPage(region, index));
+    PageState& page = region.pages[index];
+    if (page.dirty()) continue;
+    stats.bytesDroppedClean += page.deviceValid ? region.pageDataBytes(index) : 0;
+    std::byte* backing = page.host.kind == HostImageKind::Swap ? page.host.slot : nullptr;
+    for (const WriteBack& block : blocks)
+      if (block.index == index) backing = block.slot;
+    MQX_TRY(unbackPage(region, index, backing));
   }
   for (const WriteBack& writeBack : writeBacks) {
     MQX_TRY(backend.waitFence(writeBack.done));
     region.pages[writeBack.index].host = HostImage::inSwap(writeBack.slot);
     stats.bytesWrittenBack += region.pageDataBytes(writeBack.index);
     stats.bytesToHost += region.pageDataBytes(writeBack.index);
-    MQX_TRY(unbackPage(region, writeBack.index));
+    MQX_TRY(unbackPage(region, writeBack.index, writeBack.slot));
   }
   writing.reset();
   ++stats.evictions;
@@ -557,13 +660,18 @@ Status ResidencyManager::evict(const Victim& victim) {
   return Status::Success;
 }
 
-Status ResidencyManager::unbackPage(Region& region, std::uint32_t index) {
+Status ResidencyManager::unbackPage(Region& region, std::uint32_t index, std::byte* backing) {
   PageState& page = region.pages[index];
   MQX_TRY(context_.backend.unmap(region.pageAddress(index), region.pageMappedBytes(index)));
   context_.budget.release(region.pageMappedBytes(index));
   page.backed = false;
   page.deviceValid = false;
   ++context_.statistics.pagesEvicted;
+  if (!mapsHost()) return Status::Success;
+  const device::HostBlock* block = backing != nullptr ? context_.swap.blockOf(backing) : nullptr;
+  if (block == nullptr) return mapToHost(region, index);
+  MQX_TRY(context_.backend.mapHost(region.pageAddress(index), *block));
+  page.backing = backing;
   return Status::Success;
 }
 
@@ -583,6 +691,12 @@ Status ResidencyManager::readDeviceToSlot(Region& region, std::uint32_t index, s
 void ResidencyManager::unbackRegion(Region& region) {
   for (std::uint32_t index = 0; index < region.pageCount(); ++index) {
     PageState& page = region.pages[index];
+    if (page.hostMapped()) { // the region goes: so does its host block (its image was released before)
+      context_.backend.unmap(region.pageAddress(index), region.pageMappedBytes(index));
+      if (!(page.host.kind == HostImageKind::Swap && page.host.slot == page.backing))
+        context_.swap.release(page.backing, region.pageMappedBytes(index));
+      page.backing = nullptr;
+    }
     if (!page.backed) continue;
     context_.backend.unmap(region.pageAddress(index), region.pageMappedBytes(index));
     context_.budget.release(region.pageMappedBytes(index));
@@ -598,10 +712,11 @@ void ResidencyManager::releaseHostImage(Region& region, std::uint32_t index) {
     waitForSourceReads();
     const std::size_t bytes = image.protectedBytes(region.pageDataBytes(index));
     context_.cow.unprotect(image.protectedStart(), bytes, PageKey{region.id, index});
-  } else if (image.kind == HostImageKind::Swap) {
+  } else if (image.kind == HostImageKind::Swap && image.slot != region.pages[index].backing) {
     quarantine(image.slot, region.pageMappedBytes(index));
-  }
+  } // a page's host block stays mapped under it: the page is now pending
   image = HostImage::of(HostImageKind::None);
+  ++stateVersion_;
 }
 
 } // namespace mqx

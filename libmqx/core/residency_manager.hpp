@@ -49,7 +49,32 @@ public:
 
   // Backs every page and loads those that are read, evicting other data if
   // needed; work enqueued on `stream` afterwards sees the loaded content.
+  // Where pages map host blocks (mapsHost()), a page that cannot get device
+  // memory (the operation needs more than the budget, or nothing is
+  // evictable) stays mapped to its host block, its bytes written there
+  // first: the operation is slower, never refused (docs/architecture.md).
   Status makeResident(std::span<const PageUse> uses, StreamHandle stream);
+
+  // Whether pages that are not resident map host blocks (the swap buffer's
+  // slots are host blocks): every page of a live region is then mapped.
+  bool mapsHost() const { return context_.swap.mapsPages(); }
+  // Maps the page (not backed) to its host block: its swap slot if it has
+  // one, else a new slot (over the limit if need be: a live page must be
+  // mapped). OutOfMemory when no host block can be had.
+  Status mapToHost(Region& region, std::uint32_t page);
+  // Writes a pending page's image into its host block, which then holds its
+  // bytes (PageState::pending).
+  void materialize(Region& region, std::uint32_t page);
+  // Device work enqueued before `fence` may reach any page of the process (a
+  // launch whose references are not known): no page is remapped until the
+  // fence is reached.
+  void reachesEveryPage(const device::Fence& fence) { reachAll_.push_back(fence); }
+  bool everyPageReachable(); // a fence of reachesEveryPage is not yet reached
+  // Counts changes that may leave a page pending or a resident page with a
+  // host image; an operation that reaches every page prepares them only
+  // when this changed since its last preparation.
+  std::uint64_t stateVersion() const { return stateVersion_; }
+  void noteStateChange() { ++stateVersion_; }
   // Pins `pages` until the work enqueued on `stream` so far completes.
   Status pinUntilComplete(std::span<const PageKey> pages, StreamHandle stream, device::Fence* fence = nullptr);
 
@@ -117,8 +142,10 @@ private:
   };
 
   // Backs every page of `uses` that is not; the pages it backed are added to
-  // `newlyBacked` (they hold nothing yet).
-  Status backAll(std::span<const PageUse> uses, const std::vector<RegionId>& keep, std::vector<PageKey>* newlyBacked);
+  // `newlyBacked` (they hold nothing yet). With `hostFallback`, a page that
+  // gets no device memory stays on its host block instead of failing.
+  Status backAll(std::span<const PageUse> uses, const std::vector<RegionId>& keep, std::vector<PageKey>* newlyBacked,
+                 bool hostFallback);
   // NotReady: this launch must yield to an older process (makeResident).
   Status back(Region& region, std::uint32_t page, const std::vector<RegionId>& keep);
   // A yielding operation: waits until no older process waits for memory,
@@ -152,8 +179,10 @@ private:
     std::byte* slot;
     device::Fence done;
   };
-  // Unmaps an evicted page and gives its bytes back to the budget.
-  Status unbackPage(Region& region, std::uint32_t index);
+  // Unmaps an evicted page and gives its bytes back to the budget; where
+  // pages map host blocks, maps `backing` (which holds its bytes, or is
+  // pending) under it instead.
+  Status unbackPage(Region& region, std::uint32_t index, std::byte* backing = nullptr);
   void unpin(const PendingWork& work);
   template <typename Function> void forEachPage(const std::vector<PageKey>& pages, Function&& function);
 
@@ -170,6 +199,8 @@ private:
   void reclaimQuarantine(bool wait);
 
   std::deque<PendingWork> pending_;
+  std::vector<device::Fence> reachAll_; // reachesEveryPage's fences not yet seen reached
+  std::uint64_t stateVersion_ = 0;
   std::vector<QuarantinedSlot> quarantine_;
   bool loadsInFlight_ = false;
   std::uint64_t clock_ = 0;

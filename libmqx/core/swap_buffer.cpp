@@ -12,15 +12,39 @@ constexpr std::size_t kMaxSlotsPerChunk = 16;
 } // namespace
 
 SwapBuffer::SwapBuffer(device::DeviceBackend& backend, std::size_t limit, bool pinned)
-    : backend_(backend), limit_(limit), pinned_(pinned) {}
+    : backend_(backend), limit_(limit), pinned_(pinned) {
+  // Whether the backend maps host blocks: one block of the smallest size
+  // tells, and stays as the first chunk.
+  if (pinned_) mapsPages_ = growBlocks(backend_.granularity(), 1);
+}
 
 SwapBuffer::~SwapBuffer() {
   for (const auto& chunk : chunks_) {
-    if (chunk.pinned)
+    if (!chunk.blocks.empty())
+      backend_.destroyHostBlocks(chunk.blocks);
+    else if (chunk.pinned)
       backend_.freeHost(chunk.base, chunk.bytes);
     else
       std::free(chunk.base);
   }
+}
+
+bool SwapBuffer::growBlocks(std::size_t slotBytes, std::size_t slots) {
+  std::vector<device::HostBlock> blocks;
+  if (!ok(backend_.createHostBlocks(slotBytes, slots, &blocks))) return false;
+  auto& list = freeSlots_[slotBytes];
+  for (std::size_t i = blocks.size(); i-- > 0;) {
+    list.push_back(blocks[i].host);
+    blocks_[blocks[i].host] = blocks[i];
+  }
+  reserved_ += slotBytes * slots;
+  chunks_.push_back({blocks.front().host, slotBytes * slots, true, std::move(blocks)});
+  return true;
+}
+
+const device::HostBlock* SwapBuffer::blockOf(const std::byte* slot) const {
+  auto it = blocks_.find(slot);
+  return it == blocks_.end() ? nullptr : &it->second;
 }
 
 bool SwapBuffer::grow(std::size_t slotBytes, bool overLimit) {
@@ -31,6 +55,8 @@ bool SwapBuffer::grow(std::size_t slotBytes, bool overLimit) {
   std::size_t slots = std::clamp<std::size_t>(std::min(kChunkBytes, room) / slotBytes, 1, kMaxSlotsPerChunk);
   std::size_t bytes = slots * slotBytes;
   if (bytes > room && !overLimit) return false;
+  // Pages map their slots: a slot must be a host block, or it is useless.
+  if (mapsPages_) return growBlocks(slotBytes, slots);
   void* memory = nullptr;
   bool chunkPinned = pinned_ && ok(backend_.allocateHost(bytes, &memory));
   if (!chunkPinned) {
@@ -52,7 +78,7 @@ bool SwapBuffer::grow(std::size_t slotBytes, bool overLimit) {
 }
 
 std::byte* SwapBuffer::acquire(std::size_t bytes, bool overLimit) {
-  bytes = roundUp(bytes, 4096);
+  bytes = roundUp(bytes, mapsPages_ ? backend_.granularity() : 4096);
   auto& list = freeSlots_[bytes];
   if (list.empty() && !grow(bytes, overLimit)) return nullptr;
   std::byte* slot = list.back();
@@ -62,7 +88,7 @@ std::byte* SwapBuffer::acquire(std::size_t bytes, bool overLimit) {
 }
 
 void SwapBuffer::release(std::byte* slot, std::size_t bytes) {
-  bytes = roundUp(bytes, 4096);
+  bytes = roundUp(bytes, mapsPages_ ? backend_.granularity() : 4096);
   freeSlots_[bytes].push_back(slot);
   used_ -= bytes;
 }

@@ -1,6 +1,10 @@
-// SwapBuffer: host memory for evicted and lazily copied pages (ARCHITECTURE.md
-// decision 4). Slots come from large pinned chunks, so that write-backs and
-// loads run at the pinned DMA rate and pinning costs are paid once per chunk.
+// SwapBuffer: host memory for evicted and lazily copied pages (docs/
+// architecture.md, decision 4). Slots come from large pinned chunks, so that
+// write-backs and loads run at the pinned DMA rate and pinning costs are paid
+// once per chunk. Where the backend can map host memory under device ranges
+// (pinned swap, DeviceBackend::createHostBlocks), every slot is a host block:
+// a page that is not resident maps its slot, so that it stays mapped
+// ("every page always mapped").
 #pragma once
 
 #include <cstddef>
@@ -25,6 +29,11 @@ public:
   void release(std::byte* slot, std::size_t bytes);
 
   bool pinned() const { return pinned_; }
+  // Whether slots are host blocks that pages map (decided by the first
+  // chunk: the backend either can or cannot).
+  bool mapsPages() const { return mapsPages_; }
+  // The host block of a slot (mapsPages()); null for any other pointer.
+  const device::HostBlock* blockOf(const std::byte* slot) const;
   std::size_t limit() const { return limit_; }
   std::size_t reservedBytes() const { return reserved_; } // held from the system
   std::size_t usedBytes() const { return used_; }         // handed out as slots
@@ -34,12 +43,16 @@ private:
     std::byte* base;
     std::size_t bytes;
     bool pinned;
+    std::vector<device::HostBlock> blocks; // host blocks: the chunk's slots
   };
+  bool growBlocks(std::size_t slotBytes, std::size_t slots);
   bool grow(std::size_t slotBytes, bool overLimit);
 
   device::DeviceBackend& backend_;
   std::size_t limit_;
   bool pinned_;
+  bool mapsPages_ = false;
+  std::map<const std::byte*, device::HostBlock> blocks_; // by slot
   std::size_t reserved_ = 0;
   std::size_t used_ = 0;
   std::vector<Chunk> chunks_;

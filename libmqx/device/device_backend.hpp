@@ -48,6 +48,19 @@ struct Fence {
 
 enum class TransferDirection { ToDevice, ToHost };
 
+// Host-located physical memory that can be mapped under a device virtual
+// range (docs/architecture.md, "every page always mapped"): a page that is
+// not resident maps one of these, which holds its bytes, so that a kernel
+// that reaches it unforeseen reads and writes host memory instead of faulting.
+// The CPU reaches the same memory at `host`; it is pinned, so DMA to and from
+// it runs at the full rate.
+struct HostBlock {
+  std::uint64_t handle = 0; // the backend's: a physical allocation (CUDA) or a shared-memory file (sim)
+  std::size_t offset = 0;   // into the handle's memory
+  std::byte* host = nullptr;
+  std::size_t bytes = 0;
+};
+
 class DeviceBackend {
 public:
   virtual ~DeviceBackend() = default;
@@ -69,6 +82,18 @@ public:
   // Drop the physical memory under a mapped range. The caller guarantees that
   // no enqueued work still touches it.
   virtual Status unmap(DevicePtr address, std::size_t bytes) = 0;
+
+  // Host blocks (HostBlock): `count` blocks of `bytes` each, created at once
+  // (creating pinned memory is slow: about 50 ms per 256 MiB on an H100, so
+  // the swap buffer grows in chunks). NotSupported where the device cannot
+  // map host memory under its ranges; the core then leaves evicted pages
+  // unmapped (docs/architecture.md says what that costs).
+  virtual Status createHostBlocks(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks) = 0;
+  virtual void destroyHostBlocks(const std::vector<HostBlock>& blocks) = 0;
+  // Maps `block` under [address, address + block.bytes), readable and
+  // writable by the device; unmap() takes it away again. The block stays
+  // the caller's.
+  virtual Status mapHost(DevicePtr address, const HostBlock& block) = 0;
 
   // Host memory for the swap buffer: pinned where the device can, so that DMA
   // runs at full speed.

@@ -70,8 +70,14 @@ TEST_F(BadInputTest, ZeroHugeAndTooLargeAllocations) {
   DevicePtr address = 77;
   EXPECT_EQ(manager_->allocate(0, &address), Status::InvalidValue);
   EXPECT_EQ(manager_->allocate(std::size_t{1} << 62, &address), Status::OutOfMemory);
-  EXPECT_EQ(manager_->allocate(2048 * KiB, &address),
-            Status::OutOfMemory); // larger than the device
+  // Larger than the device: pages that get no device memory map host
+  // memory, so a kernel can still use it all (docs/architecture.md).
+  ASSERT_EQ(manager_->allocate(2048 * KiB, &address), Status::Success);
+  std::vector<std::uint8_t> zeros(2048 * KiB, 0), expected(2048 * KiB);
+  transformReference(zeros.data(), expected.data(), expected.size(), 4);
+  ASSERT_EQ(transform(address, address, 2048 * KiB, 4), Status::Success);
+  EXPECT_EQ(read(address, 2048 * KiB), expected);
+  EXPECT_EQ(manager_->free(address), Status::Success);
   EXPECT_EQ(manager_->allocate(16, nullptr), Status::InvalidValue);
   // Fill device + swap (1 MiB + 64 MiB), then one more is refused cleanly.
   std::vector<DevicePtr> filler;
@@ -86,22 +92,73 @@ TEST_F(BadInputTest, ZeroHugeAndTooLargeAllocations) {
   expectIntact();
 }
 
-TEST_F(BadInputTest, KernelReferencingMoreThanTheDeviceFailsCleanly) {
+TEST_F(BadInputTest, AllocationLargerThanTheDeviceWithoutHostMappingIsRefused) {
+  TearDown();
+  Config config = smallConfig();
+  config.pinnedSwap = false; // no host blocks: a page that is not resident is unmapped
+  start(config);
+  DevicePtr address = 77;
+  EXPECT_EQ(manager_->allocate(2048 * KiB, &address), Status::OutOfMemory);
+}
+
+TEST_F(BadInputTest, KernelReferencingMoreThanTheDeviceRunsFromHostMemory) {
+  // 1.5 MiB in one launch on a 1 MiB device: what does not fit runs from
+  // its host blocks, the result exact.
+  DevicePtr a = allocate(768 * KiB);
+  DevicePtr b = allocate(768 * KiB);
+  auto data = pattern(768 * KiB, 3);
+  ASSERT_EQ(manager_->copyHostToDevice(a, data.data(), data.size(), 0, true), Status::Success);
+  ASSERT_EQ(transform(a, b, data.size(), 7), Status::Success);
+  auto expected = data;
+  transformReference(data.data(), expected.data(), data.size(), 7);
+  EXPECT_EQ(read(b, data.size()), expected);
+  EXPECT_EQ(read(a, data.size()), data);
+  expectIntact();
+}
+
+TEST_F(BadInputTest, KernelReferencingMoreThanTheDeviceFailsCleanlyWithoutHostMapping) {
+  TearDown();
+  Config config = smallConfig();
+  config.pinnedSwap = false;
+  start(config);
   DevicePtr a = allocate(768 * KiB);
   DevicePtr b = allocate(768 * KiB);
   EXPECT_EQ(transform(a, b, 1024, 0), Status::OutOfMemory);
   device::KernelLaunch unknown;
   unknown.function = 0xbad;
   EXPECT_EQ(manager_->launch(unknown), Status::InvalidHandle);
-  expectIntact();
   EXPECT_EQ(transform(a, a, 768 * KiB, 1), Status::Success); // still usable
 }
 
-TEST_F(BadInputTest, FullSwapBufferIsAnErrorNotALoss) {
+TEST_F(BadInputTest, FullSwapBufferRunsFromHostMemoryAndLosesNothing) {
+  TearDown();
+  Config config = smallConfig();
+  config.swapBufferLimit = 256 * KiB;
+  start(config);
+  // Dirty data beyond device + swap cannot be evicted: a launch that would
+  // need it runs on its pages where they are (device or host blocks), so
+  // every launch succeeds and every result is exact.
+  std::vector<DevicePtr> regions;
+  for (int i = 0; i < 4; ++i) {
+    DevicePtr region = 0;
+    if (!ok(manager_->allocate(320 * KiB, &region))) break;
+    regions.push_back(region);
+  }
+  ASSERT_GE(regions.size(), 3U);
+  for (DevicePtr region : regions)
+    ASSERT_EQ(transform(region, region, 320 * KiB, 1), Status::Success);
+  std::vector<std::uint8_t> zeros(320 * KiB, 0), expected(320 * KiB);
+  transformReference(zeros.data(), expected.data(), expected.size(), 1);
+  for (std::size_t i = 0; i < regions.size(); ++i)
+    EXPECT_EQ(read(regions[i], 320 * KiB), expected) << i;
+}
+
+TEST_F(BadInputTest, FullSwapBufferIsAnErrorNotALossWithoutHostMapping) {
   TearDown();
   Config config = smallConfig();
   config.swapBufferLimit = 256 * KiB;
   config.lazyTransfer = true;
+  config.pinnedSwap = false;
   start(config);
   // Dirty data beyond device + swap cannot be evicted: the launch that would
   // need it fails with out-of-memory and all data stays readable.

@@ -35,7 +35,11 @@ struct HostBuffer {
 
 class Sequence {
 public:
-  Sequence(const Config& config, std::uint64_t seed) : random_(seed), backend_(config), kernels_(backend_) {
+  // Kernels that read through pointer tables in device memory run where
+  // pages stay mapped and nothing promises that pointers are parameters.
+  Sequence(const Config& config, std::uint64_t seed)
+      : random_(seed), backend_(config), kernels_(backend_),
+        indirect_(config.pinnedSwap && !config.pointersInParameters) {
     if (std::getenv("MQX_TEST_VERBOSE") != nullptr || std::getenv("MQX_TEST_LOG") != nullptr)
       setLogLevel(LogLevel::Debug);
     manager_ = std::make_unique<MemoryManager>(config, backend_);
@@ -100,7 +104,8 @@ private:
     if (choice < 44) return copyToHost();
     if (choice < 54) return copyOnDevice();
     if (choice < 64) return memset();
-    if (choice < 82) return transform();
+    if (choice < 78) return transform();
+    if (choice < 82 && indirect_) return indirectTransform();
     if (choice < 90) return xorStruct();
     return touchHostBuffer();
   }
@@ -249,6 +254,40 @@ private:
     return ok(status) ? std::string{} : "launch transform: " + std::string(toString(status));
   }
 
+  // A kernel whose operands are named only by a table in device memory,
+  // written there by a (lazy) host-to-device copy.
+  std::string indirectTransform() {
+    DevicePtr table = anyRegion();
+    DevicePtr in = anyRegion();
+    DevicePtr out = anyRegion();
+    if (table == in || table == out || model_[table].size() < sizeof(IndirectTable)) return {};
+    auto& source = model_[in];
+    auto& target = model_[out];
+    const std::size_t offsetIn = pick(3) == 0 ? pick(source.size()) : 0;
+    const std::size_t offsetOut = in == out ? offsetIn : (pick(3) == 0 ? pick(target.size()) : 0);
+    const std::uint64_t n = std::min(source.size() - offsetIn, target.size() - offsetOut);
+    const IndirectTable entry{reinterpret_cast<std::uint8_t*>(in + offsetIn),
+                              reinterpret_cast<std::uint8_t*>(out + offsetOut), n, random_() & 0xFF};
+    HostBuffer& buffer = newBuffer(sizeof entry);
+    std::memcpy(buffer.data, &entry, sizeof entry);
+    std::memcpy(model_[table].data(), &entry, sizeof entry);
+    trace("table", table, sizeof entry, 0);
+    Status status = manager_->copyHostToDevice(table, buffer.data, sizeof entry, useStream(), pick(2) == 0);
+    if (!ok(status)) return "copyHostToDevice (table): " + std::string(toString(status));
+    transformReference(model_[in].data() + offsetIn, model_[out].data() + offsetOut, n,
+                       static_cast<std::uint8_t>(entry.seed));
+    trace("indirect-in", in + offsetIn, n, 0);
+    trace("indirect-out", out + offsetOut, n, 0);
+    void* tablePointer = reinterpret_cast<void*>(table);
+    void* params[] = {&tablePointer};
+    device::KernelLaunch launch;
+    launch.function = kernels_.indirectTransform;
+    launch.stream = useStream();
+    launch.params = params;
+    status = manager_->launch(launch);
+    return ok(status) ? std::string{} : "launch indirect transform: " + std::string(toString(status));
+  }
+
   std::string xorStruct() {
     DevicePtr source = anyRegion();
     DevicePtr target = anyRegion();
@@ -300,6 +339,7 @@ private:
   std::mt19937_64 random_;
   device::SimBackend backend_;
   SimKernels kernels_;
+  bool indirect_;
   std::unique_ptr<MemoryManager> manager_;
   std::vector<StreamHandle> streams_;
   StreamHandle current_ = 0;
@@ -387,6 +427,7 @@ const std::vector<Variant>& ablations() {
       {"NoPage", [](Config& c) { c.pageCoherence = false; }},
       {"ScanOnly", [](Config& c) { c.referenceDetection = ReferenceDetection::Scan; }},
       {"UnpinnedSwap", [](Config& c) { c.pinnedSwap = false; }},
+      {"PointersInParameters", [](Config& c) { c.pointersInParameters = true; }},
   };
   return variants;
 }
@@ -400,7 +441,7 @@ TEST_P(DifferentialAblations, MatchesUnlimitedReference) {
   runVariant(config, variant.name, 50000 + 1000 * GetParam());
 }
 
-INSTANTIATE_TEST_SUITE_P(Ablations, DifferentialAblations, ::testing::Range<std::size_t>(0, 7),
+INSTANTIATE_TEST_SUITE_P(Ablations, DifferentialAblations, ::testing::Range<std::size_t>(0, 8),
                          [](const auto& info) { return std::string(ablations()[info.param].name); });
 
 } // namespace

@@ -17,7 +17,7 @@ TEST_F(ManagerTest, HostToDeviceCopyIsLazyUntilAKernelReadsIt) {
   DevicePtr out = allocate(data.size());
   ASSERT_EQ(manager_->copyHostToDevice(in, data.data(), data.size(), 0, true), Status::Success);
   EXPECT_EQ(manager_->statistics().bytesToDevice, 0U);
-  EXPECT_EQ(backend_->mappedBytes(), 0U); // nothing backed yet
+  EXPECT_EQ(backend_->transferTotals().bytesToDevice, 0U); // nothing moved yet
   manager_->advise(in, Access::Input);
   manager_->advise(out, Access::Output);
   ASSERT_EQ(transform(in, out, data.size(), 5), Status::Success);

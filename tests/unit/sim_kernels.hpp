@@ -27,9 +27,19 @@ inline void xorReference(const std::uint8_t* source, std::uint8_t* target, std::
     target[i] ^= source[i];
 }
 
+// A pointer table in device memory: what batched BLAS and gather kernels
+// read their operands through. Only the table's address is a parameter.
+struct IndirectTable {
+  std::uint8_t* source;
+  std::uint8_t* target;
+  std::uint64_t n;
+  std::uint64_t seed;
+};
+
 struct SimKernels {
   FunctionHandle transform;
   FunctionHandle xorStruct;
+  FunctionHandle indirectTransform; // transform(table->source, table->target) through a table
 
   explicit SimKernels(device::SimBackend& backend) {
     transform = backend.registerKernel(
@@ -48,6 +58,13 @@ struct SimKernels {
           xorReference(arguments.source, arguments.target, arguments.n);
         },
         {{0, sizeof(XorArguments)}});
+    indirectTransform = backend.registerKernel(
+        [](const device::SimKernelContext&, void** params) {
+          IndirectTable table;
+          std::memcpy(&table, *static_cast<const void**>(params[0]), sizeof table);
+          transformReference(table.source, table.target, table.n, static_cast<std::uint8_t>(table.seed));
+        },
+        {{0, 8}});
   }
 };
 

@@ -14,7 +14,7 @@ StreamHandle toHandle(CUstream stream) { return reinterpret_cast<StreamHandle>(s
 } // namespace
 
 CudaBackend::CudaBackend(const DriverApi& api, CUcontext context, CUdevice device, const CudaBackendOptions& options)
-    : api_(api), context_(context), device_(device), mappings_(api, device),
+    : api_(api), context_(context), device_(device), mappings_(api, device), hostBlocks_(api, device),
       fences_(api, options.fenceCoalesceMicroseconds), staging_(api, options.staging), layouts_(api) {}
 
 CudaBackend::~CudaBackend() = default;
@@ -52,6 +52,7 @@ Status CudaBackend::initialise() {
     return Status::NotSupported;
   }
   MQX_TRY(check("cuMemGetAllocationGranularity", toCuResult(mappings_.queryGranularity(&granularity_))));
+  hostBlocksSupported_ = ok(hostBlocks_.probe());
   MQX_TRY(check("cuStreamCreate", createStream(api_, CU_STREAM_NON_BLOCKING, &toDevice_)));
   MQX_TRY(check("cuStreamCreate", createStream(api_, CU_STREAM_NON_BLOCKING, &toHost_)));
   MQX_TRY(check("cuEventCreate", createEvent(api_, CU_EVENT_DISABLE_TIMING, &orderEvent_)));
@@ -90,6 +91,23 @@ Status CudaBackend::unmap(DevicePtr address, std::size_t bytes) {
   return mappings_.unmap(address, bytes);
 }
 
+Status CudaBackend::createHostBlocks(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks) {
+  if (!hostBlocksSupported_) return Status::NotSupported;
+  ContextGuard guard(api_, context_);
+  return hostBlocks_.create(bytes, count, blocks);
+}
+
+void CudaBackend::destroyHostBlocks(const std::vector<HostBlock>& blocks) {
+  ContextGuard guard(api_, context_);
+  hostBlocks_.destroy(blocks);
+}
+
+Status CudaBackend::mapHost(DevicePtr address, const HostBlock& block) {
+  ContextGuard guard(api_, context_);
+  return mappings_.mapHost(address, block.bytes, static_cast<CUmemGenericAllocationHandle>(block.handle),
+                           hostBlocks_.deviceAccess());
+}
+
 Status CudaBackend::allocateHost(std::size_t bytes, void** out) {
   ContextGuard guard(api_, context_);
   // Portable: the swap buffer serves every context of the process.
@@ -113,6 +131,12 @@ bool CudaBackend::isPinned(const void* pointer) const {
 Status CudaBackend::copyToDevice(DevicePtr destination, const void* source, std::size_t bytes, StreamHandle stream,
                                  bool hostIsPinned) {
   ContextGuard guard(api_, context_);
+  // A host block is reached through its device-visible view: unified
+  // addressing, DMA at the pinned rate.
+  if (hostBlocks_.contains(source)) {
+    return check("cuMemcpyAsync",
+                 api_.cuMemcpyAsync(destination, reinterpret_cast<CUdeviceptr>(source), bytes, toStream(stream)));
+  }
   if (hostIsPinned || isPinned(source)) {
     return check("cuMemcpyHtoDAsync", api_.cuMemcpyHtoDAsync_v2(destination, source, bytes, toStream(stream)));
   }
@@ -122,6 +146,10 @@ Status CudaBackend::copyToDevice(DevicePtr destination, const void* source, std:
 Status CudaBackend::copyToHost(void* destination, DevicePtr source, std::size_t bytes, StreamHandle stream,
                                bool hostIsPinned) {
   ContextGuard guard(api_, context_);
+  if (hostBlocks_.contains(destination)) {
+    return check("cuMemcpyAsync",
+                 api_.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(destination), source, bytes, toStream(stream)));
+  }
   if (hostIsPinned || isPinned(destination)) {
     return check("cuMemcpyDtoHAsync", api_.cuMemcpyDtoHAsync_v2(destination, source, bytes, toStream(stream)));
   }

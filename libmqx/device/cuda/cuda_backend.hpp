@@ -22,6 +22,7 @@
 #include "device/cuda/driver_api.hpp"
 #include "device/cuda/driver_handles.hpp"
 #include "device/cuda/fence_table.hpp"
+#include "device/cuda/host_blocks.hpp"
 #include "device/cuda/param_layout_cache.hpp"
 #include "device/cuda/staging_ring.hpp"
 #include "device/device_backend.hpp"
@@ -51,6 +52,10 @@ public:
   Status release(DevicePtr base, std::size_t bytes) override;
   Status map(DevicePtr address, std::size_t bytes) override;
   Status unmap(DevicePtr address, std::size_t bytes) override;
+
+  Status createHostBlocks(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks) override;
+  void destroyHostBlocks(const std::vector<HostBlock>& blocks) override;
+  Status mapHost(DevicePtr address, const HostBlock& block) override;
 
   Status allocateHost(std::size_t bytes, void** out) override;
   void freeHost(void* pointer, std::size_t bytes) override;
@@ -95,6 +100,8 @@ private:
   std::size_t granularity_ = 0;
   std::size_t totalMemory_ = 0;
   DeviceMappings mappings_;
+  HostBlocks hostBlocks_;
+  bool hostBlocksSupported_ = false;
   FenceTable fences_;
   StagingRing staging_;
   ParamLayoutCache layouts_;

@@ -97,6 +97,22 @@ Status DeviceMappings::map(DevicePtr address, std::size_t bytes) {
   return Status::Success;
 }
 
+Status DeviceMappings::mapHost(DevicePtr address, std::size_t bytes, CUmemGenericAllocationHandle block,
+                               const CUmemAccessDesc& access) {
+  std::lock_guard lock(mutex_);
+  CUresult result = api_.cuMemMap(address, bytes, 0, block, 0);
+  if (result == CUDA_SUCCESS) {
+    result = api_.cuMemSetAccess(address, bytes, &access, 1);
+    if (result != CUDA_SUCCESS) api_.cuMemUnmap(address, bytes);
+  }
+  if (result != CUDA_SUCCESS) {
+    log(LogLevel::Warn, "{}", api_.describe("cuMemMap (host block)", result));
+    return toStatus(result);
+  }
+  mappings_[address] = Mapping{bytes, 0, nullptr};
+  return Status::Success;
+}
+
 Status DeviceMappings::cut(DevicePtr start, DevicePtr cutBegin, DevicePtr cutEnd) {
   Mapping mapping = mappings_.at(start);
   DevicePtr end = start + mapping.bytes;
@@ -132,6 +148,12 @@ Status DeviceMappings::unmapLocked(DevicePtr address, std::size_t bytes) {
   Status result = Status::Success;
   for (DevicePtr start : overlapping) {
     const Mapping& mapping = mappings_.at(start);
+    if (mapping.physical == nullptr) { // a host block: only ever unmapped whole
+      const CUresult unmapped = api_.cuMemUnmap(start, mapping.bytes);
+      if (unmapped != CUDA_SUCCESS) result = toStatus(unmapped);
+      mappings_.erase(start);
+      continue;
+    }
     bool whole = start >= address && start + mapping.bytes <= end;
     if (!whole && !warnedSplit_) {
       warnedSplit_ = true;

@@ -36,6 +36,10 @@ public:
   // Unmaps what is still mapped inside, then frees the range.
   Status release(DevicePtr base, std::size_t bytes);
   Status map(DevicePtr address, std::size_t bytes);
+  // Maps a host block (HostBlocks) under [address, address + bytes); the
+  // block stays its owner's. unmap() takes it away whole.
+  Status mapHost(DevicePtr address, std::size_t bytes, CUmemGenericAllocationHandle block,
+                 const CUmemAccessDesc& access);
   Status unmap(DevicePtr address, std::size_t bytes);
 
   std::size_t mappedBytes() const;
@@ -51,7 +55,7 @@ private:
   struct Mapping {
     std::size_t bytes = 0;
     std::size_t offset = 0;
-    std::shared_ptr<Physical> physical;
+    std::shared_ptr<Physical> physical; // null for a host block
   };
 
   CUmemAllocationProp allocationProperties() const;

@@ -3,6 +3,7 @@
 #include <initializer_list>
 #include <signal.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -36,6 +37,7 @@ SimBackend::SimBackend(const Config& config)
 SimBackend::~SimBackend() {
   // Streams first: their workers may still be touching mappings.
   streams_.clear();
+  hostChunks_.clear();
   for (const auto& [base, bytes] : reservations_)
     ::munmap(toPointer(base), bytes);
 }
@@ -139,23 +141,26 @@ Status SimBackend::release(DevicePtr base, std::size_t bytes) {
   return Status::Success;
 }
 
+bool SimBackend::mappableLocked(DevicePtr address, std::size_t bytes) const {
+  auto reservation = reservations_.upper_bound(address);
+  if (reservation == reservations_.begin()) return false;
+  --reservation;
+  if (address + bytes > reservation->first + reservation->second) return false;
+  auto next = mappings_.lower_bound(address);
+  if (next != mappings_.end() && next->first < address + bytes) return false;
+  return next == mappings_.begin() || std::prev(next)->first + std::prev(next)->second.bytes <= address;
+}
+
 Status SimBackend::map(DevicePtr address, std::size_t bytes) {
   if (bytes == 0 || address % granularity_ != 0 || bytes % granularity_ != 0) return Status::InvalidValue;
   std::lock_guard lock(mutex_);
-  auto reservation = reservations_.upper_bound(address);
-  if (reservation == reservations_.begin()) return Status::InvalidValue;
-  --reservation;
-  if (address + bytes > reservation->first + reservation->second) return Status::InvalidValue;
-  auto next = mappings_.lower_bound(address);
-  if (next != mappings_.end() && next->first < address + bytes) return Status::InvalidValue;
-  if (next != mappings_.begin() && std::prev(next)->first + std::prev(next)->second > address)
-    return Status::InvalidValue;
+  if (!mappableLocked(address, bytes)) return Status::InvalidValue;
   if (mapped_ + bytes > capacity_) return Status::OutOfMemory;
   void* result =
       ::mmap(toPointer(address), bytes, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (result == MAP_FAILED) return Status::OutOfMemory;
   std::memset(result, kPoison, bytes);
-  mappings_[address] = bytes;
+  mappings_[address] = Mapping{bytes, false};
   mapped_ += bytes;
   return Status::Success;
 }
@@ -163,13 +168,68 @@ Status SimBackend::map(DevicePtr address, std::size_t bytes) {
 Status SimBackend::unmap(DevicePtr address, std::size_t bytes) {
   std::lock_guard lock(mutex_);
   auto it = mappings_.find(address);
-  if (it == mappings_.end() || it->second != bytes) return Status::InvalidValue;
+  if (it == mappings_.end() || it->second.bytes != bytes) return Status::InvalidValue;
   // Replace with an inaccessible mapping: the memory goes back to the system
-  // and the range stays reserved.
+  // (a host block stays its owner's) and the range stays reserved.
   ::mmap(toPointer(address), bytes, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  (it->second.host ? hostMapped_ : mapped_) -= bytes;
   mappings_.erase(it);
-  mapped_ -= bytes;
   return Status::Success;
+}
+
+SimBackend::HostChunk::~HostChunk() {
+  if (view != nullptr) ::munmap(view, bytes);
+  if (file >= 0) ::close(file);
+}
+
+Status SimBackend::createHostBlocks(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks) {
+  if (bytes == 0 || count == 0 || bytes % granularity_ != 0 || blocks == nullptr) return Status::InvalidValue;
+  if (faults_.failHostAllocations) {
+    ++hostAllocationsRefused_;
+    return Status::OutOfMemory;
+  }
+  auto chunk = std::make_unique<HostChunk>();
+  chunk->bytes = bytes * count;
+  chunk->file = ::memfd_create("mqx-sim-host-blocks", MFD_CLOEXEC);
+  if (chunk->file < 0 || ::ftruncate(chunk->file, static_cast<off_t>(chunk->bytes)) != 0) return Status::OutOfMemory;
+  void* view = ::mmap(nullptr, chunk->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, chunk->file, 0);
+  if (view == MAP_FAILED) return Status::OutOfMemory;
+  chunk->view = static_cast<std::byte*>(view);
+  chunk->blocksLeft = count;
+  std::lock_guard lock(mutex_);
+  const std::uint64_t handle = nextHostChunk_++;
+  blocks->clear();
+  for (std::size_t i = 0; i < count; ++i)
+    blocks->push_back(HostBlock{handle, i * bytes, chunk->view + i * bytes, bytes});
+  hostChunks_.emplace(handle, std::move(chunk));
+  return Status::Success;
+}
+
+void SimBackend::destroyHostBlocks(const std::vector<HostBlock>& blocks) {
+  std::lock_guard lock(mutex_);
+  for (const HostBlock& block : blocks) {
+    auto it = hostChunks_.find(block.handle);
+    if (it != hostChunks_.end() && --it->second->blocksLeft == 0) hostChunks_.erase(it);
+  }
+}
+
+Status SimBackend::mapHost(DevicePtr address, const HostBlock& block) {
+  if (block.bytes == 0 || address % granularity_ != 0) return Status::InvalidValue;
+  std::lock_guard lock(mutex_);
+  auto chunk = hostChunks_.find(block.handle);
+  if (chunk == hostChunks_.end() || block.offset + block.bytes > chunk->second->bytes) return Status::InvalidValue;
+  if (!mappableLocked(address, block.bytes)) return Status::InvalidValue;
+  void* result = ::mmap(toPointer(address), block.bytes, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_SHARED,
+                        chunk->second->file, static_cast<off_t>(block.offset));
+  if (result == MAP_FAILED) return Status::OutOfMemory;
+  mappings_[address] = Mapping{block.bytes, true};
+  hostMapped_ += block.bytes;
+  return Status::Success;
+}
+
+std::size_t SimBackend::hostMappedBytes() const {
+  std::lock_guard lock(mutex_);
+  return hostMapped_;
 }
 
 void SimBackend::injectFaults(const SimFaults& faults) { faults_ = faults; }
@@ -213,8 +273,8 @@ bool SimBackend::rangeMapped(DevicePtr address, std::size_t bytes) const {
   if (it == mappings_.begin()) return false;
   --it;
   while (cursor < end) {
-    if (it == mappings_.end() || it->first > cursor || it->first + it->second <= cursor) return false;
-    cursor = it->first + it->second;
+    if (it == mappings_.end() || it->first > cursor || it->first + it->second.bytes <= cursor) return false;
+    cursor = it->first + it->second.bytes;
     ++it;
   }
   return true;

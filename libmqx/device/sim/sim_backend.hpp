@@ -82,6 +82,12 @@ public:
   Status map(DevicePtr address, std::size_t bytes) override;
   Status unmap(DevicePtr address, std::size_t bytes) override;
 
+  Status createHostBlocks(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks) override;
+  void destroyHostBlocks(const std::vector<HostBlock>& blocks) override;
+  Status mapHost(DevicePtr address, const HostBlock& block) override;
+  // Bytes of host blocks mapped under device ranges right now.
+  std::size_t hostMappedBytes() const;
+
   Status allocateHost(std::size_t bytes, void** out) override;
   void freeHost(void* pointer, std::size_t bytes) override;
 
@@ -115,6 +121,9 @@ private:
 
   SimStream* streamFor(StreamHandle handle, std::uint32_t* fenceSlot = nullptr);
   bool rangeMapped(DevicePtr address, std::size_t bytes) const;
+  // Checks that [address, address + bytes) lies in a reservation and maps
+  // nothing yet (mutex_ held).
+  bool mappableLocked(DevicePtr address, std::size_t bytes) const;
   void charge(std::uint64_t bytes, double gigabytesPerSecond, std::uint64_t SimTransferTotals::*counter,
               double SimTransferTotals::*seconds);
 
@@ -126,8 +135,27 @@ private:
 
   mutable std::mutex mutex_;
   std::map<DevicePtr, std::size_t> reservations_; // base -> bytes
-  std::map<DevicePtr, std::size_t> mappings_;     // address -> bytes
-  std::size_t mapped_ = 0;
+  // One mapping under a reserved range: device memory (counted against the
+  // capacity) or a host block.
+  struct Mapping {
+    std::size_t bytes = 0;
+    bool host = false;
+  };
+  std::map<DevicePtr, Mapping> mappings_; // by address
+  std::size_t mapped_ = 0;                // device bytes
+  std::size_t hostMapped_ = 0;
+  // Host blocks: a shared-memory file per createHostBlocks call, mapped
+  // once for the CPU (the blocks' `host`) and again under device ranges by
+  // mapHost, as cuMemCreate'd host memory is on the GPU.
+  struct HostChunk {
+    int file = -1;
+    std::byte* view = nullptr;
+    std::size_t bytes = 0;
+    std::size_t blocksLeft = 0; // destroyed with its last block
+    ~HostChunk();
+  };
+  std::map<std::uint64_t, std::unique_ptr<HostChunk>> hostChunks_;
+  std::uint64_t nextHostChunk_ = 1;
   std::unordered_map<StreamHandle, StreamRecord> streams_;
   StreamHandle nextStream_ = 0x5100;
   std::unordered_map<FunctionHandle, Kernel> kernels_;

@@ -1,0 +1,128 @@
+#include "device/cuda/host_blocks.hpp"
+
+#include "common/log.hpp"
+#include "device/cuda/cu_status.hpp"
+
+namespace mqx::device::cuda {
+
+HostBlocks::HostBlocks(const DriverApi& api, CUdevice device) : api_(api), device_(device) {}
+
+HostBlocks::~HostBlocks() {
+  std::lock_guard lock(mutex_);
+  for (auto& [view, chunk] : chunks_)
+    releaseChunk(chunk);
+}
+
+CUmemAllocationProp HostBlocks::properties() const {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location = hostLocation_;
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  return prop;
+}
+
+CUmemAccessDesc HostBlocks::deviceAccess() const {
+  CUmemAccessDesc access{};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = device_;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  return access;
+}
+
+Status HostBlocks::probe() {
+  // The device's own NUMA node where the driver reports one (host memory
+  // near the GPU), else node 0, else host memory anywhere.
+  int numaNode = -1;
+  if (api_.cuDeviceGetAttribute(&numaNode, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, device_) != CUDA_SUCCESS || numaNode < 0)
+    numaNode = 0;
+  const CUmemLocation candidates[] = {{CU_MEM_LOCATION_TYPE_HOST_NUMA, numaNode}, {CU_MEM_LOCATION_TYPE_HOST, 0}};
+  std::size_t granularity = 0;
+  for (const CUmemLocation& location : candidates) {
+    hostLocation_ = location;
+    std::vector<HostBlock> trial;
+    CUmemAllocationProp prop = properties();
+    if (api_.cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS)
+      continue;
+    if (ok(create(granularity, 1, &trial))) {
+      destroy(trial);
+      log(LogLevel::Info, "host blocks: {} (node {})",
+          location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA ? "host NUMA memory" : "host memory", location.id);
+      return Status::Success;
+    }
+  }
+  log(LogLevel::Warn, "host-located memory cannot be mapped under device ranges here: evicted pages stay unmapped");
+  return Status::NotSupported;
+}
+
+Status HostBlocks::create(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks) {
+  if (bytes == 0 || count == 0 || blocks == nullptr) return Status::InvalidValue;
+  Chunk chunk;
+  chunk.bytes = bytes * count;
+  chunk.blockBytes = bytes;
+  CUresult result = api_.cuMemAddressReserve(&chunk.view, chunk.bytes, 0, 0, 0);
+  if (result != CUDA_SUCCESS) return toStatus(result);
+  CUmemAllocationProp prop = properties();
+  // The device and the CPU both reach the view.
+  CUmemAccessDesc access[2] = {deviceAccess(), {}};
+  access[1].location = hostLocation_;
+  access[1].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  for (std::size_t i = 0; i < count && result == CUDA_SUCCESS; ++i) {
+    PhysicalMemory block;
+    result = createPhysical(api_, bytes, prop, &block);
+    if (result != CUDA_SUCCESS) break;
+    const CUdeviceptr at = chunk.view + i * bytes;
+    result = api_.cuMemMap(at, bytes, 0, block.get(), 0);
+    if (result == CUDA_SUCCESS) {
+      chunk.blocks.push_back(std::move(block));
+      result = api_.cuMemSetAccess(at, bytes, access, 2);
+    }
+  }
+  if (result != CUDA_SUCCESS) {
+    if (result != CUDA_ERROR_OUT_OF_MEMORY) log(LogLevel::Debug, "{}", api_.describe("host block", result));
+    releaseChunk(chunk);
+    return toStatus(result);
+  }
+  blocks->clear();
+  for (std::size_t i = 0; i < count; ++i)
+    blocks->push_back(HostBlock{chunk.blocks[i].get(), 0, reinterpret_cast<std::byte*>(chunk.view + i * bytes), bytes});
+  chunk.blocksLeft = count;
+  std::lock_guard lock(mutex_);
+  chunks_.emplace(chunk.view, std::move(chunk));
+  return Status::Success;
+}
+
+void HostBlocks::releaseChunk(Chunk& chunk) {
+  // Blocks map at the view's start in order; a failed create may have left
+  // its last block unmapped, which cuMemUnmap then refuses harmlessly.
+  for (std::size_t i = 0; i < chunk.blocks.size(); ++i)
+    api_.cuMemUnmap(chunk.view + i * chunk.blockBytes, chunk.blockBytes);
+  chunk.blocks.clear(); // releases the physical memory
+  if (chunk.view != 0) api_.cuMemAddressFree(chunk.view, chunk.bytes);
+  chunk.view = 0;
+}
+
+void HostBlocks::destroy(const std::vector<HostBlock>& blocks) {
+  std::lock_guard lock(mutex_);
+  for (const HostBlock& block : blocks) {
+    const auto at = reinterpret_cast<CUdeviceptr>(block.host);
+    auto it = chunks_.upper_bound(at);
+    if (it == chunks_.begin()) continue;
+    --it;
+    if (at >= it->first + it->second.bytes) continue;
+    if (--it->second.blocksLeft == 0) {
+      releaseChunk(it->second);
+      chunks_.erase(it);
+    }
+  }
+}
+
+bool HostBlocks::contains(const void* pointer) const {
+  const auto at = reinterpret_cast<CUdeviceptr>(pointer);
+  std::lock_guard lock(mutex_);
+  auto it = chunks_.upper_bound(at);
+  if (it == chunks_.begin()) return false;
+  --it;
+  return at < it->first + it->second.bytes;
+}
+
+} // namespace mqx::device::cuda

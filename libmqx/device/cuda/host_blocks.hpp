@@ -1,0 +1,62 @@
+// HostBlocks: host-located physical memory (cuMemCreate with a host
+// location) for pages that are not resident (docs/architecture.md, "every
+// page always mapped"). Each block is one physical allocation, since
+// cuMemMap maps an allocation from its start only; a chunk of blocks shares
+// one reserved view range, mapped with access for the device and the CPU, so
+// that the CPU reads and writes the blocks through ordinary pointers and DMA
+// reaches them at the pinned rate. DeviceMappings maps a block a second time
+// under a page of the application's range.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "common/status.hpp"
+#include "device/cuda/driver_api.hpp"
+#include "device/cuda/driver_handles.hpp"
+#include "device/device_backend.hpp"
+
+namespace mqx::device::cuda {
+
+class HostBlocks {
+public:
+  HostBlocks(const DriverApi& api, CUdevice device);
+  ~HostBlocks();
+  HostBlocks(const HostBlocks&) = delete;
+  HostBlocks& operator=(const HostBlocks&) = delete;
+
+  // Finds the host location the driver accepts (a host NUMA node, else any
+  // host memory) and whether the CPU may be given access. NotSupported when
+  // neither works: the core then leaves evicted pages unmapped.
+  Status probe();
+  Status create(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks);
+  void destroy(const std::vector<HostBlock>& blocks);
+  // Whether `pointer` lies in a block (copies to and from blocks go through
+  // unified addressing, not the pinned-host-pointer calls).
+  bool contains(const void* pointer) const;
+  // The access descriptors for a second mapping of a block under a page:
+  // the device reads and writes it.
+  CUmemAccessDesc deviceAccess() const;
+
+private:
+  struct Chunk {
+    CUdeviceptr view = 0;
+    std::size_t bytes = 0;      // the view's
+    std::size_t blockBytes = 0; // each block's
+    std::vector<PhysicalMemory> blocks;
+    std::size_t blocksLeft = 0;
+  };
+  CUmemAllocationProp properties() const;
+  void releaseChunk(Chunk& chunk);
+
+  const DriverApi& api_;
+  CUdevice device_;
+  CUmemLocation hostLocation_{};
+  mutable std::mutex mutex_;
+  std::map<CUdeviceptr, Chunk> chunks_; // by view address
+};
+
+} // namespace mqx::device::cuda
