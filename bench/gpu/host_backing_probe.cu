@@ -129,8 +129,8 @@ int main() {
   CUresult attribute = cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, pageRange);
   record("pointer_attribute_result", std::to_string(attribute));
   record("pointer_memory_type", std::to_string(type));
-  std::vector<unsigned> host(words, 3);
-  record("htod_into_host_mapped_page", step(cuMemcpyHtoD(pageRange, host.data(), page), "cuMemcpyHtoD host-mapped") ? "true" : "false");
+  std::vector<unsigned> hostWords(words, 3);
+  record("htod_into_host_mapped_page", step(cuMemcpyHtoD(pageRange, hostWords.data(), page), "cuMemcpyHtoD host-mapped") ? "true" : "false");
 
   // A graph memcpy node whose destination is the host-mapped page.
   {
@@ -138,7 +138,7 @@ int main() {
     cuGraphCreate(&graph, 0);
     CUDA_MEMCPY3D copy{};
     copy.srcMemoryType = CU_MEMORYTYPE_HOST;
-    copy.srcHost = host.data();
+    copy.srcHost = hostWords.data();
     copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
     copy.dstDevice = pageRange;
     copy.WidthInBytes = page;
@@ -161,11 +161,11 @@ int main() {
   CUstream stream = nullptr;
   cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING);
   for (std::size_t i = 0; i < words; ++i)
-    host[i] = static_cast<unsigned>(i ^ 0x55);
+    hostWords[i] = static_cast<unsigned>(i ^ 0x55);
   expected = 0;
-  for (unsigned value : host)
+  for (unsigned value : hostWords)
     expected += value;
-  cuMemcpyHtoD(pageRange, host.data(), page);
+  cuMemcpyHtoD(pageRange, hostWords.data(), page);
   start = now();
   bool remapped = step(cuMemUnmap(pageRange, page), "unmap host") &&
                   step(cuMemCreate(&deviceBlock, page, &onDevice, 0), "create device") &&

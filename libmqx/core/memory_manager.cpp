@@ -810,6 +810,32 @@ Status MemoryManager::launch(const device::KernelLaunch& launch) {
   return s.run(work, launch.stream, false);
 }
 
+Status MemoryManager::launchUnknown(StreamHandle stream, const std::function<Status()>& submit) {
+  LockScope scope(state_->mutex);
+  auto& s = *state_;
+  trace::TraceSpan span(s.trace.get(), "launch (references unknown)", "launch", trace::kCurrentThreadTrack);
+  s.residency.poll();
+  ++s.stats.launches;
+  std::vector<RegionReference> references;
+  DeviceWork work;
+  if (s.residency.mapsHost()) {
+    work.reachesEveryPage = true;
+    s.prepareEveryPage(references, work);
+  } else {
+    const std::uint64_t now = s.residency.tick();
+    s.directory.forEach([&](Region& region) {
+      region.lastUse = now;
+      for (std::uint32_t i = 0; i < region.pageCount(); ++i) {
+        work.uses.push_back({&region, i, Access::Both});
+        work.written.emplace_back(&region, i);
+      }
+    });
+  }
+  work.operations.push_back(submit);
+  work.usesUnique = true;
+  return s.run(work, stream, false);
+}
+
 void MemoryManager::prepareHostWrite(void* address, std::size_t bytes) {
   LockScope scope(state_->mutex);
   state_->prepareHostWrite(reinterpret_cast<std::uintptr_t>(address), bytes);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -77,6 +78,12 @@ public:
   // all regions), makes them resident, launches through the backend and pins
   // them until the launch completes.
   Status launch(const device::KernelLaunch& launch);
+  // Device work whose references are not known, enqueued on `stream` by
+  // `submit` (a CUDA graph's launch): every page it may reach is prepared
+  // (resident pages valid, pending pages' bytes in their host blocks) and
+  // none moves until the work completes. Without host blocks, every region is
+  // made resident first.
+  Status launchUnknown(StreamHandle stream, const std::function<Status()>& submit);
 
   // Before the application's host memory [address, address + bytes) is
   // written by anyone but the application itself (a device-to-host copy the

@@ -16,7 +16,7 @@ template <typename PassThrough>
 CUresult hostToDevice(const char* call, CUdeviceptr destination, const void* source, std::size_t bytes, Order order,
                       PassThrough passThrough) {
   MemoryManager* manager = Runtime::instance().manager();
-  if (manager == nullptr || !manager->isManaged(destination)) return passThrough();
+  if (manager == nullptr || capturing(order.stream) || !manager->isManaged(destination)) return passThrough();
   return guarded(call, [&] {
     return managedResult(call, manager->copyHostToDevice(destination, source, bytes, order.stream, order.synchronous));
   });
@@ -26,7 +26,7 @@ template <typename PassThrough>
 CUresult deviceToHost(const char* call, void* destination, CUdeviceptr source, std::size_t bytes, Order order,
                       PassThrough passThrough) {
   MemoryManager* manager = Runtime::instance().manager();
-  if (manager == nullptr) return passThrough();
+  if (manager == nullptr || capturing(order.stream)) return passThrough();
   return guarded(call, [&] {
     // Both paths write host memory without faulting (DMA, or mqx's staging
     // threads): protection goes first.
@@ -40,7 +40,7 @@ template <typename PassThrough>
 CUresult deviceToDevice(const char* call, CUdeviceptr destination, CUdeviceptr source, std::size_t bytes, Order order,
                         PassThrough passThrough) {
   MemoryManager* manager = Runtime::instance().manager();
-  if (manager == nullptr || (!manager->isManaged(destination) && !manager->isManaged(source))) return passThrough();
+  if (manager == nullptr || capturing(order.stream) || (!manager->isManaged(destination) && !manager->isManaged(source))) return passThrough();
   return guarded(call, [&] {
     return managedResult(call,
                          manager->copyDeviceToDevice(destination, source, bytes, order.stream, order.synchronous));
@@ -52,7 +52,7 @@ template <typename PassThrough>
 CUresult unified(const char* call, CUdeviceptr destination, CUdeviceptr source, std::size_t bytes, Order order,
                  PassThrough passThrough) {
   MemoryManager* manager = Runtime::instance().manager();
-  if (manager == nullptr) return passThrough();
+  if (manager == nullptr || capturing(order.stream)) return passThrough();
   return guarded(call, [&] {
     bool managedTo = manager->isManaged(destination);
     bool managedFrom = manager->isManaged(source);

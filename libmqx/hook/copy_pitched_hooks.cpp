@@ -97,7 +97,7 @@ CopyShape shapeOf(const CUDA_MEMCPY3D& copy) {
 template <typename Descriptor, typename PassThrough>
 CUresult copyPitched(const char* call, const Descriptor* copy, Order order, PassThrough passThrough) {
   MemoryManager* manager = Runtime::instance().manager();
-  if (manager == nullptr || copy == nullptr) return passThrough();
+  if (manager == nullptr || capturing(order.stream) || copy == nullptr) return passThrough();
   return guarded(call, [&] {
     CopyShape shape = shapeOf(*copy);
     Endpoint from = endpoint(*manager, copy->srcMemoryType, copy->srcHost, copy->srcDevice, shape.source, shape.width,

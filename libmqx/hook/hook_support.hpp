@@ -69,6 +69,16 @@ struct Order {
   bool synchronous;
 };
 inline Order blocking(bool perThread) noexcept { return Order{streamOf(nullptr, perThread), true}; }
+
+// Whether `stream` is capturing a graph. Work on a capturing stream is not
+// executed but recorded: it passes through to the driver unchanged (mqx puts
+// nothing of its own into a capture: no loads, waits or fences), and the
+// graph's launch (cuGraphLaunch) later prepares every page it may reach.
+inline bool capturing(StreamHandle stream) noexcept {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return callReal(&DriverApi::cuStreamIsCapturing, reinterpret_cast<CUstream>(stream), &status) == CUDA_SUCCESS &&
+         status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
 inline Order async(CUstream stream, bool perThread) noexcept { return Order{streamOf(stream, perThread), false}; }
 
 } // namespace mqx::hook

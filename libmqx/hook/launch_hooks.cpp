@@ -5,6 +5,7 @@
 // are presented to the core as kernelParams pointing into that buffer.
 // Kernels declared resizable are launched with the launch service's grid
 // and block size (CudaLaunchTuning).
+#include <functional>
 #include <vector>
 
 #include "device/cuda/native_launch.hpp"
@@ -60,7 +61,7 @@ struct Geometry {
 template <typename PassThrough>
 CUresult launch(const char* call, const NativeLaunch& native, const Geometry& geometry, PassThrough passThrough) {
   MemoryManager* manager = Runtime::instance().manager();
-  if (manager == nullptr) return passThrough();
+  if (manager == nullptr || capturing(geometry.stream)) return passThrough();
   return guarded(call, [&] {
     KernelLaunch request;
     request.function = reinterpret_cast<FunctionHandle>(native.function);
@@ -160,4 +161,28 @@ MQX_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, un
   return launchCooperative(f, gx, gy, gz, bx, by, bz, shared, s, params, true, [&] {
     return callReal(&DriverApi::cuLaunchCooperativeKernel_ptsz, f, gx, gy, gz, bx, by, bz, shared, s, params);
   });
+}
+
+// Graph launches: the graph's nodes may touch any page of the process
+// (kernels, copies and memsets recorded by stream capture or added by hand),
+// so the core prepares every page and keeps each where it is until the
+// graph completes (docs/interposer.md, "graphs").
+namespace {
+template <typename PassThrough> CUresult graphLaunch(CUstream stream, bool perThread, PassThrough passThrough) {
+  MemoryManager* manager = Runtime::instance().manager();
+  const StreamHandle handle = streamOf(stream, perThread);
+  if (manager == nullptr || capturing(handle)) return passThrough();
+  return guarded("cuGraphLaunch", [&] {
+    const std::function<Status()> submit = [&] { return device::cuda::toStatus(passThrough()); };
+    return managedResult("cuGraphLaunch", manager->launchUnknown(handle, submit));
+  });
+}
+} // namespace
+
+MQX_EXPORT CUresult cuGraphLaunch(CUgraphExec graph, CUstream s) {
+  return graphLaunch(s, false, [&] { return callReal(&DriverApi::cuGraphLaunch, graph, s); });
+}
+
+MQX_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec graph, CUstream s) {
+  return graphLaunch(s, true, [&] { return callReal(&DriverApi::cuGraphLaunch_ptsz, graph, s); });
 }

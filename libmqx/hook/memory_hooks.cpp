@@ -27,6 +27,28 @@ CUresult allocate(const char* call, CUdeviceptr* address, std::size_t bytes, Pas
   });
 }
 
+// Stream-ordered allocation inside a stream capture is a graph memory node:
+// its address exists only while the graph runs, so it passes through.
+bool capturingOn(CUstream stream, bool perThread) { return capturing(streamOf(stream, perThread)); }
+
+// Pinned host memory the driver frees (cuMemFreeHost, cuMemHostUnregister)
+// may be the source of a lazy copy: its pending bytes are saved first, as
+// for free() and munmap() (the segfault of cuda-samples' simpleMultiCopy).
+template <typename PassThrough> CUresult releaseHost(void* pointer, PassThrough passThrough) {
+  MemoryManager* manager = Runtime::instance().manager();
+  if (manager == nullptr || pointer == nullptr || !manager->hasProtectedHostMemory()) return passThrough();
+  CUdeviceptr base = 0;
+  std::size_t bytes = 0;
+  if (callReal(&DriverApi::cuMemGetAddressRange_v2, &base, &bytes, reinterpret_cast<CUdeviceptr>(pointer)) !=
+      CUDA_SUCCESS)
+    bytes = 1; // unknown size: at least the protection that starts here
+  guarded("cuMemFreeHost", [&] {
+    manager->onHostRelease(pointer, bytes);
+    return CUDA_SUCCESS;
+  });
+  return passThrough();
+}
+
 template <typename PassThrough> CUresult release(const char* call, CUdeviceptr address, PassThrough passThrough) {
   MemoryManager* manager = Runtime::instance().manager();
   if (manager == nullptr || !manager->isManaged(address)) return passThrough();
@@ -61,11 +83,13 @@ MQX_EXPORT CUresult cuMemFree_v2(CUdeviceptr address) {
 // stronger than "usable by work ordered after this call". The free waits
 // for the region's in-flight launches inside the core.
 MQX_EXPORT CUresult cuMemAllocAsync(CUdeviceptr* address, size_t bytes, CUstream stream) {
+  if (capturingOn(stream, false)) return callReal(&DriverApi::cuMemAllocAsync, address, bytes, stream);
   return allocate("cuMemAllocAsync", address, bytes,
                   [&] { return callReal(&DriverApi::cuMemAllocAsync, address, bytes, stream); });
 }
 
 MQX_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* address, size_t bytes, CUstream stream) {
+  if (capturingOn(stream, true)) return callReal(&DriverApi::cuMemAllocAsync_ptsz, address, bytes, stream);
   return allocate("cuMemAllocAsync", address, bytes,
                   [&] { return callReal(&DriverApi::cuMemAllocAsync_ptsz, address, bytes, stream); });
 }
@@ -76,4 +100,12 @@ MQX_EXPORT CUresult cuMemFreeAsync(CUdeviceptr address, CUstream stream) {
 
 MQX_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr address, CUstream stream) {
   return release("cuMemFreeAsync", address, [&] { return callReal(&DriverApi::cuMemFreeAsync_ptsz, address, stream); });
+}
+
+MQX_EXPORT CUresult cuMemFreeHost(void* pointer) {
+  return releaseHost(pointer, [&] { return callReal(&DriverApi::cuMemFreeHost, pointer); });
+}
+
+MQX_EXPORT CUresult cuMemHostUnregister(void* pointer) {
+  return releaseHost(pointer, [&] { return callReal(&DriverApi::cuMemHostUnregister, pointer); });
 }

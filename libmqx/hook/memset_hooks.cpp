@@ -15,7 +15,7 @@ template <typename PassThrough>
 CUresult fill2D(const char* call, CUdeviceptr destination, std::size_t pitch, std::uint32_t pattern,
                 unsigned elementSize, std::size_t width, std::size_t height, Order order, PassThrough passThrough) {
   MemoryManager* manager = Runtime::instance().manager();
-  if (manager == nullptr || !manager->isManaged(destination)) return passThrough();
+  if (manager == nullptr || capturing(order.stream) || !manager->isManaged(destination)) return passThrough();
   return guarded(call, [&] {
     std::size_t rowBytes = width * elementSize;
     if (height <= 1 || pitch == rowBytes) {

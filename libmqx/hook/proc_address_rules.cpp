@@ -53,6 +53,10 @@ constexpr std::array kRules{
     Rule{"cuLaunchKernel", 4000, "cuLaunchKernel", "cuLaunchKernel_ptsz"},
     Rule{"cuLaunchKernelEx", 11060, "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz"},
     Rule{"cuLaunchCooperativeKernel", 9000, "cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel_ptsz"},
+    Rule{"cuGraphLaunch", 10000, "cuGraphLaunch", "cuGraphLaunch_ptsz"},
+    // Pinned host memory released by the driver.
+    Rule{"cuMemFreeHost", 2000, "cuMemFreeHost", ""},
+    Rule{"cuMemHostUnregister", 4000, "cuMemHostUnregister", ""},
     // Synchronisation.
     Rule{"cuCtxSynchronize", 2000, "cuCtxSynchronize", ""},
     Rule{"cuCtxSynchronize", 13000, "cuCtxSynchronize_v2", ""},
