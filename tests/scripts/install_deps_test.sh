@@ -62,7 +62,7 @@ chmod +x "$fake"/*
 # path_without NAME: a folder of links to the commands install-deps and the
 # fakes use (as PATH finds them), NAME left out. Only these: linking all of
 # PATH (3000 names) takes seconds on a busy machine.
-commands=(bash sh env sed grep sort head tail tr cat dirname id ln rm mkdir python3 c++ g++ gcc cc ninja cmake)
+commands=(bash sh env sed grep sort head tail tr cat dirname id ln rm mkdir timeout python3 c++ g++ gcc cc ninja cmake)
 path_without() {
   local bin=$scratch/bin name target
   mkdir -p "$bin"
@@ -103,6 +103,8 @@ run_install_deps() {
   sed 's/^/  | /' "$scratch/err"
   echo "calls of the fake package manager:"
   sed 's/^/  | /' "$scratch/calls.log"
+  # A command missing from a scratch PATH would pass unnoticed otherwise.
+  ! grep -qE 'command not found|No such file' <<<"$err" || fail "install-deps hit a missing command"
 }
 
 # expect_one_missing_line WORD: exactly one "missing" line, naming WORD.
