@@ -8,6 +8,7 @@
 //   mqx-sim-bench [--demo] [--json PATH] [--column-mib N] [--queries N]
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -75,6 +76,28 @@ std::string json(const mqx::bench::TraceResult& r) {
                      t.secondsToDevice + t.secondsToHost, r.wallSeconds, r.statistics.toJson());
 }
 
+const char* const kUsage =
+    "usage: mqx-sim-bench [--demo] [--json PATH] [--column-mib N] [--queries N]\n"
+    "  replays the synthetic query trace on the simulated device under every replacement policy and\n"
+    "  ablation; --demo: a short run, --json: write the results to PATH, --column-mib: average input\n"
+    "  column size (40), --queries: co-running queries (4)\n";
+
+// A bad command line: one line naming what is wrong, exit status 2.
+[[noreturn]] void commandLineError(const std::string& why) {
+  std::fprintf(stderr, "mqx-sim-bench: %s (try --help)\n", why.c_str());
+  std::exit(2);
+}
+
+// A positive count given to `option`, exactly as written (no sign, no
+// trailing text).
+template <typename Count> Count positiveCount(const std::string& option, const std::string& text) {
+  Count count{};
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), count);
+  if (error != std::errc{} || end != text.data() + text.size() || count < 1)
+    commandLineError(option + ": expected a positive count, got '" + text + "'");
+  return count;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -82,25 +105,24 @@ int main(int argc, char** argv) {
   std::string jsonPath;
   mqx::bench::TraceShape shape;
   for (int i = 1; i < argc; ++i) {
-    std::string argument = argv[i];
+    const std::string argument = argv[i];
     auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "mqx-sim-bench: %s needs a value\n", argument.c_str());
-        std::exit(2);
-      }
+      if (i + 1 >= argc) commandLineError(argument + " needs a value");
       return argv[++i];
     };
-    if (argument == "--demo")
+    if (argument == "--help" || argument == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (argument == "--demo") {
       demo = true;
-    else if (argument == "--json")
+    } else if (argument == "--json") {
       jsonPath = next();
-    else if (argument == "--column-mib")
-      shape.columnMiB = std::stoul(next());
-    else if (argument == "--queries")
-      shape.queries = std::stoi(next());
-    else {
-      std::fprintf(stderr, "usage: mqx-sim-bench [--demo] [--json PATH] [--column-mib N] [--queries N]\n");
-      return 2;
+    } else if (argument == "--column-mib") {
+      shape.columnMiB = positiveCount<std::size_t>(argument, next());
+    } else if (argument == "--queries") {
+      shape.queries = positiveCount<int>(argument, next());
+    } else {
+      commandLineError("unknown argument '" + argument + "'");
     }
   }
   if (demo) shape.columnMiB = std::min<std::size_t>(shape.columnMiB, 24);

@@ -3,13 +3,21 @@
 
 #include <toml++/toml.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <concepts>
-#include <fstream>
+#include <cstring>
 #include <functional>
 #include <limits>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <type_traits>
 #include <vector>
@@ -26,6 +34,18 @@ struct RawValue {
   std::string text;                 // set when from the environment
   bool fromEnvironment() const { return node == nullptr; }
 };
+
+// A value as the user wrote it, for error messages: the variable's text
+// exactly (never a number converted back, which may differ: 2^63-1 read as a
+// double prints as ...808), a TOML string as written, other TOML values as
+// toml++ prints them (integers exactly).
+std::string givenText(const RawValue& value) {
+  if (value.fromEnvironment()) return value.text;
+  if (const auto* text = value.node->as_string()) return text->get();
+  std::ostringstream printed;
+  value.node->visit([&](const auto& node) { printed << node; });
+  return printed.str();
+}
 
 // Messages are one line whatever the input held: a quoted value may contain
 // newlines (a TOML "\n" escape; found by tests/fuzz/plan_fuzzer).
@@ -78,7 +98,7 @@ double readDouble(const RawValue& value, const std::string& key, double min, dou
     }
   }
   if (!std::isfinite(result) || result < min || result > max)
-    fail(key, fmt::format("value {} out of range [{}, {}]", result, min, max));
+    fail(key, fmt::format("value '{}' out of range [{}, {}]", givenText(value), min, max));
   return result;
 }
 
@@ -115,7 +135,11 @@ std::size_t readSize(const RawValue& value, const std::string& key, std::size_t 
   } else {
     bytes = parseSize(value.text, key);
   }
-  if (bytes < min || bytes > max) fail(key, fmt::format("size {} out of range [{}, {}]", bytes, min, max));
+  if (bytes < min || bytes > max) {
+    const std::string given = givenText(value);
+    const std::string inBytes = given == std::to_string(bytes) ? "" : fmt::format(" ({} bytes)", bytes);
+    fail(key, fmt::format("size '{}'{} out of range [{}, {}]", given, inBytes, min, max));
+  }
   return bytes;
 }
 
@@ -167,7 +191,8 @@ std::vector<std::string> readStringList(const RawValue& value, const std::string
 
 std::uint64_t readBoundedInteger(const RawValue& value, const std::string& key, std::uint64_t min, std::uint64_t max) {
   const std::uint64_t result = readInteger(value, key);
-  if (result < min || result > max) fail(key, fmt::format("value {} out of range [{}, {}]", result, min, max));
+  if (result < min || result > max)
+    fail(key, fmt::format("value '{}' out of range [{}, {}]", givenText(value), min, max));
   return result;
 }
 
@@ -354,6 +379,120 @@ const std::map<std::string, KeyHandler>& keyTable() {
   return table;
 }
 
+// The project's MQX_* environment variables that are not configuration keys:
+// unknownVariables warns about every other MQX_* variable that names no key,
+// so a variable the project starts to read belongs here.
+const std::set<std::string>& otherVariables() {
+  static const std::set<std::string> names = {
+      "MQX_CONFIG",                  // the configuration file (loadConfig)
+      "MQX_LIBRARY",                 // mqx-run: the libmqx.so it preloads
+      "MQX_QUERY_SLOT",              // mqx-run to its query: the admission record
+      "MQX_BIN_DIR",                 // python/mqx/binaries.py: where mqxd and mqx-run are
+      "MQX_BUILD_DIR",               // scripts/build, scripts/test, scripts/demo
+      "MQX_JOBS",                    // scripts/build, scripts/test
+      "MQX_GPU_BUILD",               // tools/gpu-check
+      "MQX_COMMIT",                  // bench/ssb/experiments
+      "MQX_PIP_BUILD_DIR",           // python/setup.py
+      "MQX_PIP_CMAKE_ARGS",          // python/setup.py
+      "MQX_PIP_JOBS",                // python/setup.py
+      "MQX_FAULT_SEED",              // tests/faults
+      "MQX_SSB_GPU_TEST_DATA",       // tests/ssb_gpu
+      "MQX_TEST_VERBOSE",            // tests/unit/differential_test
+      "MQX_TEST_LOG",                // tests/unit/differential_test
+      "MQX_TEST_CHECK_EVERY_STEP",   // tests/unit/differential_test
+      "MQX_DIFFERENTIAL_SEQUENCES",  // tests/unit/differential_test
+      "MQX_DIFFERENTIAL_FIRST_SEED", // tests/unit/differential_test
+  };
+  return names;
+}
+
+std::string upper(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::toupper(c); });
+  return text;
+}
+
+// "MQX_<SECTION>_" -> "section" for every section of the key table.
+const std::map<std::string, std::string>& sectionPrefixes() {
+  static const std::map<std::string, std::string> prefixes = [] {
+    std::map<std::string, std::string> result;
+    for (const auto& [key, handler] : keyTable()) {
+      const std::string section = key.substr(0, key.find('.'));
+      result["MQX_" + upper(section) + "_"] = section;
+    }
+    return result;
+  }();
+  return prefixes;
+}
+
+// MQX_SIM_COPY_BANDWIDTH_GBPS for sim.copy_bandwidth_gbps.
+std::string variableOf(const std::string& key) {
+  std::string name = "MQX_" + upper(key);
+  std::replace(name.begin(), name.end(), '.', '_');
+  return name;
+}
+
+std::size_t editDistance(const std::string& from, const std::string& to) {
+  std::vector<std::size_t> previous(to.size() + 1), current(to.size() + 1);
+  for (std::size_t j = 0; j <= to.size(); ++j)
+    previous[j] = j;
+  for (std::size_t i = 1; i <= from.size(); ++i) {
+    current[0] = i;
+    for (std::size_t j = 1; j <= to.size(); ++j)
+      current[j] =
+          std::min({previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (from[i - 1] == to[j - 1] ? 0 : 1)});
+    std::swap(previous, current);
+  }
+  return previous[to.size()];
+}
+
+// The key variable closest to a misspelled `name`, when one is close (a
+// quarter of its letters or fewer changed); else "".
+std::string closestVariable(const std::string& name) {
+  std::string best;
+  std::size_t bestDistance = name.size() / 4 + 1;
+  for (const auto& [key, handler] : keyTable()) {
+    const std::string variable = variableOf(key);
+    if (const std::size_t distance = editDistance(name, variable); distance < bestDistance) {
+      best = variable;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
+// Each unknown variable is reported once per process, however often the
+// process loads its configuration (libmqx.so does, from the hooks and from
+// the advice API).
+void warnAboutUnknownVariables(const std::map<std::string, std::string>& environment, LogLevel level) {
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  for (const std::string& name : unknownVariables(environment)) {
+    {
+      std::lock_guard lock(mutex);
+      if (!warned.insert(name).second) continue;
+    }
+    if (static_cast<int>(level) < static_cast<int>(LogLevel::Warn)) continue;
+    const std::string closest = closestVariable(name);
+    writeLog(LogLevel::Warn, oneLine(fmt::format("mqx config: {}: names no configuration key, ignored{}", name,
+                                                 closest.empty() ? "" : " (did you mean " + closest + "?)")));
+  }
+}
+
+// Closes a descriptor when it goes out of scope.
+class FileDescriptor {
+public:
+  explicit FileDescriptor(int descriptor) : descriptor_(descriptor) {}
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  ~FileDescriptor() {
+    if (descriptor_ >= 0) ::close(descriptor_);
+  }
+  int get() const { return descriptor_; }
+
+private:
+  int descriptor_;
+};
+
 void validate(const Config& config) {
   // Both are powers of two, so "not larger" means "divides".
   if (config.simGranularity > config.pageSize) fail("sim.granularity", "must not exceed memory.page_size");
@@ -405,10 +544,22 @@ std::size_t parseSize(const std::string& text, const std::string& key) {
     fail(key, "expected a size such as 4096, \"512KiB\", \"8MiB\" or \"2GiB\", "
               "got '" +
                   text + "'");
-  double value = std::stod(t);
-  double bytes = value * static_cast<double>(multiplier);
-  if (bytes > static_cast<double>(std::numeric_limits<std::size_t>::max() / 2)) fail(key, "size too large");
-  return static_cast<std::size_t>(bytes);
+  // The whole part in integers, exactly: through a double, 2^63-1 became
+  // 2^63. Only a fraction (1.5MiB) goes through floating point, below one
+  // unit.
+  const std::size_t point = std::min(t.find('.'), t.size());
+  const std::size_t largest = std::numeric_limits<std::size_t>::max() / 2;
+  std::size_t whole = 0;
+  if (point > 0 && std::from_chars(t.data(), t.data() + point, whole).ec != std::errc{})
+    fail(key, "size '" + text + "' too large");
+  if (whole > largest / multiplier) fail(key, "size '" + text + "' too large");
+  std::size_t bytes = whole * multiplier;
+  if (point + 1 < t.size()) {
+    const long double fraction = std::stold("0" + t.substr(point));
+    bytes += static_cast<std::size_t>(fraction * static_cast<long double>(multiplier));
+  }
+  if (bytes > largest) fail(key, "size '" + text + "' too large");
+  return bytes;
 }
 
 void requireAsciiToml(const std::string& tomlText, const std::string& where) {
@@ -447,15 +598,8 @@ Config parseConfig(const std::string& tomlText, const std::string& origin) {
 void applyEnvironment(Config& config, const std::map<std::string, std::string>& environment) {
   // MQX_SIM_COPY_BANDWIDTH_GBPS -> sim.copy_bandwidth_gbps. A variable whose
   // prefix names a section but no key of it is an error, not a silent no-op.
-  std::map<std::string, std::string> sections;
-  for (const auto& [key, handler] : keyTable()) {
-    std::string section = key.substr(0, key.find('.'));
-    std::string upper = section;
-    std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
-    sections["MQX_" + upper + "_"] = section;
-  }
   for (const auto& [name, value] : environment) {
-    for (const auto& [prefix, section] : sections) {
+    for (const auto& [prefix, section] : sectionPrefixes()) {
       if (!name.starts_with(prefix)) continue;
       std::string key = section + "." + lower(name.substr(prefix.size()));
       auto it = keyTable().find(key);
@@ -476,19 +620,61 @@ std::map<std::string, std::string> processEnvironment() {
   return result;
 }
 
-Config loadConfig() {
-  auto environment = processEnvironment();
+std::vector<std::string> unknownVariables(const std::map<std::string, std::string>& environment) {
+  std::vector<std::string> unknown;
+  for (const auto& [name, value] : environment) {
+    if (!name.starts_with("MQX_") || otherVariables().contains(name)) continue;
+    const bool namesASection = std::any_of(sectionPrefixes().begin(), sectionPrefixes().end(),
+                                           [&](const auto& prefix) { return name.starts_with(prefix.first); });
+    if (!namesASection) unknown.push_back(name);
+  }
+  return unknown;
+}
+
+std::string readConfigFile(const std::string& path, const std::string& key) {
+  // Opened without blocking (a FIFO would wait for a writer) and checked on
+  // the descriptor, so that what is read is what was checked.
+  const FileDescriptor file(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (file.get() < 0) fail(key, fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+  struct stat status {};
+  if (::fstat(file.get(), &status) != 0) fail(key, fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+  if (S_ISDIR(status.st_mode)) fail(key, fmt::format("'{}' is a directory, not a configuration file", path));
+  if (!S_ISREG(status.st_mode))
+    fail(key, fmt::format("'{}' is not a regular file (a device, pipe or socket), not a configuration file", path));
+  const std::string tooLarge =
+      fmt::format("'{}' is larger than {} KiB, not a configuration file", path, kMaxConfigFileBytes >> 10);
+  if (static_cast<std::uintmax_t>(status.st_size) > kMaxConfigFileBytes) fail(key, tooLarge);
+  // Read up to one byte past the bound: a regular file may still grow, and
+  // some (in /proc) claim a size of 0.
+  std::string text(kMaxConfigFileBytes + 1, '\0');
+  std::size_t used = 0;
+  while (used < text.size()) {
+    const ssize_t count = ::read(file.get(), text.data() + used, text.size() - used);
+    if (count == 0) break;
+    if (count < 0) {
+      if (errno == EINTR) continue;
+      fail(key, fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+    }
+    used += static_cast<std::size_t>(count);
+  }
+  if (used > kMaxConfigFileBytes) fail(key, tooLarge);
+  text.resize(used);
+  return text;
+}
+
+Config loadConfig(const std::map<std::string, std::string>& environment, const std::optional<std::string>& path) {
   Config config;
-  if (auto it = environment.find("MQX_CONFIG"); it != environment.end() && !it->second.empty()) {
-    std::ifstream file(it->second);
-    if (!file) throw ConfigError("mqx config: MQX_CONFIG: cannot read '" + it->second + "'");
-    std::stringstream text;
-    text << file.rdbuf();
-    config = parseConfig(text.str(), it->second);
+  if (path) {
+    config = parseConfig(readConfigFile(*path, "path"), *path);
+  } else if (auto it = environment.find("MQX_CONFIG"); it != environment.end() && !it->second.empty()) {
+    config = parseConfig(readConfigFile(it->second, "MQX_CONFIG"), it->second);
   }
   applyEnvironment(config, environment);
+  warnAboutUnknownVariables(environment, config.logLevel);
   return config;
 }
+
+Config loadConfig() { return loadConfig(processEnvironment()); }
 
 std::string toString(ReplacementKind kind) { return choiceName(kind); }
 

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -97,6 +98,30 @@ std::map<std::string, std::string> processEnvironment();
 // Loads the configuration the way a process does at start: the file named by
 // MQX_CONFIG (if set), then environment overrides. Throws ConfigError.
 Config loadConfig();
+
+// The same from `environment`, with the file `path` in place of MQX_CONFIG
+// when given (Python's mqx.load_config). Warns once per process about each
+// MQX_* variable that names no key (unknownVariables).
+Config loadConfig(const std::map<std::string, std::string>& environment,
+                  const std::optional<std::string>& path = std::nullopt);
+
+// The largest configuration file mqx reads. The default file is about 8 KiB;
+// the bound keeps a mistaken MQX_CONFIG (/dev/zero, a log file) from reading
+// without end.
+inline constexpr std::size_t kMaxConfigFileBytes = std::size_t{1} << 20;
+
+// The text of the configuration file `path`, which `key` (MQX_CONFIG, path)
+// named. Throws ConfigError "mqx config: <key>: ..." naming the path when it
+// is missing, not a regular file (a directory, a device, a pipe) or larger
+// than kMaxConfigFileBytes.
+std::string readConfigFile(const std::string& path, const std::string& key);
+
+// The MQX_* variables of `environment` that name no configuration key and are
+// not one of the project's other variables (MQX_CONFIG, MQX_BUILD_DIR, ...:
+// config.cpp lists them next to the key table): most likely misspelled keys
+// (MQX_DEAMON_CAPACITY). A variable whose section is right but key wrong
+// (MQX_DAEMON_CAPACTIY) is not here: applyEnvironment refuses it.
+std::vector<std::string> unknownVariables(const std::map<std::string, std::string>& environment);
 
 // TOML text mqx accepts: ASCII only. Throws ConfigError "<where>:line:column:
 // ..." at the first other byte. toml++ 3.3 (Debian 12) reaches

@@ -1,17 +1,18 @@
 """python -m mqx status [--instance NAME] [--json] [--watch SECONDS]: the live state of a running mqxd.
 
-Exit status: 0, or 69 (EX_UNAVAILABLE, as mqx-run) when no mqxd serves the user and instance.
+Exit status: 0, or 69 (EX_UNAVAILABLE, as mqx-run) when no mqxd serves the user and instance, or 2
+after one line naming a bad argument (--watch takes seconds above 0).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
 from typing import Optional, Sequence
 
 from . import DaemonNotRunning, MqxError, NodeStatus, status
+from .cli import OneLineParser, seconds
 
 NO_DAEMON_EXIT = 69
 
@@ -56,13 +57,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         from .top import main as top
 
         return top(arguments[1:])
-    parser = argparse.ArgumentParser(prog="python -m mqx", description="mqx from the command line")
+    parser = OneLineParser(prog="python -m mqx", description="mqx from the command line")
+    # Subcommands' parsers are of the parser's class: their errors are one line too.
     commands = parser.add_subparsers(dest="command", required=True)
     show = commands.add_parser("status", help="the live state of a running mqxd")
     commands.add_parser("top", help="a live view of the node (python -m mqx top --help)")
     show.add_argument("--instance", help="daemon.instance (default: MQX_DAEMON_INSTANCE or the config's)")
     show.add_argument("--json", action="store_true", help="print JSON")
-    show.add_argument("--watch", type=float, metavar="SECONDS", help="print again every SECONDS until Ctrl-C")
+    show.add_argument("--watch", type=seconds, metavar="SECONDS", help="print again every SECONDS until Ctrl-C")
     options = parser.parse_args(arguments)
     try:
         while True:

@@ -15,10 +15,11 @@ Exit status: 0, or 69 when no mqxd serves the user and instance (as ``status``).
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from typing import Any, Optional, Sequence
+
+from .cli import OneLineParser, seconds
 
 NO_DAEMON_EXIT = 69
 
@@ -131,13 +132,11 @@ def _live(instance: Optional[str], interval: float) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mqx top", description="a live view of mqxd's node")
+    parser = OneLineParser(prog="python -m mqx top", description="a live view of mqxd's node")
     parser.add_argument("--instance", help="daemon.instance (default: MQX_DAEMON_INSTANCE or the config's)")
-    parser.add_argument("--interval", type=float, default=1.0, metavar="SECONDS", help="refresh interval (1.0)")
+    parser.add_argument("--interval", type=seconds, default=1.0, metavar="SECONDS", help="refresh interval (1.0)")
     parser.add_argument("--once", action="store_true", help="print one view (two samples an interval apart) and exit")
     options = parser.parse_args(argv)
-    if not options.interval > 0:
-        parser.error("--interval must be positive")
     from . import DaemonNotRunning, MqxError
 
     try:

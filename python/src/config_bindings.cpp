@@ -4,21 +4,10 @@
 
 #include "config/config_keys.hpp"
 
-#include <fstream>
-#include <sstream>
-
 namespace py = pybind11;
 
 namespace mqx::python {
 namespace {
-
-std::string readFile(const std::string& path, const std::string& key) {
-  std::ifstream file(path);
-  if (!file) throw ConfigError("mqx config: " + key + ": cannot read '" + path + "'");
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
 
 // Every key the parser knows as "section.key" -> value, typed as in Python
 // (sizes in bytes, choices as their lower-case names): libmqx's own key
@@ -29,15 +18,9 @@ py::dict asDictionary(const Config& config) { return py::cast(configValues(confi
 
 Config loadConfigFrom(const std::optional<std::string>& path,
                       const std::optional<std::map<std::string, std::string>>& environment) {
-  const auto variables = environment.value_or(processEnvironment());
-  Config config;
-  if (path) {
-    config = parseConfig(readFile(*path, "path"), *path);
-  } else if (auto it = variables.find("MQX_CONFIG"); it != variables.end() && !it->second.empty()) {
-    config = parseConfig(readFile(it->second, "MQX_CONFIG"), it->second);
-  }
-  applyEnvironment(config, variables);
-  return config;
+  // libmqx's own loader: the same bounded file read, overrides and warnings
+  // as mqxd and the queries.
+  return loadConfig(environment.value_or(processEnvironment()), path);
 }
 
 void bindConfig(py::module_& m) {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -140,7 +141,14 @@ def test_size_parsing():
 @requires_daemon
 @pytest.mark.parametrize(
     "variable, value",
-    [("MQX_DAEMON_FIX_N", "0"), ("MQX_DAEMON_ADMISSION", "lottery"), ("MQX_DAEMON_CAPACTIY", "1GiB")],
+    [
+        ("MQX_DAEMON_FIX_N", "0"),
+        ("MQX_DAEMON_ADMISSION", "lottery"),
+        ("MQX_DAEMON_CAPACTIY", "1GiB"),
+        ("MQX_CONFIG", "/"),  # a directory: was the defaults
+        ("MQX_CONFIG", "/dev/zero"),  # was read without end
+        ("MQX_DAEMON_CAPACITY", "9223372036854775807"),  # was quoted back as ...808
+    ],
 )
 def test_the_message_is_the_one_mqxd_prints(variable, value):
     environment = {k: v for k, v in os.environ.items() if not k.startswith("MQX_")}
@@ -182,3 +190,50 @@ def test_bad_plans_are_config_errors(tmp_path, text):
     plan.write_text(text)
     with pytest.raises(mqx.ConfigError, match="bad.toml"):
         mqx.load_plan(str(plan))
+
+
+def test_a_directory_or_device_as_the_file_is_an_error_naming_it(tmp_path):
+    for key, load in (
+        ("MQX_CONFIG", lambda path: mqx.load_config(environment={"MQX_CONFIG": path})),
+        ("path", lambda path: mqx.load_config(path=path, environment={})),
+    ):
+        with pytest.raises(mqx.ConfigError, match=f"^mqx config: {key}: '{tmp_path}' is a directory"):
+            load(str(tmp_path))
+        with pytest.raises(mqx.ConfigError, match=f"^mqx config: {key}: '/dev/zero' is not a regular file"):
+            load("/dev/zero")
+    big = tmp_path / "big.toml"
+    big.write_text("#" * (2 << 20))
+    with pytest.raises(mqx.ConfigError, match="MQX_CONFIG: .*big.toml' is larger than 1024 KiB"):
+        mqx.load_config(environment={"MQX_CONFIG": str(big)})
+
+
+def test_values_are_quoted_back_exactly():
+    with pytest.raises(mqx.ConfigError) as caught:
+        mqx.load_config(environment={"MQX_DAEMON_CAPACITY": "9223372036854775807"})
+    assert "MQX_DAEMON_CAPACITY: size '9223372036854775807' out of range" in str(caught.value)
+    assert mqx.parse_size("9223372036854775807") == 9223372036854775807
+
+
+def test_a_misspelled_variable_is_warned_about_once(tmp_path):
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("MQX_")}
+    environment.update({"MQX_DEAMON_CAPACITY": "abc", "MQX_BUILD_DIR": "build", "MQX_JOBS": "2"})
+    python = subprocess.run(
+        [sys.executable, "-c", "import mqx; mqx.load_config(); mqx.load_config(); print(mqx.load_config().capacity)"],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert python.returncode == 0, python.stderr
+    assert python.stdout.strip() == "0"  # ignored, and the rest loads
+    lines = python.stderr.splitlines()
+    assert len(lines) == 1, python.stderr
+    assert "mqx config: MQX_DEAMON_CAPACITY: names no configuration key" in lines[0]
+    assert "did you mean MQX_DAEMON_CAPACITY?" in lines[0]
+
+
+@requires_daemon
+def test_mqxd_warns_about_a_misspelled_variable(start_node):
+    node = start_node(MQX_DEAMON_CAPACITY="abc")
+    node.stop()
+    assert node.log.count("MQX_DEAMON_CAPACITY") == 1, node.log

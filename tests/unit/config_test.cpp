@@ -1,7 +1,13 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <variant>
 
@@ -179,6 +185,174 @@ level = "debug"
   Config readBack;
   applyEnvironment(readBack, environment);
   EXPECT_EQ(configValues(readBack), values);
+}
+
+// The message of the ConfigError that loading with `environment` throws; ""
+// when it loads.
+std::string loadErrorOf(const std::map<std::string, std::string>& environment) {
+  try {
+    loadConfig(environment);
+  } catch (const ConfigError& error) {
+    return error.what();
+  }
+  return {};
+}
+
+// A private directory under the test's temporary folder, removed at the end.
+class ScratchDirectory {
+public:
+  ScratchDirectory() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "mqx-config-test-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ScratchDirectory(const ScratchDirectory&) = delete;
+  ScratchDirectory& operator=(const ScratchDirectory&) = delete;
+  ~ScratchDirectory() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::filesystem::path& path() const { return path_; }
+
+private:
+  std::filesystem::path path_;
+};
+
+// The error names the variable and the path on one line, as mqxd, mqx-run and
+// libmqx.so print it (they all load through loadConfig).
+void expectFileRefused(const std::string& path, const std::string& why) {
+  const std::string error = loadErrorOf({{"MQX_CONFIG", path}});
+  EXPECT_EQ(error.rfind("mqx config: MQX_CONFIG: ", 0), 0U) << error;
+  EXPECT_NE(error.find("'" + path + "'"), std::string::npos) << error;
+  EXPECT_NE(error.find(why), std::string::npos) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+}
+
+TEST(ConfigFile, DirectoryIsAnErrorNotTheDefaults) {
+  ScratchDirectory directory;
+  expectFileRefused(directory.path().string(), "is a directory");
+  // Python's load_config(path=...) reads through the same function.
+  try {
+    loadConfig({}, directory.path().string());
+    FAIL() << "a directory loaded";
+  } catch (const ConfigError& error) {
+    EXPECT_NE(std::string(error.what()).find("mqx config: path: '" + directory.path().string() + "'"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
+TEST(ConfigFile, DevicesAndPipesAreRefusedWithoutReading) {
+  const auto start = std::chrono::steady_clock::now();
+  expectFileRefused("/dev/zero", "not a regular file");
+  ScratchDirectory directory;
+  const std::string pipe = (directory.path() / "pipe").string();
+  ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0);
+  expectFileRefused(pipe, "not a regular file"); // opening it must not wait for a writer
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+}
+
+TEST(ConfigFile, FilesOverTheBoundAreRefused) {
+  ScratchDirectory directory;
+  const std::string path = (directory.path() / "big.toml").string();
+  {
+    std::ofstream file(path);
+    file << "# " << std::string(kMaxConfigFileBytes, 'x') << "\n";
+  }
+  expectFileRefused(path, "larger than 1024 KiB");
+  {
+    std::ofstream file(path, std::ios::trunc);
+    file << "# " << std::string(kMaxConfigFileBytes / 2, 'x') << "\n[daemon]\nfix_n = 3\n";
+  }
+  EXPECT_EQ(loadConfig({{"MQX_CONFIG", path}}).admissionFixN, 3U);
+  expectFileRefused((directory.path() / "missing.toml").string(), "cannot read");
+}
+
+TEST(ConfigEnvironment, OnlyMisspelledVariablesAreUnknown) {
+  const std::vector<std::string> unknown = unknownVariables({
+      {"MQX_DEAMON_CAPACITY", "abc"},  // misspelled section
+      {"MQX_CAPACITY", "1GiB"},        // no section
+      {"MQX_DAEMON_CAPACITY", "1GiB"}, // a key
+      {"MQX_DAEMON_CAPACTIY", "1GiB"}, // applyEnvironment's error, not a warning
+      {"MQX_CONFIG", "x.toml"},        // the project's other variables
+      {"MQX_BUILD_DIR", "build"},
+      {"MQX_JOBS", "2"},
+      {"MQX_QUERY_SLOT", "3"},
+      {"MQX_DIFFERENTIAL_FIRST_SEED", "1"},
+      {"MQXTEST_SIM_CLIENT", "x"},
+      {"HOME", "/root"},
+  });
+  EXPECT_EQ(unknown, (std::vector<std::string>{"MQX_CAPACITY", "MQX_DEAMON_CAPACITY"}));
+}
+
+TEST(ConfigEnvironment, UnknownVariablesAreWarnedAboutOncePerProcess) {
+  const std::map<std::string, std::string> environment = {{"MQX_DEAMON_CAPACITY", "abc"}, {"MQX_JOBS", "2"}};
+  testing::internal::CaptureStderr();
+  loadConfig(environment);
+  loadConfig(environment);
+  const std::string output = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(std::count(output.begin(), output.end(), '\n'), 1) << output;
+  EXPECT_NE(output.find("mqx config: MQX_DEAMON_CAPACITY: names no configuration key"), std::string::npos) << output;
+  EXPECT_NE(output.find("did you mean MQX_DAEMON_CAPACITY?"), std::string::npos) << output;
+}
+
+// Every MQX_* variable the project reads or sets (getenv, os.environ,
+// scripts, ctest's ENVIRONMENT) is a key or on the list of other variables:
+// a new one that is not would be warned about in every process.
+TEST(ConfigEnvironment, TheProjectsOwnVariablesAreNotWarnedAbout) {
+  const std::regex reads(R"re((?:getenv\(|setenv\(|environ\.get\(|environ\[)"(MQX_[A-Z0-9_]+)")re"
+                         R"re(|\$\{(MQX_[A-Z0-9_]+):-|export (MQX_[A-Z0-9_]+)=|ENVIRONMENT\s+"?(MQX_[A-Z0-9_]+)=)re");
+  std::map<std::string, std::string> found;
+  const std::filesystem::path root(MQX_SOURCE_DIR);
+  for (const char* part : {"libmqx", "daemon", "python", "scripts", "tools", "bench", "tests", "advice_api"}) {
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(root / part)) {
+      const std::string path = entry.path().string();
+      if (!entry.is_regular_file() || path.find("/corpus/") != std::string::npos ||
+          path.find("/results/") != std::string::npos || path.find("node_modules") != std::string::npos ||
+          entry.file_size() > 1'000'000)
+        continue;
+      std::ifstream file(entry.path());
+      std::stringstream text;
+      text << file.rdbuf();
+      const std::string content = text.str();
+      for (std::sregex_iterator match(content.begin(), content.end(), reads), end; match != end; ++match)
+        for (std::size_t group = 1; group < match->size(); ++group)
+          if ((*match)[group].matched) found[(*match)[group].str()] = path;
+    }
+  }
+  EXPECT_TRUE(found.contains("MQX_BUILD_DIR") && found.contains("MQX_DIFFERENTIAL_FIRST_SEED"))
+      << "scan found too little";
+  for (const std::string& name : unknownVariables(found))
+    ADD_FAILURE() << name << " (read in " << found[name]
+                  << ") is neither a configuration key nor on config.cpp's list of other variables";
+}
+
+TEST(ConfigEnvironment, ValuesAreQuotedBackExactly) {
+  Config config;
+  try {
+    applyEnvironment(config, {{"MQX_DAEMON_CAPACITY", "9223372036854775807"}});
+    FAIL() << "2^63-1 bytes accepted";
+  } catch (const ConfigError& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("MQX_DAEMON_CAPACITY: size '9223372036854775807' out of range"), std::string::npos)
+        << message;
+    EXPECT_EQ(message.find("808"), std::string::npos) << message;
+  }
+  EXPECT_EQ(parseSize("9223372036854775807", "k"), 9223372036854775807ULL);
+  EXPECT_EQ(parseSize("9007199254740993", "k"), 9007199254740993ULL); // 2^53+1: no double holds it
+  for (const char* tooLarge : {"9223372036854775808", "18446744073709551616", "99999999999999999999999", "8388608TiB"})
+    try {
+      parseSize(tooLarge, "k");
+      FAIL() << tooLarge << " accepted";
+    } catch (const ConfigError& error) {
+      EXPECT_NE(std::string(error.what()).find(std::string("'") + tooLarge + "'"), std::string::npos) << error.what();
+    }
+  const std::string latency = loadErrorOf({{"MQX_POLICY_LATENCY_FACTOR", "1.00000000000000000001e1"}});
+  EXPECT_NE(latency.find("'1.00000000000000000001e1'"), std::string::npos) << latency;
+  const std::string fixN = loadErrorOf({{"MQX_DAEMON_FIX_N", "0065"}});
+  EXPECT_NE(fixN.find("'0065'"), std::string::npos) << fixN;
+  const std::string inUnits = loadErrorOf({{"MQX_DAEMON_CAPACITY", "2048TiB"}});
+  EXPECT_NE(inUnits.find("size '2048TiB' (2251799813685248 bytes) out of range"), std::string::npos) << inUnits;
 }
 
 } // namespace

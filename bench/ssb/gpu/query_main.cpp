@@ -23,6 +23,7 @@
 
 #include "config/config.hpp"
 
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -44,34 +45,54 @@ struct Options {
   std::string device; // auto, gpu, sim; empty: backend.kind
 };
 
-[[noreturn]] void usage(const char *program) {
-  std::fprintf(stderr,
-               "usage: %s --data DIR [--check] [--fused] [--repeat N] [--device auto|gpu|sim]\n",
-               program);
+const char *const kUsage =
+    "usage: ssb-" MQX_SSB_QUERY " --data DIR [--check] [--fused] [--repeat N] "
+    "[--device auto|gpu|sim]\n"
+    "  runs SSB query " MQX_SSB_QUERY " on the data generated into DIR (ssb-datagen);\n"
+    "  --check compares the result with the CPU reference, --fused runs the fused variant,\n"
+    "  --device chooses the device (default: backend.kind). Configured by MQX_CONFIG and "
+    "MQX_*.\n";
+
+// A bad command line: one line naming what is wrong, exit status 2.
+[[noreturn]] void commandLineError(const std::string &why) {
+  std::fprintf(stderr, "ssb-%s: %s (try --help)\n", MQX_SSB_QUERY, why.c_str());
   std::exit(2);
 }
 
 Options parse(int argc, char **argv) {
   Options options;
   for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg == "--data" && i + 1 < argc)
-      options.dataDir = argv[++i];
-    else if (arg == "--check")
+    const std::string_view argument = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc)
+        commandLineError(std::string(argument) + " needs a value");
+      return argv[++i];
+    };
+    if (argument == "--help" || argument == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (argument == "--data") {
+      options.dataDir = value();
+    } else if (argument == "--check") {
       options.check = true;
-    else if (arg == "--fused")
+    } else if (argument == "--fused") {
       options.fused = true;
-    else if (arg == "--repeat" && i + 1 < argc)
-      options.repeat = std::atoi(argv[++i]);
-    else if (arg == "--device" && i + 1 < argc)
-      options.device = argv[++i];
-    else
-      usage(argv[0]);
+    } else if (argument == "--repeat") {
+      const std::string text = value();
+      const auto [end, error] =
+          std::from_chars(text.data(), text.data() + text.size(), options.repeat);
+      if (error != std::errc{} || end != text.data() + text.size() || options.repeat < 1)
+        commandLineError("--repeat: expected a positive count, got '" + text + "'");
+    } else if (argument == "--device") {
+      options.device = value();
+      if (options.device != "auto" && options.device != "gpu" && options.device != "sim")
+        commandLineError("--device: expected auto, gpu or sim, got '" + options.device + "'");
+    } else {
+      commandLineError("unknown argument '" + std::string(argument) + "'");
+    }
   }
-  if (options.dataDir.empty() || options.repeat < 1 ||
-      !(options.device.empty() || options.device == "auto" || options.device == "gpu" ||
-        options.device == "sim"))
-    usage(argv[0]);
+  if (options.dataDir.empty())
+    commandLineError("--data DIR is required");
   return options;
 }
 
