@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -831,6 +832,10 @@ Status MemoryManager::launchUnknown(StreamHandle stream, const std::function<Sta
       }
     });
   }
+  // The driver may write the application's pageable host memory while it
+  // launches a graph (its memcpy nodes), on this thread and with the
+  // manager's lock held: no copy-on-write protection may be left to fault.
+  s.prepareHostWrite(0, std::numeric_limits<std::uintptr_t>::max());
   work.operations.push_back(submit);
   work.usesUnique = true;
   return s.run(work, stream, false);
