@@ -36,7 +36,7 @@ using gpu_test::pattern;
 namespace {
 
 struct Kernels {
-  CUfunction fill, add, copy, pair;
+  CUfunction fill, add, copy, pair, addThroughTable;
 } kernels;
 
 constexpr unsigned kThreads = 256;
@@ -311,6 +311,90 @@ void lazyCopyThenModify() {
   CU_OK(cuMemFree(data));
 }
 
+// A lazy copy from pinned memory that the program then frees with
+// cuMemFreeHost: the pending bytes must survive (cuda-samples'
+// simpleMultiCopy segfaulted).
+void pinnedSourceFreed() {
+  std::size_t n = (16u << 20) / 4;
+  void* pinned = nullptr;
+  CU_OK(cuMemAllocHost(&pinned, n * 4));
+  auto* words = static_cast<std::uint32_t*>(pinned);
+  for (std::size_t i = 0; i < n; ++i)
+    words[i] = pattern(6, i);
+  CUdeviceptr data = allocate(n * 4);
+  CU_OK(cuMemcpyHtoDAsync(data, pinned, n * 4, nullptr));
+  CU_OK(cuCtxSynchronize());
+  CU_OK(cuMemFreeHost(pinned));
+  pressure(97);
+  add(data, n, 2);
+  expectPattern(download(data, n), 6, 2);
+  CU_OK(cuMemFree(data));
+}
+
+// A kernel whose operand is named only by a pointer table in device memory,
+// written there by a (lazy) copy, while the operand has been evicted: every
+// page stays mapped, with its bytes (docs/architecture.md).
+void pointerTable() {
+  std::size_t n = deviceLimit() / 2 / 4;
+  CUdeviceptr data = allocate(n * 4);
+  fill(data, n, 12);
+  struct {
+    CUdeviceptr data;
+    std::size_t n;
+    std::uint32_t delta;
+  } entry{data, n, 9};
+  CUdeviceptr table = allocate(sizeof entry);
+  CU_OK(cuMemcpyHtoD(table, &entry, sizeof entry));
+  pressure(93);
+  launch(kernels.addThroughTable, n, {&table});
+  expectPattern(download(data, n), 12, 9);
+  CU_OK(cuMemFree(table));
+  CU_OK(cuMemFree(data));
+}
+
+// One launch that needs more than the limit: what gets no device memory
+// runs from host memory.
+void launchOverTheLimit() {
+  std::size_t n = deviceLimit() * 3 / 4 / 4;
+  CUdeviceptr in = allocate(n * 4);
+  CUdeviceptr out = allocate(n * 4);
+  fill(in, n, 14);
+  launch(kernels.copy, n, {&in, &out, &n});
+  expectPattern(download(out, n), 14, 0);
+  CU_OK(cuMemFree(in));
+  CU_OK(cuMemFree(out));
+}
+
+// A graph captured from a stream (a kernel, a memset and copies on managed
+// memory), replayed after its data was evicted.
+void capturedGraph() {
+  std::size_t n = deviceLimit() / 4 / 4;
+  CUdeviceptr data = allocate(n * 4);
+  CUdeviceptr copy = allocate(n * 4);
+  fill(data, n, 15);
+  CUstream stream = nullptr;
+  CU_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  CU_OK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  add(data, n, 1, stream);
+  CU_OK(cuMemsetD32Async(copy, 0, n, stream));
+  CU_OK(cuMemcpyDtoDAsync(copy, data, n * 4, stream));
+  CUgraph graph = nullptr;
+  CU_OK(cuStreamEndCapture(stream, &graph));
+  CUgraphExec exec = nullptr;
+  CU_OK(cuGraphInstantiate(&exec, graph, 0));
+  for (std::uint32_t replay = 1; replay <= 3; ++replay) {
+    pressure(90 + replay);
+    CU_OK(cuGraphLaunch(exec, stream));
+    CU_OK(cuStreamSynchronize(stream));
+    expectPattern(download(copy, n), 15, replay);
+  }
+  CU_OK(cuGraphExecDestroy(exec));
+  CU_OK(cuGraphDestroy(graph));
+  CU_OK(cuStreamDestroy(stream));
+  CU_OK(cuMemFree(copy));
+  CU_OK(cuMemFree(data));
+}
+
 void severalStreams() {
   constexpr int kStreams = 3;
   std::size_t n = deviceLimit() / 4 / 4;
@@ -363,11 +447,13 @@ int main(int argc, char** argv) {
   CU_OK(cuModuleGetFunction(&kernels.add, module, "add"));
   CU_OK(cuModuleGetFunction(&kernels.copy, module, "copy"));
   CU_OK(cuModuleGetFunction(&kernels.pair, module, "pair"));
+  CU_OK(cuModuleGetFunction(&kernels.addThroughTable, module, "addThroughTable"));
 
   const std::map<std::string, std::function<void()>> scenarios = {
       {"oversubscribe", oversubscribe},  {"launch_forms", launchForms},       {"memsets", memsets},
       {"pitched_copies", pitchedCopies}, {"pointer_queries", pointerQueries}, {"lazy_copy", lazyCopyThenModify},
-      {"streams", severalStreams},
+      {"streams", severalStreams}, {"pinned_source_freed", pinnedSourceFreed}, {"pointer_table", pointerTable},
+      {"launch_over_the_limit", launchOverTheLimit}, {"captured_graph", capturedGraph},
   };
   std::string which = argc > 2 ? argv[2] : "all";
   if (which != "all" && scenarios.count(which) == 0) {

@@ -34,3 +34,15 @@ extern "C" __global__ void pair(Pair p) {
   for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += gridDim.x * blockDim.x)
     p.out[i] = p.in[i] + 1;
 }
+
+// Operands named only by a table in device memory (batched BLAS does this).
+struct AddTable {
+  std::uint32_t* data;
+  std::size_t n;
+  std::uint32_t delta;
+};
+
+extern "C" __global__ void addThroughTable(const AddTable* table) {
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < table->n; i += gridDim.x * blockDim.x)
+    table->data[i] += table->delta;
+}
