@@ -128,6 +128,9 @@ public:
   virtual bool fenceReached(const Fence& fence) = 0;
   virtual Status waitFence(const Fence& fence) = 0;
   virtual Status synchronize(StreamHandle stream) = 0;
+  // The application is about to destroy `stream` (its enqueued work still
+  // runs to the end): the backend stops using the handle.
+  virtual void streamDestroyed(StreamHandle stream) {}
 };
 
 } // namespace mqx::device

@@ -1,5 +1,6 @@
 #include "hook/host_memory_hooks.hpp"
 
+#include <execinfo.h>
 #include <malloc.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -35,7 +36,15 @@ void chain(int signal, siginfo_t* info, void* context) {
     return;
   }
   // Default action: restore it; returning re-runs the faulting access, which
-  // now terminates the process as it would have without us.
+  // now terminates the process as it would have without us. Say where first:
+  // a program that dies under mqx must not die in silence (its own buffered
+  // output is lost with it).
+  char line[160];
+  const int length = snprintf(line, sizeof line, "mqx[%d]: fatal SIGSEGV at %p (not a copy-on-write fault); stack:\n",
+                              static_cast<int>(getpid()), info != nullptr ? info->si_addr : nullptr);
+  if (length > 0) (void)!write(STDERR_FILENO, line, static_cast<std::size_t>(length));
+  void* frames[48];
+  backtrace_symbols_fd(frames, backtrace(frames, 48), STDERR_FILENO);
   ::signal(SIGSEGV, SIG_DFL);
 }
 
@@ -48,6 +57,8 @@ void onSegmentationFault(int signal, siginfo_t* info, void* context) {
 }
 
 void install() {
+  void* warmUp[1];
+  backtrace(warmUp, 1); // loads libgcc now, not inside the fault handler
   struct sigaction action {};
   action.sa_sigaction = onSegmentationFault;
   action.sa_flags = SA_SIGINFO | SA_NODEFER;

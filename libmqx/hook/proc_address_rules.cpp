@@ -62,6 +62,7 @@ constexpr std::array kRules{
     Rule{"cuCtxSynchronize", 13000, "cuCtxSynchronize_v2", ""},
     Rule{"cuStreamSynchronize", 2000, "cuStreamSynchronize", "cuStreamSynchronize_ptsz"},
     Rule{"cuEventSynchronize", 2000, "cuEventSynchronize", ""},
+    Rule{"cuStreamDestroy", 4000, "cuStreamDestroy_v2", ""},
     // Information.
     Rule{"cuInit", 2000, "cuInit", ""},
     Rule{"cuMemGetInfo", 3020, "cuMemGetInfo_v2", ""},

@@ -39,3 +39,13 @@ MQX_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream stream) {
 MQX_EXPORT CUresult cuEventSynchronize(CUevent event) {
   return thenPoll(callReal(&DriverApi::cuEventSynchronize, event));
 }
+
+// A stream the application destroys may hold fences mqx enqueued (a launch
+// or a graph's completion); they are written before it goes, and the backend
+// never uses its handle again (cuda-samples' graphMemoryNodes crashed in a
+// later fence wait on its destroyed stream).
+MQX_EXPORT CUresult cuStreamDestroy_v2(CUstream stream) {
+  if (device::DeviceBackend* backend = Runtime::instance().backend(); backend != nullptr && stream != nullptr)
+    backend->streamDestroyed(reinterpret_cast<StreamHandle>(stream));
+  return callReal(&DriverApi::cuStreamDestroy_v2, stream);
+}

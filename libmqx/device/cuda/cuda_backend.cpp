@@ -238,6 +238,11 @@ Status CudaBackend::waitFence(const Fence& fence) {
   return fences_.wait(fence);
 }
 
+void CudaBackend::streamDestroyed(StreamHandle stream) {
+  ContextGuard guard(api_, context_);
+  fences_.retire(stream);
+}
+
 Status CudaBackend::synchronize(StreamHandle stream) {
   ContextGuard guard(api_, context_);
   return check("cuStreamSynchronize", api_.cuStreamSynchronize(toStream(stream)));

@@ -78,6 +78,7 @@ public:
   bool fenceReached(const Fence& fence) override;
   Status waitFence(const Fence& fence) override;
   Status synchronize(StreamHandle stream) override;
+  void streamDestroyed(StreamHandle stream) override;
 
   CUcontext context() const { return context_; }
   CUdevice device() const { return device_; }

@@ -57,6 +57,7 @@ Status FenceTable::slotFor(CUstream stream, std::uint32_t* slot) {
   if (byId) {
     if (auto it = byStreamId_.find(streamId); it != byStreamId_.end()) return *slot = it->second, Status::Success;
   } else if (auto it = byStream_.find(stream); it != byStream_.end()) {
+    slots_[it->second].retired = false; // a new stream with a retired one's handle
     return *slot = it->second, Status::Success;
   }
   if (slots_.size() == blocks_.size() * kSlotsPerBlock) MQX_TRY(addBlock());
@@ -113,6 +114,17 @@ Status FenceTable::writeEveryFence(StreamHandle handle) {
   return Status::Success;
 }
 
+void FenceTable::retire(StreamHandle handle) {
+  auto stream = reinterpret_cast<CUstream>(handle);
+  if (isLegacy(stream) || isPerThread(stream)) return;
+  std::lock_guard lock(mutex_);
+  auto it = byStream_.find(stream);
+  if (it == byStream_.end()) return;
+  Slot& entry = slots_[it->second];
+  if (entry.written < entry.next) write(it->second); // the stream runs its work to the end
+  entry.retired = true;
+}
+
 bool FenceTable::seen(const Fence& fence) const {
   // The device writes the word over PCIe; an acquire fence orders what the
   // caller reads next after it.
@@ -131,10 +143,12 @@ bool FenceTable::reached(const Fence& fence) {
 Status FenceTable::wait(const Fence& fence) {
   using namespace std::chrono;
   CUstream stream = nullptr;
+  bool retired = false;
   {
     std::lock_guard lock(mutex_);
     if (fence.slot >= slots_.size() || fence.value > slots_[fence.slot].next) return Status::InvalidValue;
-    if (fence.value > slots_[fence.slot].written) MQX_TRY(write(fence.slot));
+    retired = slots_[fence.slot].retired;
+    if (fence.value > slots_[fence.slot].written && !retired) MQX_TRY(write(fence.slot));
     stream = slots_[fence.slot].stream;
   }
   auto start = steady_clock::now();
@@ -147,6 +161,13 @@ Status FenceTable::wait(const Fence& fence) {
     std::this_thread::sleep_for(now - start < milliseconds(2) ? microseconds(10) : microseconds(100));
     if (now - lastCheck < milliseconds(20)) continue;
     lastCheck = now;
+    // A destroyed stream cannot be asked; its last write was made before
+    // it went (retire), so the word comes, or the device failed.
+    if (retired) {
+      if (now - start < seconds(60)) continue;
+      log(LogLevel::Error, "fence wait: fence {} of a destroyed stream not written after 60 s", fence.value);
+      return Status::Unknown;
+    }
     // A failed stream never writes the value: report its error instead of
     // hanging. A stream that drained must have written it (re-read once).
     CUresult result = api_.cuStreamQuery(stream);

@@ -42,6 +42,11 @@ public:
   // fence to unmap that page while later write-backs still run.
   Status writeEveryFence(StreamHandle stream);
   bool reached(const Fence& fence);
+  // The application is about to destroy `stream`: a write owed on it is made
+  // now, and later waits on its fences only read their word (the handle may
+  // be gone, or name another stream). A stream created later with the same
+  // handle takes the slot back.
+  void retire(StreamHandle stream);
   // Makes an owed write, then polls (spinning briefly, then sleeping) until
   // the fence is reached. Fails instead of hanging when the stream reports an
   // error or drained without writing the value.
@@ -58,7 +63,8 @@ private:
     std::uint64_t written = 0; // last sequence number enqueued for writing
     CUstream stream = nullptr;
     bool perThread = false;
-    bool exact = false; // never coalesced (writeEveryFence)
+    bool exact = false;   // never coalesced (writeEveryFence)
+    bool retired = false; // the application destroyed the stream (retire)
     std::chrono::steady_clock::time_point lastWrite{};
   };
 
