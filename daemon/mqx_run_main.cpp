@@ -2,15 +2,19 @@
 // for admission (paper §5) with the demand of the query's plan (--plan), of
 // earlier runs (learned by mqxd from --name), or none; waits; runs the query
 // with libmqx.so preloaded; forwards signals; returns the query's exit status.
+// While it waits it says why on stderr, and it gives up after --timeout
+// (daemon.admission_timeout_s) with exit status 75 (docs/daemon.md).
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,7 +25,8 @@
 
 namespace {
 
-constexpr int kNoDaemonExit = 69; // EX_UNAVAILABLE
+constexpr int kNoDaemonExit = 69;         // EX_UNAVAILABLE
+constexpr int kAdmissionTimeoutExit = 75; // EX_TEMPFAIL: not admitted in time, try again later
 constexpr int kUsageExit = 2;
 
 volatile sig_atomic_t childPid = 0;
@@ -35,14 +40,18 @@ struct Options {
   std::string name;
   bool stats = false;
   bool allowNoDaemon = false;
+  std::optional<unsigned> timeoutSeconds; // --timeout; else daemon.admission_timeout_s
   std::vector<char*> command;
 };
 
 void usage(FILE* out) {
-  std::fprintf(out, "usage: mqx-run [--plan FILE] [--name NAME] [--stats] [--allow-no-daemon] -- QUERY [ARGS...]\n"
+  std::fprintf(out, "usage: mqx-run [--plan FILE] [--name NAME] [--timeout SECONDS] [--stats] [--allow-no-daemon] -- "
+                    "QUERY [ARGS...]\n"
                     "  --plan FILE        the query's operator plan (time and device memory per operator)\n"
                     "  --name NAME        the query's name (demand is learned per name); default: plan name or "
                     "QUERY's file name\n"
+                    "  --timeout SECONDS  give up waiting for admission after SECONDS (exit 75); 0: no limit; "
+                    "default: daemon.admission_timeout_s\n"
                     "  --stats            print waiting time, run time and peak device memory at exit\n"
                     "  --allow-no-daemon  run the query alone when no mqxd is running\n");
 }
@@ -57,6 +66,16 @@ bool parse(int argc, char** argv, Options* options) {
     }
     if ((arg == "--plan" || arg == "--name") && i + 1 < argc) {
       (arg == "--plan" ? options->plan : options->name) = argv[++i];
+    } else if (arg == "--timeout" && i + 1 < argc) {
+      const std::string text = argv[++i];
+      char* end = nullptr;
+      errno = 0;
+      const unsigned long seconds = std::strtoul(text.c_str(), &end, 10);
+      if (text.empty() || *end != '\0' || text[0] == '-' || errno != 0 || seconds > 31'536'000) {
+        std::fprintf(stderr, "mqx-run: --timeout wants whole seconds from 0 to 31536000, not '%s'\n", text.c_str());
+        return false;
+      }
+      options->timeoutSeconds = static_cast<unsigned>(seconds);
     } else if (arg == "--stats") {
       options->stats = true;
     } else if (arg == "--allow-no-daemon") {
@@ -161,9 +180,24 @@ int main(int argc, char** argv) {
       return runQuery(options, mqx::ipc::kNoSlot);
     }
     const auto start = std::chrono::steady_clock::now();
-    if (!client->waitForAdmission(weighted, peak)) {
+    mqx::ipc::DaemonClient::AdmissionWait wait;
+    wait.timeout = std::chrono::seconds(options.timeoutSeconds.value_or(config.admissionTimeoutSeconds));
+    wait.report = [&](const std::string& why) {
+      std::fprintf(stderr, "mqx-run: query '%s' (pid %d) waits for admission: %s\n", options.name.c_str(),
+                   static_cast<int>(getpid()), why.c_str());
+    };
+    switch (client->waitForAdmission(weighted, peak, wait)) {
+    case mqx::ipc::DaemonClient::Admission::Admitted: break;
+    case mqx::ipc::DaemonClient::Admission::DaemonGone:
       std::fprintf(stderr, "mqx-run: mqxd went away before admitting the query\n");
       return kNoDaemonExit;
+    case mqx::ipc::DaemonClient::Admission::TimedOut:
+      std::fprintf(stderr,
+                   "mqx-run: query '%s' not admitted within %lld s (--timeout, daemon.admission_timeout_s); giving "
+                   "up: %s\n",
+                   options.name.c_str(), static_cast<long long>(wait.timeout.count()),
+                   client->admissionWaitReason().c_str());
+      return kAdmissionTimeoutExit;
     }
     const auto admitted = std::chrono::steady_clock::now();
     const int status = runQuery(options, client->slot());

@@ -1,5 +1,6 @@
 // mqxd: the node daemon (docs/daemon.md). Runs in the foreground until
-// SIGTERM or SIGINT, then removes the node's segment and queues.
+// SIGTERM, SIGINT or SIGHUP (a closed terminal), then removes the node's
+// segment and queues.
 #include <signal.h>
 
 #include <atomic>
@@ -11,8 +12,14 @@
 #include "node_daemon.hpp"
 
 namespace {
+// Written by the signal handler, read by the loop: a signal handler has no
+// other way to reach it.
 std::atomic<bool> stopRequested{false};
-void requestStop(int) { stopRequested.store(true); }
+std::atomic<int> stopSignal{0};
+void requestStop(int signal) {
+  stopSignal.store(signal);
+  stopRequested.store(true);
+}
 } // namespace
 
 int main(int argc, char** argv) {
@@ -33,12 +40,21 @@ int main(int argc, char** argv) {
     sigemptyset(&action.sa_mask);
     sigaction(SIGTERM, &action, nullptr);
     sigaction(SIGINT, &action, nullptr);
+    // SIGHUP (the terminal closed) is a clean exit too, not a reload: the
+    // segment's capacity is what admitted queries were counted against
+    // (docs/daemon.md, "Signals").
+    sigaction(SIGHUP, &action, nullptr);
     signal(SIGPIPE, SIG_IGN);
     mqx::daemon::NodeDaemon daemon(config);
     std::printf("mqxd: ready (%s)\n", daemon.names().segment.c_str());
     std::fflush(stdout);
     daemon.run(stopRequested);
+    if (const int signal = stopSignal.load(); signal != 0)
+      mqx::log(mqx::LogLevel::Info, "mqxd: stopped by SIG{}", sigabbrev_np(signal));
     return 0;
+  } catch (const mqx::daemon::SegmentDamaged& error) {
+    std::fprintf(stderr, "mqxd: %s; exiting\n", error.what());
+    return 1;
   } catch (const std::exception& error) {
     std::fprintf(stderr, "mqxd: %s\n", error.what());
     return 1;

@@ -1,16 +1,22 @@
 #include "node_daemon.hpp"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <mqueue.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <vector>
 
 #include "common/log.hpp"
 #include "ipc/launch_tuning_client.hpp"
+#include "node_capacity.hpp"
 #include "trace/trace_span.hpp"
 #include "trace/trace_tracks.hpp"
 
@@ -19,10 +25,43 @@ namespace {
 
 using namespace mqx::ipc;
 
-std::uint64_t nodeCapacity(const Config& config) {
-  if (config.daemonCapacity != 0) return config.daemonCapacity;
-  if (config.deviceMemoryLimit != 0) return config.deviceMemoryLimit;
-  return config.simCapacity;
+// The capacity (docs/daemon.md, "Capacity"), with what mqxd learned of the
+// device in its log.
+NodeCapacity capacityOf(const Config& config) {
+  const NodeCapacity capacity = nodeCapacity(config, [] {
+    std::string why;
+    auto device = probeDeviceMemory(&why);
+    if (!device) {
+      log(LogLevel::Info, "mqxd: no GPU memory found ({})", why);
+    } else if (device->usedBytes > deviceReserveBytes(device->totalBytes)) {
+      log(LogLevel::Warn,
+          "mqxd: {} MiB of the device are in use already, more than the {} MiB reserve: the node budget may not "
+          "fit (set daemon.capacity)",
+          device->usedBytes >> 20, deviceReserveBytes(device->totalBytes) >> 20);
+    }
+    return device;
+  });
+  log(LogLevel::Info, "mqxd: node capacity {} MiB: {}", capacity.bytes >> 20, capacity.origin);
+  return capacity;
+}
+
+// The queues a client process of the node may have.
+std::vector<std::string> queuesOf(const IpcNames& names, pid_t pid) {
+  return {names.evictQueue(pid), names.replyQueue(pid), launchReplyQueue(names, pid)};
+}
+
+// The pid of a client queue's name in /dev/mqueue ("<prefix>-evict-<pid>",
+// "-reply-", "-launch-"), or 0.
+pid_t clientOfQueue(const IpcNames& names, const std::string& entry) {
+  if (!entry.starts_with(names.prefix + "-")) return 0;
+  for (const char* kind : {"evict-", "reply-", "launch-"}) {
+    const std::string head = names.prefix + "-" + kind;
+    if (!entry.starts_with(head) || entry.size() == head.size() || entry.size() > head.size() + 9) continue;
+    const std::string digits = entry.substr(head.size());
+    if (digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    return static_cast<pid_t>(std::stol(digits));
+  }
+  return 0;
 }
 
 // The most a demand may be (daemon.capacity's own limit): a larger value in
@@ -52,13 +91,18 @@ std::string historyPath(const Config& config) {
 } // namespace
 
 NodeDaemon::NodeDaemon(const Config& config)
-    : config_(config), names_(IpcNames::forInstance(config.daemonInstance, getuid())), capacity_(nodeCapacity(config)),
-      history_(historyPath(config)), launches_(std::chrono::milliseconds(config.launchLeaseMilliseconds)) {
+    : config_(config), names_(IpcNames::forInstance(config.daemonInstance, getuid())),
+      capacity_(capacityOf(config).bytes), history_(historyPath(config)),
+      launches_(std::chrono::milliseconds(config.launchLeaseMilliseconds)),
+      rosterPath_("/dev/shm/" + names_.prefix + "-clients") {
   policy_.kind = config.admission;
   policy_.fixN = config.admissionFixN;
   policy_.capacity = capacity_;
+  const std::vector<pid_t> previous = previousClients(); // before create() removes a crashed mqxd's segment
   segment_ = SharedSegment::create(names_, capacity_);
   requests_ = MessageQueue::create(names_.daemonQueue, 64);
+  removeQueuesOfDead(previous);
+  std::remove(rosterPath_.c_str());
   trace_ = trace::TraceRecorder::open(config.traceFile, "mqxd", config.traceBufferEvents);
   if (trace_) trace_->nameTrack(trace::kAdmissionTrack, "admission decisions");
   metrics_ = std::make_unique<MetricsExporter>(config);
@@ -70,37 +114,202 @@ NodeDaemon::NodeDaemon(const Config& config)
 }
 
 NodeDaemon::~NodeDaemon() {
-  // Clients that died since the last check: their queues go with mqxd's own
-  // (nobody else removes them).
-  reclaimDeadClients();
-  if (metrics_) metrics_->writeFile(metrics()); // the last state, for whoever reads the file after
-  // Clients waiting for admission notice that the daemon is gone.
+  // Nothing here may wait for long or throw: the segment and queue names go
+  // with the members whatever happens (docs/hardening.md).
+  shuttingDown_ = true;
+  if (segmentDamaged_ || segment_->damage()) return; // said by run()'s SegmentDamaged; the names go with the members
+  writeRoster(); // the clients still alive: their queues are removed once they die (the next mqxd's start)
+  try {
+    // Clients that died since the last check: their queues go with mqxd's own
+    // (nobody else removes them).
+    reclaimDeadClients();
+    if (metrics_) metrics_->writeFile(metrics()); // the last state, for whoever reads the file after
+    // Clients waiting for admission notice that the daemon is gone.
+    NodeState& node = segment_->state();
+    RobustLock lock = lockNode();
+    log(LogLevel::Info,
+        "mqxd: shutting down; {} cross-process evictions freed {} MiB; {} dead clients, {} MiB reclaimed; removing {} "
+        "and {}",
+        node.evictionRequestsServed, node.bytesEvictedForOthers >> 20, node.deadClients, node.reclaimedBytes >> 20,
+        names_.segment, names_.daemonQueue);
+  } catch (const StopRequested&) {
+    log(LogLevel::Warn, "mqxd: shutting down without the node lock (held by thread {}); removing {} and {}",
+        segment_->state().lock.holder(), names_.segment, names_.daemonQueue);
+  } catch (const std::exception& error) {
+    log(LogLevel::Warn, "mqxd: shutting down: {}", error.what());
+  }
+}
+
+RobustLock NodeDaemon::lockNode() {
   NodeState& node = segment_->state();
-  RobustLock lock(node.lock);
-  log(LogLevel::Info,
-      "mqxd: shutting down; {} cross-process evictions freed {} MiB; {} dead clients, {} MiB reclaimed; removing {} "
-      "and {}",
-      node.evictionRequestsServed, node.bytesEvictedForOthers >> 20, node.deadClients, node.reclaimedBytes >> 20,
-      names_.segment, names_.daemonQueue);
+  const auto start = std::chrono::steady_clock::now();
+  bool reported = false;
+  for (;;) {
+    checkSegment();
+    switch (node.lock.lockWithin(std::chrono::milliseconds(100))) {
+    case RobustMutex::TimedLock::Taken: return RobustLock(node.lock, std::adopt_lock, false);
+    case RobustMutex::TimedLock::TakenFromDeadOwner: return RobustLock(node.lock, std::adopt_lock, true);
+    case RobustMutex::TimedLock::Unusable:
+      segmentDamaged_ = true;
+      throw SegmentDamaged(
+          fmt::format("segment {} is damaged (its lock is no usable mutex): refusing it", names_.segment));
+    case RobustMutex::TimedLock::TimedOut: break;
+    }
+    const auto waited = std::chrono::steady_clock::now() - start;
+    if ((stop_ != nullptr && stop_->load()) || (shuttingDown_ && waited >= std::chrono::seconds(1)))
+      throw StopRequested{};
+    if (!reported && waited >= std::chrono::seconds(2)) {
+      const pid_t holder = node.lock.holder();
+      log(LogLevel::Warn, "mqxd: the node lock has been held for 2 s by thread {}{}; waiting (SIGTERM stops mqxd)",
+          holder, processStopped(holder) ? ", which is stopped (SIGCONT resumes it)" : "");
+      reported = true;
+    }
+  }
 }
 
 void NodeDaemon::run(const std::atomic<bool>& stop) {
+  stop_ = &stop;
   const auto interval = std::chrono::milliseconds(config_.livenessIntervalMilliseconds);
   auto lastCheck = std::chrono::steady_clock::now();
   Message message;
-  while (!stop.load()) {
-    if (requests_->receive(&message, interval)) handle(message);
-    const auto now = std::chrono::steady_clock::now();
-    if (now - lastCheck >= interval) {
-      lastCheck = now;
-      reclaimDeadClients();
-      observeQueries();
-      if (trace_) traceNode();
-      for (pid_t pid : launches_.expire(now, processAlive))
-        mq_unlink(launchReplyQueue(names_, pid).c_str());
+  try {
+    while (!stop.load()) {
+      if (requests_->receive(&message, interval)) handle(message);
+      const auto now = std::chrono::steady_clock::now();
+      if (now - lastCheck >= interval) {
+        lastCheck = now;
+        checkSegment();
+        reclaimDeadClients();
+        observeQueries();
+        reportStoppedHolders();
+        if (!orphans_.empty()) removeQueuesOfDead(orphans_);
+        if (trace_) traceNode();
+        for (pid_t pid : launches_.expire(now, processAlive))
+          mq_unlink(launchReplyQueue(names_, pid).c_str());
+      }
+      admitPostponed();
+      if (metrics_->enabled()) metrics_->serve([this] { return metrics(); });
     }
-    admitPostponed();
-    if (metrics_->enabled()) metrics_->serve([this] { return metrics(); });
+  } catch (const StopRequested&) {
+    log(LogLevel::Info, "mqxd: stop requested while waiting for the node lock");
+  }
+  checkSegment(); // a damage found only now is said, not shut down over
+}
+
+void NodeDaemon::checkSegment() {
+  if (auto damage = segment_->damage()) {
+    segmentDamaged_ = true;
+    throw SegmentDamaged(fmt::format("segment {} is damaged ({}): refusing it", names_.segment, *damage));
+  }
+}
+
+std::vector<pid_t> NodeDaemon::previousClients() {
+  std::vector<pid_t> pids;
+  // A crashed mqxd's segment names its clients (create() refuses a live
+  // mqxd's; then nothing here is used).
+  if (auto stale = SharedSegment::open(names_); stale && !processAlive(stale->state().daemonPid)) {
+    NodeState& node = stale->state();
+    // Its lock may be held by a stopped client: the pids are only checked
+    // for liveness, so they are read without it then.
+    const auto taken = node.lock.lockWithin(std::chrono::milliseconds(100));
+    for (const ClientRecord& record : node.clients)
+      if (record.state != ClientState::Free) pids.push_back(record.pid);
+    if (taken == RobustMutex::TimedLock::Taken || taken == RobustMutex::TimedLock::TakenFromDeadOwner)
+      node.lock.unlock();
+  }
+  // The clients still alive when the last mqxd stopped.
+  std::ifstream roster(rosterPath_);
+  pid_t pid = 0;
+  for (int count = 0; count < 4 * static_cast<int>(kMaxClients) && roster >> pid; ++count)
+    if (pid > 0) pids.push_back(pid);
+  // Where the queue file system is mounted, every queue of the node is seen.
+  if (DIR* queues = opendir("/dev/mqueue"); queues != nullptr) {
+    while (const dirent* entry = readdir(queues))
+      if (const pid_t client = clientOfQueue(names_, entry->d_name); client > 0) pids.push_back(client);
+    closedir(queues);
+  }
+  std::sort(pids.begin(), pids.end());
+  pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
+  return pids;
+}
+
+void NodeDaemon::removeQueuesOfDead(const std::vector<pid_t>& pids) {
+  std::vector<pid_t> alive;
+  std::size_t removed = 0, clients = 0;
+  for (pid_t pid : pids) {
+    if (processAlive(pid)) {
+      alive.push_back(pid);
+      continue;
+    }
+    std::size_t before = removed;
+    for (const std::string& name : queuesOf(names_, pid))
+      removed += mq_unlink(name.c_str()) == 0 ? 1 : 0;
+    clients += removed != before ? 1 : 0;
+  }
+  if (removed != 0)
+    log(LogLevel::Info, "mqxd: removed {} queues of {} clients that died while no mqxd served them", removed, clients);
+  orphans_ = std::move(alive);
+}
+
+void NodeDaemon::writeRoster() {
+  // Read without the lock (it may be held by a stopped process): a pid read
+  // mid-update is only checked for liveness by the next mqxd.
+  std::vector<pid_t> pids = orphans_;
+  for (const ClientRecord& record : segment_->state().clients)
+    if (record.state != ClientState::Free && record.pid > 0 && processAlive(record.pid)) pids.push_back(record.pid);
+  std::remove(rosterPath_.c_str());
+  if (pids.empty()) return;
+  const int file = ::open(rosterPath_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (file < 0) {
+    log(LogLevel::Warn, "mqxd: cannot write {} ({}): the queues of {} clients still alive stay when they die",
+        rosterPath_, std::strerror(errno), pids.size());
+    return;
+  }
+  fchmod(file, 0600);
+  std::string text;
+  for (pid_t pid : pids)
+    text += std::to_string(pid) + "\n";
+  [[maybe_unused]] const auto written = ::write(file, text.data(), text.size());
+  ::close(file);
+}
+
+void NodeDaemon::reportStoppedHolders() {
+  // docs/daemon.md, "Stopped holders": a stopped process keeps its device
+  // memory and serves no eviction; mqxd says so once per stop (and again
+  // when it continues), and status, top and the waiting queries' messages
+  // name it.
+  struct Holder {
+    std::uint32_t slot;
+    pid_t pid;
+    std::uint64_t held;
+    std::string name;
+  };
+  std::vector<Holder> holders;
+  {
+    NodeState& node = segment_->state();
+    RobustLock lock = lockNode();
+    const auto held = heldByQuery();
+    for (std::uint32_t i = 0; i < kMaxClients; ++i) {
+      const ClientRecord& record = node.clients[i];
+      if (record.state == ClientState::Running || record.state == ClientState::Memory)
+        holders.push_back({i, record.pid, record.state == ClientState::Running ? held[i] : record.budgetHeld,
+                           std::string(record.name, strnlen(record.name, sizeof record.name))});
+      else if (stoppedReported_[i] != 0)
+        stoppedReported_[i] = 0;
+    }
+  }
+  for (const Holder& holder : holders) {
+    const bool stopped = processStopped(holder.pid);
+    if (stopped && stoppedReported_[holder.slot] != holder.pid) {
+      stoppedReported_[holder.slot] = holder.pid;
+      log(LogLevel::Warn,
+          "mqxd: client {} '{}' (pid {}) is stopped holding {} MiB; queries waiting for memory wait until it gets "
+          "SIGCONT or ends",
+          holder.slot, holder.name, holder.pid, holder.held >> 20);
+    } else if (!stopped && stoppedReported_[holder.slot] == holder.pid) {
+      stoppedReported_[holder.slot] = 0;
+      log(LogLevel::Warn, "mqxd: client {} '{}' (pid {}) continues", holder.slot, holder.name, holder.pid);
+    }
   }
 }
 
@@ -110,7 +319,7 @@ void NodeDaemon::handle(const Message& message) {
   case MessageKind::AdmissionRequest: {
     if (message.slot == kNoSlot) return refuse(message, "names no client record");
     if (!demandsInRange(message)) return refuse(message, "demand out of range");
-    RobustLock lock(node.lock);
+    RobustLock lock = lockNode();
     ClientRecord& record = node.clients[message.slot];
     if (record.pid != message.pid) return refuse(message, "not the registered client of the slot");
     if (record.state != ClientState::Waiting) return; // stale (admitted from its record meanwhile)
@@ -126,7 +335,7 @@ void NodeDaemon::handle(const Message& message) {
     // demand is updated as it runs. The loop re-runs admission after this.
     if (message.slot == kNoSlot) return refuse(message, "names no client record");
     if (!demandsInRange(message)) return refuse(message, "demand out of range");
-    RobustLock lock(node.lock);
+    RobustLock lock = lockNode();
     ClientRecord& sender = node.clients[message.slot];
     if (sender.pid != message.pid || sender.state == ClientState::Free)
       return refuse(message, "not the registered client of the slot");
@@ -162,7 +371,7 @@ void NodeDaemon::handle(const Message& message) {
     if (query.pid == 0 || query.pid != message.pid) return refuse(message, "no query of this pid ran in the slot");
     {
       // The last pass's observation may be a liveness interval old.
-      RobustLock lock(node.lock);
+      RobustLock lock = lockNode();
       const ClientRecord& record = node.clients[message.slot];
       if (record.pid == query.pid) query.observedPeak = std::max(query.observedPeak, record.observedPeak);
     }
@@ -201,7 +410,7 @@ void NodeDaemon::reclaimDeadClients() {
   NodeState& node = segment_->state();
   std::vector<pid_t> dead;
   {
-    RobustLock lock(node.lock);
+    RobustLock lock = lockNode();
     for (ClientRecord& record : node.clients) {
       if (record.state == ClientState::Free || processAlive(record.pid)) continue;
       log(record.budgetHeld != 0 ? LogLevel::Warn : LogLevel::Info, "mqxd: client {} died; reclaiming its {} bytes",
@@ -238,7 +447,7 @@ void NodeDaemon::observeQueries() {
   // What a running query's processes hold at most is learned for its next
   // run (when it declared nothing).
   NodeState& node = segment_->state();
-  RobustLock lock(node.lock);
+  RobustLock lock = lockNode();
   const auto held = heldByQuery();
   for (std::uint32_t i = 0; i < kMaxClients; ++i) {
     ClientRecord& record = node.clients[i];
@@ -275,7 +484,7 @@ NodeMetrics NodeDaemon::metrics() {
   NodeMetrics result;
   NodeState& node = segment_->state();
   {
-    RobustLock lock(node.lock);
+    RobustLock lock = lockNode();
     result.node = snapshotOf(node);
   }
   result.queriesAdmitted = queriesAdmitted_;
@@ -309,7 +518,7 @@ void NodeDaemon::admitPostponed() {
   NodeState& node = segment_->state();
   std::vector<std::pair<pid_t, std::uint32_t>> admitted;
   {
-    RobustLock lock(node.lock);
+    RobustLock lock = lockNode();
     std::vector<QueryDemand> running, waiting;
     std::vector<std::uint64_t> arrival(kMaxClients);
     // A running query's demand is updated as it runs: what it declared or,

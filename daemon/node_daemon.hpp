@@ -8,6 +8,9 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "admission_policy.hpp"
 #include "config/config.hpp"
@@ -22,6 +25,12 @@
 
 namespace mqx::daemon {
 
+// The segment is no longer a node state (someone wrote over it): mqxd
+// refuses it and exits (docs/hardening.md, "Faults and bad inputs tried").
+struct SegmentDamaged : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 class NodeDaemon {
 public:
   // Creates the segment and queue; throws std::runtime_error when another
@@ -30,7 +39,10 @@ public:
   ~NodeDaemon();
 
   // Serves until `stop` becomes true (checked at least every liveness
-  // interval); the destructor then removes the segment and queue.
+  // interval, also while it waits for the node lock); the destructor then
+  // removes the segment and queue. Throws SegmentDamaged, naming the
+  // segment and what is wrong in one line, when the segment was written
+  // over.
   void run(const std::atomic<bool>& stop);
 
   std::uint64_t capacity() const { return capacity_; }
@@ -46,7 +58,21 @@ public:
   std::uint64_t messagesRefused() const { return messagesRefused_; }
 
 private:
+  // The node lock, waited for in slices of 100 ms: between them the segment's
+  // header is checked (SegmentDamaged) and a stop request ends the wait
+  // (StopRequested), so that SIGTERM always works; a wait of more than 2 s
+  // is logged once with the holder.
+  struct StopRequested {};
+  ipc::RobustLock lockNode();
+  void checkSegment(); // throws SegmentDamaged
   void reclaimDeadClients();
+  // Stale queues (docs/daemon.md, "Queues of dead clients"): the queues of
+  // `pids` that are dead go; the live ones are kept in orphans_ and checked
+  // on every liveness pass.
+  void removeQueuesOfDead(const std::vector<pid_t>& pids);
+  std::vector<pid_t> previousClients(); // of a crashed mqxd's segment and of the roster file
+  void writeRoster();                   // at shutdown: the clients still alive
+  void reportStoppedHolders();
   void setDemandFromProcesses(ipc::NodeState& node, std::uint32_t querySlot);
   void applyLearnedDemand(ipc::ClientRecord& record);
   void observeQueries();
@@ -87,7 +113,13 @@ private:
     char name[ipc::kQueryNameBytes] = {};
   };
   RunningQuery running_[ipc::kMaxClients];
-  std::unique_ptr<MpsControl> mps_; // last: started once the node is set up, stopped first
+  const std::atomic<bool>* stop_ = nullptr; // run()'s
+  bool segmentDamaged_ = false;
+  bool shuttingDown_ = false;  // lockNode gives up after 1 s
+  std::string rosterPath_;     // /dev/shm/<prefix>-clients
+  std::vector<pid_t> orphans_; // live processes with queues of this node and no record in this segment
+  pid_t stoppedReported_[ipc::kMaxClients] = {}; // the pid last reported stopped, per slot
+  std::unique_ptr<MpsControl> mps_;              // last: started once the node is set up, stopped first
 };
 
 } // namespace mqx::daemon

@@ -60,6 +60,7 @@ struct Config {
   unsigned demandReportIntervalMilliseconds = 100; // a query's observed demand goes to mqxd at most this often
   std::string demandStateFile;        // learned demands; "": $HOME/.mqx-demand
   bool allowNoDaemon = false;         // mqx-run without mqxd runs the query alone
+  unsigned admissionTimeoutSeconds = 3600; // mqx-run gives up waiting for admission after this; 0: no limit
   // [daemon] MPS (docs/kernelopt.md, "MPS"): off, detect a running control
   // daemon, or manage (start one when none runs, stop it at shutdown).
   MpsMode mps = MpsMode::Off;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/log.hpp"
+#include "ipc/node_snapshot.hpp"
 #include "ipc/shared_device_budget.hpp"
 
 namespace mqx::ipc {
@@ -331,6 +332,20 @@ bool DaemonClient::requestEviction(std::size_t bytes) {
 }
 
 bool DaemonClient::waitForAdmission(std::uint64_t weightedDemand, std::uint64_t peakDemand) {
+  return waitForAdmission(weightedDemand, peakDemand, AdmissionWait{}) == Admission::Admitted;
+}
+
+std::string DaemonClient::admissionWaitReason() {
+  NodeSnapshot snapshot;
+  {
+    RobustLock lock(node().lock);
+    snapshot = snapshotOf(node());
+  }
+  return describeAdmissionWait(snapshot, slot_, config_.admission, config_.admissionFixN);
+}
+
+DaemonClient::Admission DaemonClient::waitForAdmission(std::uint64_t weightedDemand, std::uint64_t peakDemand,
+                                                       const AdmissionWait& wait) {
   {
     RobustLock lock(node().lock);
     ClientRecord& record = node().clients[slot_];
@@ -343,18 +358,45 @@ bool DaemonClient::waitForAdmission(std::uint64_t weightedDemand, std::uint64_t 
   request.peakDemand = peakDemand;
   // A full queue (mqxd busy or stopped) loses only the message: mqxd admits
   // from the Waiting record, which it reads on every pass (tests/faults).
-  if (!sendTo(names_.daemonQueue, request) && !daemonAlive()) return false;
+  if (!sendTo(names_.daemonQueue, request) && !daemonAlive()) return Admission::DaemonGone;
+  const auto start = Clock::now();
+  auto nextReport = start + milliseconds(200);
+  auto lastReport = Clock::time_point{};
+  std::string lastReason;
   Message reply;
   for (;;) {
     if (replies_->receive(&reply, milliseconds(200))) {
-      if (reply.kind == MessageKind::Admitted && reply.slot == slot_) return true;
+      if (reply.kind == MessageKind::Admitted && reply.slot == slot_) return Admission::Admitted;
       continue;
     }
-    RobustLock lock(node().lock);
-    ClientRecord& record = node().clients[slot_];
-    record.heartbeatNs = monotonicNanoseconds();
-    if (record.state == ClientState::Running) return true; // the message was lost; the record says it
-    if (!processAlive(node().daemonPid)) return false;
+    const auto now = Clock::now();
+    {
+      RobustLock lock(node().lock);
+      ClientRecord& record = node().clients[slot_];
+      record.heartbeatNs = monotonicNanoseconds();
+      if (record.state == ClientState::Running) return Admission::Admitted; // the message was lost; the record says it
+      if (!processAlive(node().daemonPid)) return Admission::DaemonGone;
+      if (wait.timeout.count() != 0 && now - start >= wait.timeout) {
+        // Withdrawn under the lock: mqxd admits only records that ask.
+        record.admissionRequested = 0;
+        return Admission::TimedOut;
+      }
+    }
+    if (wait.report && now >= nextReport) {
+      nextReport = now + wait.reportInterval;
+      std::string reason = admissionWaitReason();
+      // Every interval for the first 12 of them; then an unchanged reason
+      // only every 12 intervals (a query may wait for hours).
+      if (reason != lastReason || now - start < 12 * wait.reportInterval ||
+          now - lastReport >= 12 * wait.reportInterval) {
+        lastReport = now;
+        const auto waited = std::chrono::duration_cast<std::chrono::seconds>(now - start).count();
+        wait.report(fmt::format("{}; waited {} s{}", reason, waited,
+                                wait.timeout.count() != 0 ? fmt::format(" of at most {} s", wait.timeout.count())
+                                                          : std::string(" (no time limit)")));
+        lastReason = std::move(reason);
+      }
+    }
   }
 }
 

@@ -90,6 +90,22 @@ public:
   // Query role: declares the demand and waits until mqxd admits the query.
   // False when the daemon went away meanwhile.
   bool waitForAdmission(std::uint64_t weightedDemand, std::uint64_t peakDemand);
+  // The same, bounded and never silent (docs/daemon.md, "Waiting for
+  // admission"): gives up after `timeout` (0: no limit), withdrawing the
+  // request, and calls `report` with one line saying why the query waits
+  // and for whom (describeAdmissionWait) once it has waited 0.2 s, then
+  // every `reportInterval` (after the first 12, an unchanged reason only
+  // every 12 intervals).
+  enum class Admission { Admitted, DaemonGone, TimedOut };
+  struct AdmissionWait {
+    std::chrono::seconds timeout{0};
+    std::chrono::milliseconds reportInterval{5000};
+    std::function<void(const std::string& why)> report;
+  };
+  Admission waitForAdmission(std::uint64_t weightedDemand, std::uint64_t peakDemand, const AdmissionWait& wait);
+  // Why the query still waits (describeAdmissionWait), for the last words of
+  // a query that gives up.
+  std::string admissionWaitReason();
   // Reports the end of the query (with the most device bytes its processes
   // held at once, for learned demand).
   void finishQuery();

@@ -75,7 +75,10 @@ bool MessageQueue::receive(Message* message, std::chrono::milliseconds timeout) 
     std::string why;
     std::memcpy(message, buffer.data(), std::min(buffer.size(), sizeof(Message)));
     if (validMessage(*message, static_cast<std::size_t>(received), &why)) return true;
-    log(LogLevel::Warn, "dropping an invalid message on {} ({})", name_, why);
+    if (const auto notLogged = invalidMessages_.admit())
+      log(LogLevel::Warn, "dropping an invalid message on {} ({}){}", name_, why,
+          *notLogged != 0 ? fmt::format("; {} more dropped since the last line, not logged", *notLogged)
+                          : std::string());
   }
 }
 

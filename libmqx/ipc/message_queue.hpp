@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "ipc/log_rate_limit.hpp"
 #include "ipc/messages.hpp"
 
 namespace mqx::ipc {
@@ -27,7 +28,8 @@ public:
   MessageQueue& operator=(const MessageQueue&) = delete;
 
   bool send(const Message& message);
-  // False on timeout. Invalid messages are logged and skipped.
+  // False on timeout. Invalid messages are skipped and logged, at most one
+  // line a second with the count of those not logged (docs/hardening.md).
   bool receive(Message* message, std::chrono::milliseconds timeout);
 
   const std::string& name() const { return name_; }
@@ -42,6 +44,7 @@ private:
   mqd_t queue_;
   std::string name_;
   std::atomic<bool> owner_;
+  LogRateLimit invalidMessages_;
 };
 
 // Opens `name` and sends one message; false if the queue is gone or full.

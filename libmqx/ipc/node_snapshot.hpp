@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "config/config.hpp"
 #include "ipc/node_state.hpp"
 
 namespace mqx::ipc {
@@ -48,5 +49,15 @@ const char* toString(ClientState state); // "free", "waiting", "running", "memor
 
 // Call with node.lock held.
 NodeSnapshot snapshotOf(const NodeState& node);
+
+// Why the query waiting in `slot` is not admitted yet and for whom, in one
+// line for mqx-run's stderr (docs/daemon.md, "Waiting for admission"): its
+// demand against what the running queries leave free under the admission
+// policy (mqxd counts a running query with the larger of its demand and what
+// its processes hold), the earlier queries it waits behind, and the
+// running queries and memory clients holding the memory, by name, pid,
+// demand and bytes held, a stopped one marked so (processStopped: it holds
+// its memory until SIGCONT). Reads /proc: call without the node lock.
+std::string describeAdmissionWait(const NodeSnapshot& node, std::uint32_t slot, AdmissionKind admission, unsigned fixN);
 
 } // namespace mqx::ipc

@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include <atomic>
+#include <string>
 
 #include "ipc/published_regions.hpp"
 #include "ipc/robust_mutex.hpp"
@@ -27,7 +28,7 @@
 namespace mqx::ipc {
 
 inline constexpr std::uint32_t kNodeStateMagic = 0x6d71786e; // "mqxn"
-inline constexpr std::uint32_t kNodeStateVersion = 4;
+inline constexpr std::uint32_t kNodeStateVersion = 5;
 inline constexpr std::uint32_t kMaxClients = 64;
 inline constexpr std::size_t kQueryNameBytes = 64;
 inline constexpr std::uint32_t kNoSlot = 0xffffffffu;
@@ -82,11 +83,17 @@ struct ClientRecord {
 };
 
 struct NodeState {
+  // The header: written once by mqxd before anyone may use the segment and
+  // sealed with `headerChecksum`, so that a segment overwritten with
+  // anything else is recognised before its lock is touched
+  // (docs/hardening.md, "Faults and bad inputs tried").
   std::uint32_t magic = kNodeStateMagic;
   std::uint32_t version = kNodeStateVersion;
-  RobustMutex lock;
+  std::uint64_t layoutBytes = 0; // sizeof(NodeState) of the creator
   pid_t daemonPid = 0;
-  std::uint64_t capacity = 0; // the node's device budget in bytes
+  std::uint64_t capacity = 0;       // the node's device budget in bytes
+  std::uint64_t headerChecksum = 0; // headerChecksumOf(*this)
+  RobustMutex lock;
   std::uint64_t nextArrival = 1;
   std::uint64_t reclaimedBytes = 0; // taken back from dead clients, total
   std::uint32_t deadClients = 0;
@@ -118,9 +125,22 @@ struct NodeState {
   }
 };
 
+// FNV-1a over the header's fields (magic, version, layoutBytes, daemonPid,
+// capacity).
+std::uint64_t headerChecksumOf(const NodeState& node);
+// Fills in the header's checksum: the last store of the segment's creator.
+void sealHeader(NodeState& node);
+// Why the segment of `mappedBytes` whose start is `node` is not a node
+// state of this version, or empty when it is one: a one-line reason.
+std::string headerDamage(const NodeState& node, std::size_t mappedBytes);
+
 std::uint64_t monotonicNanoseconds();
 // Whether `pid` is a live process (a zombie counts as dead: its memory is
 // gone, only its parent has not reaped it yet).
 bool processAlive(pid_t pid);
+// Whether `pid` (a process or thread id) is stopped: SIGSTOP, SIGTSTP or a
+// tracer ('T' or 't' in /proc/<pid>/stat). A stopped process holds its
+// device memory and serves no eviction request until SIGCONT.
+bool processStopped(pid_t pid);
 
 } // namespace mqx::ipc

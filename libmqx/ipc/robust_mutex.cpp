@@ -1,5 +1,7 @@
 #include "ipc/robust_mutex.hpp"
 
+#include <time.h>
+
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -39,6 +41,29 @@ bool RobustMutex::tryLock() {
     return true;
   }
   return error == 0;
+}
+
+RobustMutex::TimedLock RobustMutex::lockWithin(std::chrono::nanoseconds timeout) {
+  timespec until{};
+  clock_gettime(CLOCK_REALTIME, &until);
+  const auto nanos = std::chrono::nanoseconds(until.tv_nsec) + timeout;
+  until.tv_sec += static_cast<time_t>(nanos.count() / 1'000'000'000);
+  until.tv_nsec = static_cast<long>(nanos.count() % 1'000'000'000);
+  const int error = pthread_mutex_timedlock(&mutex_, &until);
+  if (error == 0) return TimedLock::Taken;
+  if (error == EOWNERDEAD) {
+    log(LogLevel::Warn, "a process died holding the node lock; recovering it");
+    pthread_mutex_consistent(&mutex_);
+    return TimedLock::TakenFromDeadOwner;
+  }
+  if (error == ETIMEDOUT) return TimedLock::TimedOut;
+  return TimedLock::Unusable; // EINVAL, ENOTRECOVERABLE, EDEADLK: not a mutex we can use
+}
+
+pid_t RobustMutex::holder() const {
+  // glibc keeps the owner's thread id in __owner; a robust mutex's futex word
+  // carries it too, with flag bits above FUTEX_TID_MASK.
+  return static_cast<pid_t>(mutex_.__data.__owner & 0x3fffffff);
 }
 
 void RobustMutex::unlock() { pthread_mutex_unlock(&mutex_); }

@@ -6,6 +6,10 @@
 #pragma once
 
 #include <pthread.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <mutex>
 
 namespace mqx::ipc {
 
@@ -23,7 +27,14 @@ public:
   bool lock();
   // True when taken (a dead holder's lock is taken and made consistent).
   bool tryLock();
+  // Waits at most `timeout` (docs/hardening.md: a damaged segment or a
+  // stopped holder must not block mqxd for ever).
+  enum class TimedLock { Taken, TakenFromDeadOwner, TimedOut, Unusable };
+  TimedLock lockWithin(std::chrono::nanoseconds timeout);
   void unlock();
+  // The thread id that holds it now, 0 when none (glibc's owner field;
+  // for messages only).
+  pid_t holder() const;
 
 private:
   pthread_mutex_t mutex_;
@@ -32,6 +43,8 @@ private:
 class RobustLock {
 public:
   explicit RobustLock(RobustMutex& mutex) : mutex_(mutex) { ownerDied_ = mutex_.lock(); }
+  // For a mutex the caller has just locked (RobustMutex::lockWithin).
+  RobustLock(RobustMutex& mutex, std::adopt_lock_t, bool ownerDied) : mutex_(mutex), ownerDied_(ownerDied) {}
   ~RobustLock() { mutex_.unlock(); }
   RobustLock(const RobustLock&) = delete;
   RobustLock& operator=(const RobustLock&) = delete;

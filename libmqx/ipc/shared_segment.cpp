@@ -2,53 +2,73 @@
 
 #include <unistd.h>
 
+#include <boost/interprocess/shared_memory_object.hpp>
+
+#include <new>
 #include <stdexcept>
 
 #include "common/log.hpp"
 
 namespace mqx::ipc {
 namespace bip = boost::interprocess;
-namespace {
-
-constexpr const char* kStateObject = "NodeState";
-// The node state and Boost's own bookkeeping.
-constexpr std::size_t kSegmentBytes = sizeof(NodeState) + 64 * 1024;
-
-} // namespace
 
 std::unique_ptr<SharedSegment> SharedSegment::create(const IpcNames& names, std::uint64_t capacity) {
-  if (auto existing = open(names)) {
+  std::string damage;
+  if (auto existing = open(names, &damage)) {
     const pid_t previous = existing->state().daemonPid;
     if (previous != getpid() && processAlive(previous))
       throw std::runtime_error("mqxd is already running (pid " + std::to_string(previous) + ", segment " +
                                names.segment + ")");
     log(LogLevel::Warn, "removing the stale segment {} of a daemon (pid {}) that is gone", names.segment, previous);
+  } else if (!damage.empty()) {
+    log(LogLevel::Warn, "removing the damaged segment {} ({}); not using it", names.segment, damage);
   }
   bip::shared_memory_object::remove(names.segment.c_str());
   std::unique_ptr<SharedSegment> result(new SharedSegment(names.segment, true));
-  bip::permissions userOnly(0600);
-  result->segment_ =
-      bip::managed_shared_memory(bip::create_only, names.segment.c_str(), kSegmentBytes, nullptr, userOnly);
-  result->state_ = result->segment_.construct<NodeState>(kStateObject)();
-  result->state_->capacity = capacity;
-  result->state_->daemonPid = getpid();
+  // Boost's permissions are applied with fchmod, so the umask does not matter.
+  bip::shared_memory_object object(bip::create_only, names.segment.c_str(), bip::read_write, bip::permissions(0600));
+  object.truncate(static_cast<bip::offset_t>(sizeof(NodeState)));
+  result->region_ = bip::mapped_region(object, bip::read_write, 0, sizeof(NodeState));
+  NodeState* state = new (result->region_.get_address()) NodeState();
+  state->layoutBytes = sizeof(NodeState);
+  state->capacity = capacity;
+  state->daemonPid = getpid();
+  sealHeader(*state); // last: until now a client that opens it finds no valid header
+  result->state_ = state;
   return result;
 }
 
-std::unique_ptr<SharedSegment> SharedSegment::open(const IpcNames& names) {
+std::unique_ptr<SharedSegment> SharedSegment::open(const IpcNames& names, std::string* damage) {
   std::unique_ptr<SharedSegment> result(new SharedSegment(names.segment, false));
+  bip::offset_t size = 0;
   try {
-    result->segment_ = bip::managed_shared_memory(bip::open_only, names.segment.c_str());
+    bip::shared_memory_object object(bip::open_only, names.segment.c_str(), bip::read_write);
+    if (!object.get_size(size) || size < static_cast<bip::offset_t>(sizeof(NodeState))) {
+      if (damage != nullptr)
+        *damage = fmt::format("{} bytes, a node state needs {}", static_cast<long long>(size), sizeof(NodeState));
+      return nullptr;
+    }
+    result->region_ = bip::mapped_region(object, bip::read_write, 0, sizeof(NodeState));
   } catch (const bip::interprocess_exception&) {
+    return nullptr; // no segment
+  }
+  // A segment of another layout (an older mqxd), caught half-built, or
+  // written over is not ours to use.
+  auto* state = static_cast<NodeState*>(result->region_.get_address());
+  const std::string why = headerDamage(*state, result->region_.get_size());
+  if (!why.empty()) {
+    // A segment being created (all zero so far) is not damaged, only not ready.
+    if (damage != nullptr && state->magic != 0) *damage = why;
     return nullptr;
   }
-  // A segment of another layout (an older mqxd) or caught half-built is not
-  // ours to use.
-  auto [state, count] = result->segment_.find<NodeState>(kStateObject);
-  if (state == nullptr || count != 1 || state->magic != kNodeStateMagic || state->version != kNodeStateVersion)
-    return nullptr;
   result->state_ = state;
   return result;
+}
+
+std::optional<std::string> SharedSegment::damage() const {
+  std::string why = headerDamage(*state_, region_.get_size());
+  if (why.empty()) return std::nullopt;
+  return why;
 }
 
 SharedSegment::~SharedSegment() {

@@ -13,6 +13,7 @@ from typing import Optional, Sequence
 
 from . import DaemonNotRunning, MqxError, NodeStatus, status
 from .cli import OneLineParser, seconds
+from .holders import holders, shown_state
 
 NO_DAEMON_EXIT = 69
 
@@ -33,6 +34,7 @@ def render(node: NodeStatus) -> str:
         f"transferred: {mib(total.bytes_to_device)} to device, {mib(total.bytes_to_host)} to host; "
         f"evictions: {total.evictions} ({mib(total.bytes_written_back)} written back); launches: {total.launches}",
         f"swap buffers: {mib(total.swap_used_bytes)} used, {mib(total.swap_reserved_bytes)} reserved",
+        "memory held by: " + ("; ".join(holders(node)) or "nobody"),
         f"{len(node.clients)} client(s)",
     ]
     if node.clients:
@@ -43,7 +45,7 @@ def render(node: NodeStatus) -> str:
         for c in node.clients:
             a = c.activity
             lines.append(
-                f"{c.slot:>4} {c.state:<8} {c.pid:>8} {c.name[:20]:<20} {c.arrival:>7} {mib(c.weighted_demand):>12} "
+                f"{c.slot:>4} {shown_state(c):<8} {c.pid:>8} {c.name[:20]:<20} {c.arrival:>7} {mib(c.weighted_demand):>12} "
                 f"{mib(c.peak_demand):>12} {mib(c.budget_held):>12} "
                 f"{'-' if c.query_slot is None else c.query_slot:>5} {mib(a.bytes_to_device):>12} "
                 f"{mib(a.bytes_to_host):>12} {a.evictions:>9} {mib(a.swap_used_bytes):>12}"

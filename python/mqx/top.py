@@ -35,6 +35,7 @@ def _bar(used: int, capacity: int, width: int = 40) -> str:
 
 def render(before: Any, after: Any, seconds: float) -> str:
     """The view of two NodeStatus samples taken ``seconds`` apart."""
+    from .holders import holders, process_stopped
     seconds = max(seconds, 1e-9)
 
     def rate(name: str) -> float:
@@ -73,6 +74,7 @@ def render(before: Any, after: Any, seconds: float) -> str:
         f"{_mib(rate('bytes_evicted_for_others'))}/s (total {after.eviction_requests_served}, "
         f"{_mib(after.bytes_evicted_for_others)}); reclaimed {_mib(rate('reclaimed_bytes'))}/s "
         f"(dead clients {after.dead_clients})",
+        "memory held by: " + ("; ".join(holders(after)) or "nobody"),
         "",
         f"admission queue ({len(waiting)}):",
     ]
@@ -84,7 +86,7 @@ def render(before: Any, after: Any, seconds: float) -> str:
     for c in running:
         lines.append(
             f"  {c.slot:>4} {c.pid:>8} {c.name[:20]:<20} {_mib(c.weighted_demand):>12} {_mib(c.peak_demand):>12} "
-            f"{_mib(c.observed_peak):>12}"
+            f"{_mib(c.observed_peak):>12}" + ("  STOPPED" if process_stopped(c.pid) else "")
         )
     lines += [
         "",
@@ -98,7 +100,7 @@ def render(before: Any, after: Any, seconds: float) -> str:
             f"  {c.slot:>4} {c.pid:>8} {c.name[:20]:<20} {_mib(c.budget_held):>12} {_mib(change) + '/s':>14} "
             f"{_mib(client_rate(c, 'bytes_to_device')) + '/s':>14} {_mib(client_rate(c, 'bytes_to_host')) + '/s':>14} "
             f"{client_rate(c, 'evictions'):>9.1f}/s {_mib(c.activity.swap_used_bytes):>12} "
-            f"{'-' if c.query_slot is None else c.query_slot:>5}"
+            f"{'-' if c.query_slot is None else c.query_slot:>5}" + ("  STOPPED" if process_stopped(c.pid) else "")
         )
     return "\n".join(lines)
 

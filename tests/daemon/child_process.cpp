@@ -10,13 +10,14 @@
 #include <cstring>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 extern char** environ;
 
 namespace mqx::test {
 
-ChildProcess::ChildProcess(const std::vector<std::string>& argv,
-                           const std::map<std::string, std::string>& environment) {
+ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::map<std::string, std::string>& environment,
+                           bool mergeStandardError) {
   std::map<std::string, std::string> merged;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     std::string text(*entry);
@@ -43,6 +44,7 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv,
   if (pid_ < 0) throw std::runtime_error("fork");
   if (pid_ == 0) {
     dup2(pipeEnds[1], STDOUT_FILENO);
+    if (mergeStandardError) dup2(pipeEnds[1], STDERR_FILENO);
     execve(args[0], args.data(), envp.data());
     _exit(127);
   }
@@ -85,6 +87,27 @@ std::optional<std::uint64_t> ChildProcess::waitForCounter(const std::string& nam
   auto line = waitForMatch([&](const std::string& candidate) { return candidate.starts_with(prefix); }, timeout);
   if (!line) return std::nullopt;
   return std::strtoull(line->c_str() + prefix.size(), nullptr, 10);
+}
+
+std::optional<std::string> ChildProcess::waitForLineContaining(const std::string& text,
+                                                               std::chrono::milliseconds timeout) {
+  return waitForMatch([&](const std::string& candidate) { return candidate.find(text) != std::string::npos; }, timeout);
+}
+
+std::string ChildProcess::readRest(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd entry{stdout_, POLLIN, 0};
+    if (poll(&entry, 1, static_cast<int>(left.count())) <= 0) break;
+    char chunk[4096];
+    const ssize_t got = read(stdout_, chunk, sizeof chunk);
+    if (got <= 0) break;
+    buffered_.append(chunk, static_cast<std::size_t>(got));
+  }
+  return std::exchange(buffered_, std::string());
 }
 
 std::optional<std::string> ChildProcess::waitForMatch(const std::function<bool(const std::string&)>& matches,

@@ -17,7 +17,10 @@ namespace mqx::test {
 
 class ChildProcess {
 public:
-  ChildProcess(const std::vector<std::string>& argv, const std::map<std::string, std::string>& environment);
+  // With `mergeStandardError`, the child's stderr goes to the same pipe as
+  // its stdout (for tests that read its log lines).
+  ChildProcess(const std::vector<std::string>& argv, const std::map<std::string, std::string>& environment,
+               bool mergeStandardError = false);
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
@@ -31,6 +34,12 @@ public:
   // Reads stdout until a line "NAME VALUE" appears; VALUE, or nullopt on
   // EOF/timeout (the counters sim_client prints).
   std::optional<std::uint64_t> waitForCounter(const std::string& name, std::chrono::milliseconds timeout);
+  // Reads stdout until a line containing `text` appears; that line, or
+  // nullopt on EOF/timeout.
+  std::optional<std::string> waitForLineContaining(const std::string& text, std::chrono::milliseconds timeout);
+  // Everything the child writes to stdout until it closes it (it exited) or
+  // `timeout` passes, after what earlier waits consumed.
+  std::string readRest(std::chrono::milliseconds timeout);
 
 private:
   std::optional<std::string> waitForMatch(const std::function<bool(const std::string&)>& matches,

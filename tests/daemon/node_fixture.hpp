@@ -41,13 +41,16 @@ protected:
   void TearDown() override {
     stopDaemon();
     std::remove(("/tmp/mqx-test-demand-" + instance_).c_str());
+    // mqxd's list of clients alive at its shutdown (docs/daemon.md).
+    std::remove(("/dev/shm/" + names().prefix + "-clients").c_str());
   }
 
   ipc::IpcNames names() const { return ipc::IpcNames::forInstance(instance_, getuid()); }
 
-  // Starts mqxd and waits until its segment is there.
-  void startDaemon() {
-    daemon_ = std::make_unique<ChildProcess>(std::vector<std::string>{MQXD_PATH}, environment_);
+  // Starts mqxd and waits until its segment is there. With
+  // `mergeStandardError`, its log lines come through daemon_'s stdout too.
+  void startDaemon(bool mergeStandardError = false) {
+    daemon_ = std::make_unique<ChildProcess>(std::vector<std::string>{MQXD_PATH}, environment_, mergeStandardError);
     ASSERT_TRUE(daemon_->waitForLine("mqxd: ready (" + names().segment + ")", 5s)) << "mqxd did not start";
     segment_ = ipc::SharedSegment::open(names());
     ASSERT_NE(segment_, nullptr);
@@ -61,22 +64,24 @@ protected:
   }
 
   std::unique_ptr<ChildProcess> client(const std::vector<std::string>& args,
-                                       const std::map<std::string, std::string>& extra = {}) {
+                                       const std::map<std::string, std::string>& extra = {},
+                                       bool mergeStandardError = false) {
     std::vector<std::string> argv{SIM_CLIENT_PATH};
     argv.insert(argv.end(), args.begin(), args.end());
     auto environment = environment_;
     for (const auto& [key, value] : extra)
       environment[key] = value;
-    return std::make_unique<ChildProcess>(argv, environment);
+    return std::make_unique<ChildProcess>(argv, environment, mergeStandardError);
   }
   std::unique_ptr<ChildProcess> run(const std::vector<std::string>& args,
-                                    const std::map<std::string, std::string>& extra = {}) {
+                                    const std::map<std::string, std::string>& extra = {},
+                                    bool mergeStandardError = false) {
     std::vector<std::string> argv{MQX_RUN_PATH};
     argv.insert(argv.end(), args.begin(), args.end());
     auto environment = environment_;
     for (const auto& [key, value] : extra)
       environment[key] = value;
-    return std::make_unique<ChildProcess>(argv, environment);
+    return std::make_unique<ChildProcess>(argv, environment, mergeStandardError);
   }
 
   std::uint64_t usedBytes() {

@@ -1,0 +1,49 @@
+"""Who holds a node's memory, for ``python -m mqx status`` and ``top`` (docs/daemon.md, "Stopped holders")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def mib(count: int) -> str:
+    return f"{count / (1 << 20):.1f} MiB"
+
+
+def process_stopped(pid: int) -> bool:
+    """Whether ``pid`` is stopped (SIGSTOP, SIGTSTP or a tracer: 'T' or 't' in /proc/<pid>/stat).
+
+    A stopped client keeps its device memory and serves no eviction until SIGCONT (docs/daemon.md,
+    "Stopped holders")."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            text = stat.read()
+    except OSError:
+        return False
+    fields = text[text.rfind(")") + 2 :].split()
+    return bool(fields) and fields[0] in ("T", "t")
+
+
+def shown_state(client: Any) -> str:
+    """The client's state, or "stopped" when its process is stopped."""
+    return "stopped" if process_stopped(client.pid) else client.state
+
+
+def holders(node: Any) -> list[str]:
+    """Who holds the node's memory, largest first: each running query (name, pid, demand, the bytes its
+    processes hold, stopped or not) and each memory client outside any query that holds bytes."""
+    held: dict[int, int] = {}
+    stopped: dict[int, bool] = {}
+    for c in node.clients:
+        if c.state == "memory" and c.query_slot is not None:
+            held[c.query_slot] = held.get(c.query_slot, 0) + c.budget_held
+            stopped[c.query_slot] = stopped.get(c.query_slot, False) or process_stopped(c.pid)
+    rows = []
+    for c in node.clients:
+        if c.state == "running":
+            demand = max(c.weighted_demand, held.get(c.slot, 0))
+            mark = ", STOPPED" if stopped.get(c.slot) or process_stopped(c.pid) else ""
+            rows.append((demand, f"'{c.name}' (pid {c.pid}{mark}) demand {mib(demand)}, holds {mib(held.get(c.slot, 0))}"))
+        elif c.state == "memory" and c.query_slot is None and c.budget_held:
+            mark = ", STOPPED" if process_stopped(c.pid) else ""
+            rows.append((c.budget_held, f"pid {c.pid} outside any query{mark} holds {mib(c.budget_held)}"))
+    return [text for _, text in sorted(rows, key=lambda row: -row[0])]

@@ -1,0 +1,323 @@
+// Contention never aborts a query, and nothing leaves the node stuck
+// (issue 13; docs/hardening.md, "Faults and bad inputs tried"): the default
+// capacity on a GPU, admission waits that say why and end, SIGHUP, queues of
+// clients that died while no mqxd ran, a damaged segment, and a flood of
+// invalid messages. Real mqxd, mqx-run and client processes.
+#include <fcntl.h>
+#include <mqueue.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "config/config.hpp"
+#include "ipc/messages.hpp"
+#include "node_capacity.hpp"
+#include "node_fixture.hpp"
+
+namespace mqx::test {
+namespace {
+
+constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
+
+// --- 1. Default capacity -----------------------------------------------------
+
+daemon::DeviceMemoryProbe deviceOf(std::uint64_t totalBytes, int* calls) {
+  return [=] {
+    ++*calls;
+    return std::optional<daemon::DeviceMemory>(daemon::DeviceMemory{totalBytes, 0, "injected"});
+  };
+}
+
+daemon::DeviceMemoryProbe noDevice(int* calls) {
+  return [=] {
+    ++*calls;
+    return std::optional<daemon::DeviceMemory>();
+  };
+}
+
+TEST(NodeCapacity, OnAGpuItIsTheDevicesMemoryLessTheReserve) {
+  // Two 45 GB PyTorch jobs under mqx-run failed with "GPU 0 has a total
+  // capacity of 1024.00 MiB": the node got sim.capacity on an 80 GB GPU.
+  Config config; // daemon.capacity 0, no device memory limit, backend auto
+  int calls = 0;
+  const std::uint64_t h100 = 80 * kGiB;
+  const auto capacity = daemon::nodeCapacity(config, deviceOf(h100, &calls));
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(capacity.bytes, h100 - h100 / 20) << capacity.origin; // 5% of 80 GiB: 4 GiB
+  config.backend = BackendKind::Cuda;
+  EXPECT_EQ(daemon::nodeCapacity(config, deviceOf(h100, &calls)).bytes, 76 * kGiB);
+  // A small GPU keeps at least 1.5 GiB.
+  EXPECT_EQ(daemon::nodeCapacity(config, deviceOf(16 * kGiB, &calls)).bytes, 16 * kGiB - 3 * kGiB / 2);
+  EXPECT_EQ(daemon::deviceReserveBytes(16 * kGiB), 3 * kGiB / 2);
+  EXPECT_EQ(daemon::deviceReserveBytes(40 * kGiB), 2 * kGiB);
+}
+
+TEST(NodeCapacity, SimulatedDeviceAndExplicitSettings) {
+  Config config;
+  int calls = 0;
+  config.backend = BackendKind::Sim;
+  config.simCapacity = 48 << 20;
+  EXPECT_EQ(daemon::nodeCapacity(config, deviceOf(80 * kGiB, &calls)).bytes, std::uint64_t{48} << 20);
+  EXPECT_EQ(calls, 0) << "the simulated device needs no probe";
+  config.backend = BackendKind::Auto; // no GPU: the processes run on the simulated device
+  EXPECT_EQ(daemon::nodeCapacity(config, noDevice(&calls)).bytes, std::uint64_t{48} << 20);
+  config.backend = BackendKind::Cuda; // a GPU was asked for and none can be read: say so
+  EXPECT_THROW(daemon::nodeCapacity(config, noDevice(&calls)), std::runtime_error);
+  EXPECT_THROW(daemon::nodeCapacity(config, deviceOf(kGiB, &calls)), std::runtime_error) << "below the reserve";
+  config.deviceMemoryLimit = 8 * kGiB;
+  EXPECT_EQ(daemon::nodeCapacity(config, noDevice(&calls)).bytes, 8 * kGiB);
+  config.daemonCapacity = 2 * kGiB;
+  EXPECT_EQ(daemon::nodeCapacity(config, noDevice(&calls)).bytes, 2 * kGiB);
+}
+
+using Robustness = NodeFixture;
+
+TEST_F(Robustness, MqxdOnTheSimulatedDeviceGetsSimCapacity) {
+  environment_["MQX_DAEMON_CAPACITY"] = "0";
+  environment_["MQX_BACKEND_KIND"] = "sim";
+  environment_["MQX_SIM_CAPACITY"] = "48MiB";
+  startDaemon();
+  EXPECT_EQ(segment_->state().capacity, std::uint64_t{48} << 20);
+}
+
+// --- 2. Waiting for admission ------------------------------------------------
+
+class AdmissionWaits : public NodeFixture {
+protected:
+  std::string plan(const std::string& name, int mib) {
+    const std::string path = "/tmp/mqx-plan-" + instance_ + "-" + name;
+    std::ofstream(path) << "name = \"" << name << "\"\n[[operator]]\ntime = 1.0\nmemory = \"" << mib << "MiB\"\n";
+    plans_.push_back(path);
+    return path;
+  }
+  void TearDown() override {
+    for (const auto& path : plans_)
+      std::remove(path.c_str());
+    NodeFixture::TearDown();
+  }
+  bool running(const std::string& name) {
+    ipc::RobustLock lock(segment_->state().lock);
+    for (const auto& record : segment_->state().clients)
+      if (record.state == ipc::ClientState::Running && name == record.name) return true;
+    return false;
+  }
+  bool waitUntilRunning(const std::string& name) {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (running(name)) return true;
+      std::this_thread::sleep_for(5ms);
+    }
+    return false;
+  }
+  std::vector<std::string> plans_;
+};
+
+TEST_F(AdmissionWaits, AWaitingQuerySaysWhyAndForWhomAndAStoppedHolderIsNamed) {
+  startDaemon(true);
+  // The holder: 24 of the node's 32 MiB, running until the test ends it.
+  auto holder = run({"--plan", plan("holder", 24), "--", "/bin/sh", "-c", "sleep 30"});
+  ASSERT_TRUE(waitUntilRunning("holder"));
+  auto waiting = run({"--plan", plan("waiting", 16), "--timeout", "0", "--", "/bin/true"}, {}, true);
+  const auto start = std::chrono::steady_clock::now();
+  auto first = waiting->waitForLineContaining("waits for admission", 3s);
+  ASSERT_TRUE(first.has_value()) << "a waiting query must say so at once";
+  EXPECT_NE(first->find("query 'waiting'"), std::string::npos) << *first;
+  EXPECT_NE(first->find("needs 16.0 MiB"), std::string::npos) << *first;
+  EXPECT_NE(first->find("8.0 MiB of the node's 32.0 MiB are free"), std::string::npos) << *first;
+  EXPECT_NE(first->find("'holder' (pid " + std::to_string(holder->pid()) + ") demand 24.0 MiB"), std::string::npos)
+      << *first;
+  EXPECT_NE(first->find("no time limit"), std::string::npos) << *first;
+  // Every 5 s again; a stopped holder is named so, and mqxd says so once.
+  holder->signal(SIGSTOP);
+  auto second = waiting->waitForLineContaining("waits for admission", 8s);
+  ASSERT_TRUE(second.has_value()) << "a waiting query repeats why it waits";
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 4s);
+  EXPECT_NE(second->find("'holder' (pid " + std::to_string(holder->pid()) + ", STOPPED"), std::string::npos) << *second;
+  auto reported = daemon_->waitForLineContaining("is stopped holding", 3s);
+  ASSERT_TRUE(reported.has_value()) << "mqxd reports a stopped holder";
+  EXPECT_NE(reported->find("'holder' (pid " + std::to_string(holder->pid()) + ")"), std::string::npos) << *reported;
+  // A query with a time limit gives up with its own exit status and says why.
+  auto impatient = run({"--plan", plan("impatient", 16), "--timeout", "1", "--", "/bin/true"}, {}, true);
+  EXPECT_EQ(impatient->wait(10s), 75);
+  const std::string last = impatient->readRest(2s);
+  EXPECT_NE(last.find("not admitted within 1 s"), std::string::npos) << last;
+  EXPECT_NE(last.find("STOPPED"), std::string::npos) << last;
+  // The holder continues and ends: the patient query is admitted and runs.
+  holder->signal(SIGCONT);
+  holder->signal(SIGTERM);
+  EXPECT_EQ(waiting->wait(15s), 0);
+}
+
+TEST_F(AdmissionWaits, TheTimeLimitComesFromTheConfigurationToo) {
+  startDaemon();
+  auto holder = run({"--plan", plan("holder", 24), "--", "/bin/sh", "-c", "sleep 30"});
+  ASSERT_TRUE(waitUntilRunning("holder"));
+  auto waiting = run({"--plan", plan("waiting", 16), "--", "/bin/true"}, {{"MQX_DAEMON_ADMISSION_TIMEOUT_S", "1"}});
+  EXPECT_EQ(waiting->wait(10s), 75);
+  auto bad = run({"--timeout", "soon", "--", "/bin/true"});
+  EXPECT_EQ(bad->wait(5s), 2);
+  holder->signal(SIGTERM);
+  EXPECT_TRUE(holder->wait(10s).has_value());
+}
+
+// --- 3. SIGHUP ------------------------------------------------------------------
+
+TEST_F(Robustness, SighupIsACleanExit) {
+  // Closing mqxd's terminal sent SIGHUP, which killed it and left its
+  // segment and queue behind.
+  startDaemon();
+  segment_.reset();
+  daemon_->signal(SIGHUP);
+  EXPECT_EQ(daemon_->wait(5s), 0);
+  daemon_.reset();
+  EXPECT_EQ(ipc::SharedSegment::open(names()), nullptr) << "the segment outlived mqxd";
+  EXPECT_EQ(ipc::MessageQueue::openForSending(names().daemonQueue), nullptr) << "the queue outlived mqxd";
+}
+
+// --- 4. Queues of clients that died while no mqxd ran ----------------------------
+
+bool queueExists(const std::string& name) { return ipc::MessageQueue::openForSending(name) != nullptr; }
+
+TEST_F(Robustness, QueuesOfClientsThatDiedWhileNoMqxdRanAreRemovedAtStart) {
+  for (const bool crash : {false, true}) {
+    SCOPED_TRACE(crash ? "mqxd SIGKILLed" : "mqxd stopped with SIGTERM");
+    startDaemon();
+    auto member = client({"hold-budget", std::to_string(1 << 20), "0"});
+    ASSERT_TRUE(member->waitForLine("held", 5s));
+    const pid_t pid = member->pid();
+    segment_.reset();
+    if (crash) {
+      daemon_->signal(SIGKILL);
+      EXPECT_TRUE(daemon_->wait(5s).has_value());
+      daemon_.reset();
+    } else {
+      stopDaemon();
+    }
+    member->signal(SIGKILL); // dies while no mqxd runs: nobody removes its queues
+    EXPECT_EQ(member->wait(5s), 128 + SIGKILL);
+    ASSERT_TRUE(queueExists(names().evictQueue(pid)));
+    ASSERT_TRUE(queueExists(names().replyQueue(pid)));
+    startDaemon();
+    EXPECT_FALSE(queueExists(names().evictQueue(pid))) << "the next mqxd must remove the dead client's queues";
+    EXPECT_FALSE(queueExists(names().replyQueue(pid)));
+    stopDaemon();
+  }
+}
+
+// --- 5. A damaged segment, a held lock: SIGTERM always works ---------------------
+
+TEST_F(Robustness, AnOverwrittenSegmentIsRefusedInOneLine) {
+  startDaemon(true);
+  segment_.reset();
+  {
+    std::ofstream garbage("/dev/shm/" + names().segment, std::ios::binary | std::ios::in | std::ios::out);
+    ASSERT_TRUE(garbage.good());
+    std::mt19937_64 random(13);
+    for (int i = 0; i < 64 * 1024; ++i) {
+      const std::uint64_t word = random();
+      garbage.write(reinterpret_cast<const char*>(&word), sizeof word);
+    }
+  }
+  daemon_->signal(SIGTERM);
+  const auto status = daemon_->wait(5s);
+  ASSERT_TRUE(status.has_value()) << "mqxd ignores SIGTERM on a damaged segment";
+  EXPECT_EQ(*status, 1);
+  const std::string output = daemon_->readRest(2s);
+  daemon_.reset();
+  EXPECT_NE(output.find("mqxd: segment " + names().segment + " is damaged"), std::string::npos) << output;
+  EXPECT_EQ(std::count(output.begin(), output.end(), '\n'), 1) << output;
+  EXPECT_EQ(ipc::SharedSegment::open(names()), nullptr);
+}
+
+TEST_F(Robustness, AGarbageSegmentLeftBehindIsReplacedAtStart) {
+  {
+    std::ofstream garbage("/dev/shm/" + names().segment, std::ios::binary);
+    garbage << std::string(1 << 20, '\x5a');
+  }
+  std::string damage;
+  EXPECT_EQ(ipc::SharedSegment::open(names(), &damage), nullptr);
+  EXPECT_NE(damage.find("bad magic"), std::string::npos) << damage;
+  auto query = run({"--", "/bin/true"});
+  EXPECT_EQ(query->wait(5s), 69) << "mqx-run must not use a damaged segment";
+  daemon_ = std::make_unique<ChildProcess>(std::vector<std::string>{MQXD_PATH}, environment_, true);
+  auto line = daemon_->waitForLineContaining("damaged segment", 5s);
+  ASSERT_TRUE(line.has_value());
+  EXPECT_NE(line->find("bad magic"), std::string::npos) << *line;
+  ASSERT_TRUE(daemon_->waitForLine("mqxd: ready (" + names().segment + ")", 5s));
+  segment_ = ipc::SharedSegment::open(names());
+  ASSERT_NE(segment_, nullptr);
+  EXPECT_EQ(segment_->state().daemonPid, daemon_->pid());
+  auto fine = run({"--", "/bin/true"});
+  EXPECT_EQ(fine->wait(10s), 0);
+}
+
+TEST_F(Robustness, SigtermStopsMqxdWhileAStoppedClientHoldsTheNodeLock) {
+  startDaemon();
+  auto locker = client({"hold-lock", std::to_string(1 << 20)});
+  ASSERT_TRUE(locker->waitForLine("locked", 5s));
+  locker->signal(SIGSTOP);
+  std::this_thread::sleep_for(300ms); // mqxd's next pass waits for the lock
+  segment_.reset();
+  daemon_->signal(SIGTERM);
+  EXPECT_EQ(daemon_->wait(5s), 0) << "mqxd must stop while a stopped process holds the node lock";
+  daemon_.reset();
+  EXPECT_EQ(ipc::SharedSegment::open(names()), nullptr);
+  locker->signal(SIGKILL);
+}
+
+// --- 6. Invalid messages: at most one log line a second --------------------------
+
+// Sends `count` messages of garbage (the right size, a wrong magic) to
+// `queue`; the seconds it took.
+double flood(const std::string& queue, int count) {
+  const mqd_t target = mq_open(queue.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  EXPECT_NE(target, static_cast<mqd_t>(-1)) << queue;
+  std::string garbage(sizeof(ipc::Message), '\x17');
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + 10s; // a receiver that stopped draining fails the test, not hangs it
+  for (int sent = 0; sent < count && std::chrono::steady_clock::now() < deadline;) {
+    if (mq_send(target, garbage.data(), garbage.size(), 0) == 0)
+      ++sent;
+    else
+      std::this_thread::sleep_for(1ms); // full: the receiver drains it
+  }
+  mq_close(target);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::size_t linesContaining(const std::string& text, const std::string& what) {
+  std::size_t count = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    count += line.find(what) != std::string::npos ? 1 : 0;
+  return count;
+}
+
+TEST_F(Robustness, AFloodOfInvalidMessagesIsLoggedAtMostOnceASecond) {
+  startDaemon(true);
+  auto member = client({"hold-budget", std::to_string(1 << 20), "0"}, {}, true);
+  ASSERT_TRUE(member->waitForLine("held", 5s));
+  const double daemonSeconds = flood(names().daemonQueue, 3000);
+  const double memberSeconds = flood(names().evictQueue(member->pid()), 3000);
+  std::this_thread::sleep_for(1200ms);
+  // One more after a second: its line counts the ones not logged.
+  flood(names().daemonQueue, 1);
+  flood(names().evictQueue(member->pid()), 1);
+  const std::string daemonLog = daemon_->readRest(1500ms);
+  const std::string memberLog = member->readRest(1500ms);
+  const auto daemonLines = linesContaining(daemonLog, "dropping an invalid message");
+  const auto memberLines = linesContaining(memberLog, "dropping an invalid message");
+  EXPECT_GE(daemonLines, 2u) << daemonLog;
+  EXPECT_LE(daemonLines, static_cast<std::size_t>(daemonSeconds) + 4) << daemonLog;
+  EXPECT_GE(memberLines, 2u) << memberLog;
+  EXPECT_LE(memberLines, static_cast<std::size_t>(memberSeconds) + 4) << memberLog;
+  EXPECT_NE(daemonLog.find("more dropped since the last line"), std::string::npos) << daemonLog;
+  EXPECT_NE(memberLog.find("more dropped since the last line"), std::string::npos) << memberLog;
+  member->signal(SIGKILL);
+}
+
+} // namespace
+} // namespace mqx::test
