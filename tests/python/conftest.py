@@ -20,6 +20,7 @@ MIB = 1 << 20
 NODE_SETTINGS = {
     "MQX_MEMORY_PAGE_SIZE": "1MiB",
     "MQX_SIM_GRANULARITY": "1MiB",
+    "MQX_BACKEND_KIND": "sim",  # the node size below, also on a GPU host
     "MQX_SIM_CAPACITY": "64MiB",
     "MQX_MEMORY_SWAP_BUFFER_LIMIT": "256MiB",
     "MQX_MEMORY_PINNED_SWAP": "false",
