@@ -202,6 +202,26 @@ public:
   void prepareHostWrite(std::uintptr_t address, std::size_t bytes);
 };
 
+// Pointer tables (docs/architecture.md): a copy of at most this many bytes
+// into managed memory is scanned for addresses of managed regions, one range
+// check per 8-byte word. Tables of device pointers (batched BLAS, gathers)
+// are small; bulk data is not scanned.
+constexpr std::size_t kPointerTableScanBytes = std::size_t{1} << 20;
+
+// Adds to `table` the regions whose addresses `bytes` holds.
+void notePointers(RegionDirectory& directory, Region& table, const std::byte* bytes, std::size_t count) {
+  if (count > kPointerTableScanBytes) return;
+  for (std::size_t offset = 0; offset + sizeof(DevicePtr) <= count; offset += sizeof(DevicePtr)) {
+    DevicePtr value;
+    std::memcpy(&value, bytes + offset, sizeof value);
+    if (!directory.mayContain(value)) continue;
+    const Region* target = directory.find(value);
+    if (target != nullptr && target != &table &&
+        std::find(table.pointsTo.begin(), table.pointsTo.end(), target->id) == table.pointsTo.end())
+      table.pointsTo.push_back(target->id);
+  }
+}
+
 // One use per page, with the union of the accesses: an operation may name a
 // page twice (a copy's source page spans two destination pieces).
 std::vector<PageUse> mergedUses(std::vector<PageUse> uses) {
@@ -595,7 +615,9 @@ Status MemoryManager::free(DevicePtr address) {
   s.residency.unbackRegion(*region);
   MQX_TRY(s.backend.release(region->base, region->reservedSize));
   s.references.forget(region->id);
-  s.directory.remove(region->id);
+  const RegionId gone = region->id;
+  s.directory.remove(gone);
+  s.directory.forEach([&](Region& table) { std::erase(table.pointsTo, gone); });
   return Status::Success;
 }
 
@@ -625,6 +647,7 @@ Status MemoryManager::copyHostToDevice(DevicePtr destination, const void* source
   s.residency.poll();
   s.stats.bytesRequestedToDevice += bytes;
   const auto* bytesIn = static_cast<const std::byte*>(source);
+  notePointers(s.directory, *region, bytesIn, bytes);
   // Only host pages that lie wholly inside the source are write-protected:
   // the partial pages at either end hold other data (malloc's chunk headers,
   // neighbouring allocations) that any thread may write, mqx's own included.
@@ -709,6 +732,10 @@ Status MemoryManager::copyDeviceToDevice(DevicePtr destination, DevicePtr source
       (from != nullptr && s.rangeRegion(source, bytes) == nullptr))
     return Status::InvalidValue;
   s.residency.poll();
+  if (to != nullptr && from != nullptr && to != from) // a copy of a table is a table
+    for (RegionId target : from->pointsTo)
+      if (target != to->id && std::find(to->pointsTo.begin(), to->pointsTo.end(), target) == to->pointsTo.end())
+        to->pointsTo.push_back(target);
   DeviceWork work;
   auto eager = [&](DevicePtr target, DevicePtr origin, std::size_t length) {
     s.addDeviceUses(from, origin, length, Access::Input, work);
@@ -770,6 +797,16 @@ Status MemoryManager::launch(const device::KernelLaunch& launch) {
   std::vector<RegionReference>& references = s.launchReferences;
   bool referencesComplete = false;
   MQX_TRY(s.references.find(launch, &references, &referencesComplete));
+  // Regions named in pointer tables the launch references are referenced
+  // too, transitively (read and written: the table does not say how).
+  for (std::size_t i = 0; i < references.size(); ++i)
+    for (RegionId id : references[i].region->pointsTo) {
+      Region* target = s.directory.byId(id);
+      if (target == nullptr) continue;
+      auto same = [&](const RegionReference& r) { return r.region == target; };
+      if (std::find_if(references.begin(), references.end(), same) == references.end())
+        references.push_back({target, Access::Both});
+    }
   DeviceWork& work = s.launchWork;
   work.clear();
   const std::uint64_t now = s.residency.tick();

@@ -23,6 +23,10 @@ struct Region {
   std::vector<PageState> pages;
   std::uint64_t lastUse = 0;
   std::uint64_t useCount = 0;
+  // A pointer table: regions whose addresses were copied into this one from
+  // the host or another table (docs/architecture.md, "pointer tables"). A
+  // launch that references the table references them too.
+  std::vector<RegionId> pointsTo;
 
   std::size_t pageCount() const { return pages.size(); }
   std::size_t pageOffset(std::size_t page) const { return page * pageSize; }

@@ -1,5 +1,7 @@
 #include "core/region_directory.hpp"
 
+#include <algorithm>
+
 namespace mqx {
 
 std::size_t Region::backedBytes() const {
@@ -23,6 +25,8 @@ bool Region::anyPinned() const {
 }
 
 Region& RegionDirectory::add(std::unique_ptr<Region> region) {
+  lowest_ = lowest_ == 0 ? region->base : std::min(lowest_, region->base);
+  highest_ = std::max(highest_, region->base + region->size);
   Region& added = *region;
   totalBytes_ += added.size;
   byId_[added.id] = &added;

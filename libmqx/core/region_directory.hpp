@@ -22,6 +22,10 @@ public:
   // The region starting exactly at `address`, or null.
   Region* byBase(DevicePtr address);
 
+  // Whether `address` may lie in a region: one comparison against the span
+  // of all regions, the cheap first test of a pointer-table scan.
+  bool mayContain(DevicePtr address) const { return address >= lowest_ && address < highest_; }
+
   template <typename Function> void forEach(Function&& function) {
     for (auto& [base, region] : byBase_)
       function(*region);
@@ -33,6 +37,7 @@ private:
   std::map<DevicePtr, std::unique_ptr<Region>> byBase_;
   std::unordered_map<RegionId, Region*> byId_;
   std::size_t totalBytes_ = 0;
+  DevicePtr lowest_ = 0, highest_ = 0; // the span of all regions (grows only)
 };
 
 } // namespace mqx

@@ -40,7 +40,9 @@ template <typename PassThrough>
 CUresult deviceToDevice(const char* call, CUdeviceptr destination, CUdeviceptr source, std::size_t bytes, Order order,
                         PassThrough passThrough) {
   MemoryManager* manager = Runtime::instance().manager();
-  if (manager == nullptr || capturing(order.stream) || (!manager->isManaged(destination) && !manager->isManaged(source))) return passThrough();
+  if (manager == nullptr || capturing(order.stream) ||
+      (!manager->isManaged(destination) && !manager->isManaged(source)))
+    return passThrough();
   return guarded(call, [&] {
     return managedResult(call,
                          manager->copyDeviceToDevice(destination, source, bytes, order.stream, order.synchronous));

@@ -450,10 +450,17 @@ int main(int argc, char** argv) {
   CU_OK(cuModuleGetFunction(&kernels.addThroughTable, module, "addThroughTable"));
 
   const std::map<std::string, std::function<void()>> scenarios = {
-      {"oversubscribe", oversubscribe},  {"launch_forms", launchForms},       {"memsets", memsets},
-      {"pitched_copies", pitchedCopies}, {"pointer_queries", pointerQueries}, {"lazy_copy", lazyCopyThenModify},
-      {"streams", severalStreams}, {"pinned_source_freed", pinnedSourceFreed}, {"pointer_table", pointerTable},
-      {"launch_over_the_limit", launchOverTheLimit}, {"captured_graph", capturedGraph},
+      {"oversubscribe", oversubscribe},
+      {"launch_forms", launchForms},
+      {"memsets", memsets},
+      {"pitched_copies", pitchedCopies},
+      {"pointer_queries", pointerQueries},
+      {"lazy_copy", lazyCopyThenModify},
+      {"streams", severalStreams},
+      {"pinned_source_freed", pinnedSourceFreed},
+      {"pointer_table", pointerTable},
+      {"launch_over_the_limit", launchOverTheLimit},
+      {"captured_graph", capturedGraph},
   };
   std::string which = argc > 2 ? argv[2] : "all";
   if (which != "all" && scenarios.count(which) == 0) {

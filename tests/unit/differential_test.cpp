@@ -36,10 +36,10 @@ struct HostBuffer {
 class Sequence {
 public:
   // Kernels that read through pointer tables in device memory run where
-  // pages stay mapped and nothing promises that pointers are parameters.
+  // pages stay mapped (with pointers_in_parameters, the table is found by
+  // the scan of the host-to-device copy that wrote it).
   Sequence(const Config& config, std::uint64_t seed)
-      : random_(seed), backend_(config), kernels_(backend_),
-        indirect_(config.pinnedSwap && !config.pointersInParameters) {
+      : random_(seed), backend_(config), kernels_(backend_), indirect_(config.pinnedSwap) {
     if (std::getenv("MQX_TEST_VERBOSE") != nullptr || std::getenv("MQX_TEST_LOG") != nullptr)
       setLogLevel(LogLevel::Debug);
     manager_ = std::make_unique<MemoryManager>(config, backend_);
