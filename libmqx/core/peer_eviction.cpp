@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "common/log.hpp"
 #include "core/residency_manager.hpp"
 #include "trace/trace_span.hpp"
 #include "trace/trace_tracks.hpp"
@@ -77,19 +78,30 @@ Status PeerEviction::evictAt(const PeerCandidate& victim, std::size_t bytes, std
   return Status::NotFound;
 }
 
-bool PeerEviction::reclaimElsewhere(std::size_t bytes) {
+PeerReclaim PeerEviction::reclaimElsewhere(std::size_t bytes) {
   Waiting waiting(waitingForOthers_);
-  return budget_.reclaimElsewhere(bytes);
+  if (peers_ == nullptr) return budget_.reclaimElsewhere(bytes) ? PeerReclaim::Freed : PeerReclaim::NobodyElseHolds;
+  return peers_->reclaim(bytes);
 }
 
-bool PeerEviction::waitForTurn() {
+bool PeerEviction::waitForTurn(std::size_t bytes, std::optional<std::chrono::steady_clock::time_point> giveUpAt) {
   // The older processes may need more than this operation gave back: what
   // this process still holds (its other regions and the earlier content of
   // the regions this operation names, which it reloads after its turn).
   // Their requests come to this thread, which holds the manager's lock
   // (EvictionHandoff).
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.evictionTimeoutMilliseconds);
+  //
+  // The wait has no deadline (docs/daemon.md, "Queue or evict, never
+  // abort"): the oldest waiting process never yields, so it proceeds, and
+  // this one's turn comes when the older ones got their memory. With 13
+  // queries at once a young one may yield for many seconds; the former 4 x
+  // daemon.eviction_timeout_ms deadline failed it while the older ones were
+  // running. It gives up only when the node stops progressing altogether.
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const auto limit = stallLimit(config_.evictionTimeoutMilliseconds);
+  auto nextReport = start + limit;
+  ProgressWatch watch(limit, peers_->progress());
   auto evictForOlder = [this](std::size_t bytes, std::uint64_t preferred) {
     const std::size_t freed = evictForOtherProcess(bytes, preferred);
     statistics_.bytesEvictedWhileYielding += freed;
@@ -99,11 +111,28 @@ bool PeerEviction::waitForTurn() {
   handoff_.open();
   bool turn = true;
   while (peers_->mustYield()) {
-    if (std::chrono::steady_clock::now() >= deadline) {
+    handoff_.serve(std::chrono::milliseconds(1), evictForOlder);
+    const auto now = Clock::now();
+    if (giveUpAt && now >= *giveUpAt) {
       turn = false;
       break;
     }
-    handoff_.serve(std::chrono::milliseconds(1), evictForOlder);
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count();
+    if (watch.stalled(peers_->progress())) {
+      log(LogLevel::Warn,
+          "an operation that needs {} bytes yielded {} ms to older processes waiting for device memory, and nothing "
+          "on the node progressed for {} ms (4 x daemon.eviction_timeout_ms): out of memory; {}",
+          bytes, waited, limit.count(), peers_->describeNode());
+      turn = false;
+      break;
+    }
+    if (now >= nextReport) {
+      nextReport = now + limit;
+      log(LogLevel::Info,
+          "an operation that needs {} bytes has yielded {} ms to older processes waiting for device "
+          "memory; {}",
+          bytes, waited, peers_->describeNode());
+    }
   }
   handoff_.close();
   return turn;

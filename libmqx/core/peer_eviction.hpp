@@ -10,8 +10,10 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -67,14 +69,19 @@ public:
   // `victim` added to `refused`) when it freed nothing.
   Status evictAt(const PeerCandidate& victim, std::size_t bytes, std::vector<PeerCandidate>* refused);
   // Nothing local is evictable and no published region was freed: asks the
-  // other processes for anything (DeviceBudget::reclaimElsewhere).
-  bool reclaimElsewhere(std::size_t bytes);
+  // other processes for anything, waiting while the node progresses
+  // (PeerRegions::reclaim). Without a node: NobodyElseHolds unless the
+  // budget's own reclaimElsewhere freed something.
+  PeerReclaim reclaimElsewhere(std::size_t bytes);
   // Whether an older process waits for memory: this operation must yield.
   bool mustYield() { return peers_ != nullptr && peers_->mustYield(); }
-  // A yielding operation: waits until no older process waits for memory,
-  // evicting for them meanwhile (EvictionHandoff); false after
-  // daemon.eviction_timeout_ms.
-  bool waitForTurn();
+  // A yielding operation (it gave back what it backed for `bytes`): waits
+  // until no older process waits for memory, evicting for them meanwhile
+  // (EvictionHandoff). As long as the node progresses it waits; false (and a
+  // log line naming what it waited for) only when nothing on the node
+  // progressed for stallLimit(daemon.eviction_timeout_ms), or (no log) at
+  // `giveUpAt` when the caller has somewhere else to go (host blocks).
+  bool waitForTurn(std::size_t bytes, std::optional<std::chrono::steady_clock::time_point> giveUpAt = std::nullopt);
 
   // Another process's request: evicts unpinned victims that the policy
   // chooses until `bytes` are freed or nothing is left unpinned; never waits

@@ -65,27 +65,26 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
   // younger (later arrival on the node) gives back what it backed for this
   // launch, which holds nothing yet, lets the older one proceed, and tries
   // again after it: a fixed node-wide order, so one of them always proceeds.
-  const auto yieldDeadline =
+  // It waits as long as the older ones progress (waitForTurn), however long
+  // that is: queue or evict, never abort (docs/daemon.md). Where pages map
+  // host blocks, it waits at most 4 x daemon.eviction_timeout_ms and then
+  // runs what gets no device memory from its host blocks.
+  const auto fallbackAt =
       std::chrono::steady_clock::now() + 4 * std::chrono::milliseconds(context_.config.evictionTimeoutMilliseconds);
   while (backed == Status::NotReady) {
     for (const PageKey& key : newlyBacked)
       unbackUnloaded(*context_.directory.byId(key.region), key.page);
     newlyBacked.clear();
     ++context_.statistics.launchYields;
-    const bool turn = peerEviction_.waitForTurn();
-    if ((!turn || std::chrono::steady_clock::now() >= yieldDeadline) && hostFallback) {
+    const auto turnBy = hostFallback ? std::optional(fallbackAt) : std::nullopt;
+    const bool turn = peerEviction_.waitForTurn(needed, turnBy);
+    if ((!turn || std::chrono::steady_clock::now() >= fallbackAt) && hostFallback) {
       // Pages that get no device memory run from their host blocks: slower,
       // never refused.
       backed = backAll(uses, keep, &newlyBacked, true);
       break;
     }
-    if (!turn || std::chrono::steady_clock::now() >= yieldDeadline) {
-      log(LogLevel::Warn,
-          "an operation waited {} ms (4 x daemon.eviction_timeout_ms) for older processes to get their device memory: "
-          "out of memory",
-          4 * context_.config.evictionTimeoutMilliseconds);
-      return Status::OutOfMemory;
-    }
+    if (!turn) return Status::OutOfMemory; // the node stopped progressing: logged
     backed = backAll(uses, keep, &newlyBacked, false);
   }
   if (backed == Status::OutOfMemory && hostFallback) backed = backAll(uses, keep, &newlyBacked, true);
@@ -232,8 +231,15 @@ Status ResidencyManager::back(Region& region, std::uint32_t index, const std::ve
       // Nothing of ours is evictable and no published region of another
       // process was freed: the other processes are asked for anything
       // (paper §6).
-      if (peerEviction_.reclaimElsewhere(bytes)) continue;
-      if (peerEviction_.mustYield()) return Status::NotReady; // makeResident yields
+      // Only the answer decides: checking mustYield() again here raced with
+      // the older process getting its memory, and failed this operation
+      // with out of memory although it only had to retry.
+      switch (peerEviction_.reclaimElsewhere(bytes)) {
+      case PeerReclaim::Freed: continue;
+      case PeerReclaim::MustYield: return Status::NotReady;     // makeResident yields
+      case PeerReclaim::NoProgress: return Status::OutOfMemory; // logged with what it waited for
+      case PeerReclaim::NobodyElseHolds: break;
+      }
       log(LogLevel::Info, "cannot back {} bytes: budget {} of {} used, nothing evictable", bytes,
           context_.budget.used(), context_.budget.limit());
       return Status::OutOfMemory;
