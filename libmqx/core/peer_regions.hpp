@@ -6,9 +6,11 @@
 // not only the requester's. Single-process managers have none.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/region.hpp"
@@ -27,6 +29,46 @@ struct PeerCandidate {
   std::uint32_t owner = 0; // opaque to the core
   RegionId region = 0;
   EvictionCandidate inputs; // inputs.id is left for the caller
+};
+
+// What asking the other processes for memory came to (docs/daemon.md,
+// "Queue or evict, never abort").
+enum class PeerReclaim {
+  Freed,           // some bytes were freed, or the node has room now: retry the budget
+  MustYield,       // an older process waits for memory too: give back what this operation backed, let it go first
+  NobodyElseHolds, // no other live process holds any of the budget: waiting cannot help
+  NoProgress,      // the others hold it, but nothing on the node progressed for the stall limit
+};
+
+// How long a wait for other processes goes on without any progress on the
+// node before it gives up: 4 x daemon.eviction_timeout_ms. The wait itself is
+// not bounded: it lasts as long as the others make progress (their launches,
+// evictions, budgets, arrivals and departures: PeerRegions::progress).
+inline std::chrono::milliseconds stallLimit(std::uint64_t evictionTimeoutMilliseconds) {
+  return std::chrono::milliseconds(4 * evictionTimeoutMilliseconds);
+}
+
+// Watches a fingerprint of the node's progress during one wait.
+class ProgressWatch {
+public:
+  using Clock = std::chrono::steady_clock;
+  ProgressWatch(std::chrono::milliseconds limit, std::uint64_t fingerprint)
+      : limit_(limit), last_(fingerprint), since_(Clock::now()) {}
+  // Notes `fingerprint`; true once it has not changed for the limit.
+  bool stalled(std::uint64_t fingerprint) {
+    const auto now = Clock::now();
+    if (fingerprint != last_) {
+      last_ = fingerprint;
+      since_ = now;
+      return false;
+    }
+    return now - since_ >= limit_;
+  }
+
+private:
+  std::chrono::milliseconds limit_;
+  std::uint64_t last_;
+  Clock::time_point since_;
 };
 
 class PeerRegions {
@@ -56,6 +98,17 @@ public:
   // its launch and let that one proceed (the manager waits, evicting for it,
   // until this turns false).
   virtual bool mustYield() = 0;
+
+  // Nothing of this process is evictable and no published region was freed:
+  // asks the other processes for anything and waits, as long as the node
+  // makes progress, until some bytes are freed (docs/daemon.md).
+  virtual PeerReclaim reclaim(std::size_t bytes) = 0;
+  // A fingerprint of what the other processes do: it changes whenever one of
+  // them launches, evicts, takes or gives back budget, arrives or leaves.
+  virtual std::uint64_t progress() = 0;
+  // One line for the log of a long wait: who holds the node's budget and
+  // who waits for memory.
+  virtual std::string describeNode() = 0;
 };
 
 } // namespace mqx

@@ -34,7 +34,8 @@ const char* loadName(HostImageKind kind) {
 } // namespace
 
 ResidencyManager::ResidencyManager(ResidencyContext context, std::unique_ptr<ReplacementPolicy> policy)
-    : context_(context), policy_(std::move(policy)), peers_(context.budget.peers()) {}
+    : context_(context), policy_(std::move(policy)),
+      peerEviction_(context.config, context.budget, context.statistics, context.trace, *this) {}
 
 Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandle stream) {
   const auto start = std::chrono::steady_clock::now();
@@ -64,27 +65,26 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
   // younger (later arrival on the node) gives back what it backed for this
   // launch, which holds nothing yet, lets the older one proceed, and tries
   // again after it: a fixed node-wide order, so one of them always proceeds.
-  const auto yieldDeadline =
+  // It waits as long as the older ones progress (waitForTurn), however long
+  // that is: queue or evict, never abort (docs/daemon.md). Where pages map
+  // host blocks, it waits at most 4 x daemon.eviction_timeout_ms and then
+  // runs what gets no device memory from its host blocks.
+  const auto fallbackAt =
       std::chrono::steady_clock::now() + 4 * std::chrono::milliseconds(context_.config.evictionTimeoutMilliseconds);
   while (backed == Status::NotReady) {
     for (const PageKey& key : newlyBacked)
       unbackUnloaded(*context_.directory.byId(key.region), key.page);
     newlyBacked.clear();
     ++context_.statistics.launchYields;
-    const bool turn = waitForTurn();
-    if ((!turn || std::chrono::steady_clock::now() >= yieldDeadline) && hostFallback) {
+    const auto turnBy = hostFallback ? std::optional(fallbackAt) : std::nullopt;
+    const bool turn = peerEviction_.waitForTurn(needed, turnBy);
+    if ((!turn || std::chrono::steady_clock::now() >= fallbackAt) && hostFallback) {
       // Pages that get no device memory run from their host blocks: slower,
       // never refused.
       backed = backAll(uses, keep, &newlyBacked, true);
       break;
     }
-    if (!turn || std::chrono::steady_clock::now() >= yieldDeadline) {
-      log(LogLevel::Warn,
-          "an operation waited {} ms (4 x daemon.eviction_timeout_ms) for older processes to get their device memory: "
-          "out of memory",
-          4 * context_.config.evictionTimeoutMilliseconds);
-      return Status::OutOfMemory;
-    }
+    if (!turn) return Status::OutOfMemory; // the node stopped progressing: logged
     backed = backAll(uses, keep, &newlyBacked, false);
   }
   if (backed == Status::OutOfMemory && hostFallback) backed = backAll(uses, keep, &newlyBacked, true);
@@ -182,34 +182,6 @@ void ResidencyManager::materialize(Region& region, std::uint32_t index) {
   page.host = HostImage::inSwap(backing);
 }
 
-bool ResidencyManager::waitForTurn() {
-  // The older processes may need more than this operation gave back: what
-  // this process still holds (its other regions and the earlier content of
-  // the regions this operation names, which it reloads after its turn).
-  // Their requests come to this thread, which holds the manager's lock
-  // (EvictionHandoff).
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(context_.config.evictionTimeoutMilliseconds);
-  auto evictForOlder = [this](std::size_t bytes, std::uint64_t preferred) {
-    const std::size_t freed = evictForOtherProcess(bytes, preferred);
-    context_.statistics.bytesEvictedWhileYielding += freed;
-    return freed;
-  };
-  waitingForOthers_.store(true, std::memory_order_release);
-  handoff_.open();
-  bool turn = true;
-  while (peers_->mustYield()) {
-    if (std::chrono::steady_clock::now() >= deadline) {
-      turn = false;
-      break;
-    }
-    handoff_.serve(std::chrono::milliseconds(1), evictForOlder);
-  }
-  handoff_.close();
-  waitingForOthers_.store(false, std::memory_order_release);
-  return turn;
-}
-
 void ResidencyManager::unbackUnloaded(Region& region, std::uint32_t index) {
   // Backed by the launch that yields, before any load: nothing to keep.
   context_.backend.unmap(region.pageAddress(index), region.pageMappedBytes(index));
@@ -259,11 +231,15 @@ Status ResidencyManager::back(Region& region, std::uint32_t index, const std::ve
       // Nothing of ours is evictable and no published region of another
       // process was freed: the other processes are asked for anything
       // (paper §6).
-      waitingForOthers_.store(true, std::memory_order_release);
-      const bool reclaimed = context_.budget.reclaimElsewhere(bytes);
-      waitingForOthers_.store(false, std::memory_order_release);
-      if (reclaimed) continue;
-      if (peers_ != nullptr && peers_->mustYield()) return Status::NotReady; // makeResident yields
+      // Only the answer decides: checking mustYield() again here raced with
+      // the older process getting its memory, and failed this operation
+      // with out of memory although it only had to retry.
+      switch (peerEviction_.reclaimElsewhere(bytes)) {
+      case PeerReclaim::Freed: continue;
+      case PeerReclaim::MustYield: return Status::NotReady;     // makeResident yields
+      case PeerReclaim::NoProgress: return Status::OutOfMemory; // logged with what it waited for
+      case PeerReclaim::NobodyElseHolds: break;
+      }
       log(LogLevel::Info, "cannot back {} bytes: budget {} of {} used, nothing evictable", bytes,
           context_.budget.used(), context_.budget.limit());
       return Status::OutOfMemory;
@@ -479,13 +455,7 @@ Status ResidencyManager::evictOne(const std::vector<RegionId>& keep, std::size_t
     // the same policy among their published regions too (their last uses are
     // on the node clock, like ours).
     std::vector<PeerCandidate> peers;
-    if (peers_ != nullptr) {
-      peers_->collect(&peers);
-      std::erase_if(peers, [&](const PeerCandidate& peer) {
-        return std::any_of(refused->begin(), refused->end(),
-                           [&](const PeerCandidate& no) { return no.owner == peer.owner && no.region == peer.region; });
-      });
-    }
+    peerEviction_.collect(*refused, &peers);
     const std::size_t local = list.size();
     for (std::size_t i = 0; i < peers.size(); ++i) {
       list.push_back(peers[i].inputs);
@@ -494,7 +464,7 @@ Status ResidencyManager::evictOne(const std::vector<RegionId>& keep, std::size_t
     if (!list.empty()) {
       const std::uint64_t choice = list[policy_->chooseVictim(list)].id;
       if (choice >= local) {
-        if (ok(evictPeer(peers[choice - local], bytes, refused))) return Status::Success;
+        if (ok(peerEviction_.evictAt(peers[choice - local], bytes, refused))) return Status::Success;
         continue; // its owner freed nothing: choose again without it
       }
       MQX_TRY(evict(victims[choice]));
@@ -509,24 +479,6 @@ Status ResidencyManager::evictOne(const std::vector<RegionId>& keep, std::size_t
   }
 }
 
-Status ResidencyManager::evictPeer(const PeerCandidate& victim, std::size_t bytes,
-                                   std::vector<PeerCandidate>* refused) {
-  // This process holds its manager's lock while it waits: an owner that
-  // asks us meanwhile gets 0 at once (waitingForOtherProcesses).
-  waitingForOthers_.store(true, std::memory_order_release);
-  trace::TraceSpan span(context_.trace, "evict peer region", "eviction", trace::kCurrentThreadTrack);
-  span.argument("owner_slot", victim.owner).argument("region", victim.region).argument("bytes", bytes);
-  const std::size_t freed = peers_->evictAt(victim, bytes);
-  span.argument("freed", freed);
-  waitingForOthers_.store(false, std::memory_order_release);
-  if (freed > 0) {
-    ++context_.statistics.peerEvictions;
-    return Status::Success;
-  }
-  refused->push_back(victim);
-  return Status::NotFound;
-}
-
 std::size_t ResidencyManager::victimBytes(const Victim& victim) const {
   std::size_t size = 0;
   for (std::uint32_t index : victim.pages)
@@ -534,55 +486,32 @@ std::size_t ResidencyManager::victimBytes(const Victim& victim) const {
   return size;
 }
 
-std::size_t ResidencyManager::evictForOtherProcess(std::size_t bytes, RegionId preferred) {
-  std::size_t freed = 0;
-  trace::TraceSpan span(context_.trace, "evict for another process", "eviction", trace::kCurrentThreadTrack);
-  span.argument("bytes", bytes).argument("preferred_region", preferred);
-  struct Freed {
-    trace::TraceSpan& span;
-    std::size_t& freed;
-    ~Freed() { span.argument("freed", freed); }
-  } reportFreed{span, freed};
+std::size_t ResidencyManager::evictRegionNow(RegionId id) {
   poll();
-  // The region the requester chose among every process's, if it is still
-  // evictable (its published state may be stale).
-  if (Region* region = preferred != 0 ? context_.directory.byId(preferred) : nullptr) {
-    const bool pageGranular = context_.config.evictionGranularity == EvictionGranularity::Page;
-    Victim victim{region, {}};
-    if (pageGranular || !region->anyPinned())
-      for (std::uint32_t i = 0; i < region->pageCount(); ++i)
-        if (region->pages[i].backed && !region->pages[i].pinned()) victim.pages.push_back(i);
-    const std::size_t size = victimBytes(victim);
-    if (!victim.pages.empty() && ok(evict(victim))) freed += size;
-    publish(*region);
-  }
-  while (freed < bytes) {
-    poll();
-    std::vector<EvictionCandidate> list;
-    auto victims = candidates({}, &list);
-    if (list.empty()) break;
-    const Victim& victim = victims[list[policy_->chooseVictim(list)].id];
-    const std::size_t size = victimBytes(victim);
-    if (!ok(evict(victim))) break;
-    publish(*victim.region);
-    freed += size;
-  }
+  Region* region = context_.directory.byId(id);
+  if (region == nullptr) return 0;
+  const bool pageGranular = context_.config.evictionGranularity == EvictionGranularity::Page;
+  Victim victim{region, {}};
+  if (pageGranular || !region->anyPinned())
+    for (std::uint32_t i = 0; i < region->pageCount(); ++i)
+      if (region->pages[i].backed && !region->pages[i].pinned()) victim.pages.push_back(i);
+  const std::size_t size = victimBytes(victim);
+  std::size_t freed = 0;
+  if (!victim.pages.empty() && ok(evict(victim))) freed = size;
+  publish(*region);
   return freed;
 }
 
-void ResidencyManager::publishToPeers(std::span<const PageUse> uses, const Region* region) {
-  auto inputsOf = [](const Region& r) {
-    return PublishedInputs{r.id, EvictionCandidate{0, r.backedBytes(), r.dirtyBytes(), r.lastUse, r.useCount}};
-  };
-  if (region != nullptr) {
-    const PublishedInputs one = inputsOf(*region);
-    peers_->publish({&one, 1});
-    return;
-  }
-  std::vector<PublishedInputs> regions;
-  for (const PageUse& use : uses)
-    if (regions.empty() || regions.back().region != use.region->id) regions.push_back(inputsOf(*use.region));
-  peers_->publish(regions);
+std::size_t ResidencyManager::evictBestNow() {
+  poll();
+  std::vector<EvictionCandidate> list;
+  auto victims = candidates({}, &list);
+  if (list.empty()) return 0;
+  const Victim& victim = victims[list[policy_->chooseVictim(list)].id];
+  const std::size_t size = victimBytes(victim);
+  if (!ok(evict(victim))) return 0;
+  publish(*victim.region);
+  return size;
 }
 
 Status ResidencyManager::evict(const Victim& victim) {

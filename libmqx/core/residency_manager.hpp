@@ -14,8 +14,7 @@
 #include "config/config.hpp"
 #include "core/cow_tracker.hpp"
 #include "core/device_budget.hpp"
-#include "core/eviction_handoff.hpp"
-#include "core/peer_regions.hpp"
+#include "core/peer_eviction.hpp"
 #include "core/region_directory.hpp"
 #include "core/statistics.hpp"
 #include "core/swap_buffer.hpp"
@@ -43,7 +42,7 @@ struct ResidencyContext {
   trace::TraceRecorder* trace = nullptr; // null: tracing off (trace.file = "")
 };
 
-class ResidencyManager {
+class ResidencyManager : private LocalVictims {
 public:
   ResidencyManager(ResidencyContext context, std::unique_ptr<ReplacementPolicy> policy);
 
@@ -102,34 +101,23 @@ public:
 
   // The logical clock of region uses: the node's when the budget is shared
   // (so that last uses of different processes compare), else this process's.
-  std::uint64_t tick() { return peers_ != nullptr ? peers_->tick() : ++clock_; }
+  std::uint64_t tick() { return peerEviction_.sharesNode() ? peerEviction_.tick() : ++clock_; }
   // Multi-process mode: tells the other processes the region's current
   // policy inputs (global victim selection). Free without a node.
-  void publish(const Region& region) {
-    if (peers_ != nullptr) publishToPeers(std::span<const PageUse>(), &region);
-  }
+  void publish(const Region& region) { peerEviction_.publish(region); }
   // The regions of an operation's uses (grouped by region), in one call.
-  void publish(std::span<const PageUse> uses) {
-    if (peers_ != nullptr) publishToPeers(uses, nullptr);
-  }
-  bool sharesNode() const { return peers_ != nullptr; }
-  void observeLaunchFootprint(std::size_t bytes) {
-    if (peers_ != nullptr) peers_->observeLaunchFootprint(bytes);
-  }
+  void publish(std::span<const PageUse> uses) { peerEviction_.publish(uses); }
+  bool sharesNode() const { return peerEviction_.sharesNode(); }
+  void observeLaunchFootprint(std::size_t bytes) { peerEviction_.observeLaunchFootprint(bytes); }
 
-  // Another process's request (multi-process mode): evicts unpinned victims
-  // that the policy chooses until `bytes` are freed or nothing is left
-  // unpinned; never waits for device work. `preferred` (a RegionId, 0 for
-  // none) goes first when it is still evictable: the requester chose it
-  // among every process's regions. Returns the bytes freed.
-  std::size_t evictForOtherProcess(std::size_t bytes, RegionId preferred = 0);
-  // Lock-free: whether this process is itself waiting for other processes to
-  // evict (then it has nothing to give them, and must not be waited for).
-  bool waitingForOtherProcesses() const { return waitingForOthers_.load(std::memory_order_acquire); }
-  // Where another process's request goes while an operation of this one
-  // yields with the manager's lock held (served by evictForOtherProcess on
-  // the yielding thread).
-  EvictionHandoff& handoff() { return handoff_; }
+  // The cross-process side (PeerEviction): another process's request,
+  // whether this process waits for others, the yielding operation's
+  // handoff.
+  std::size_t evictForOtherProcess(std::size_t bytes, RegionId preferred = 0) {
+    return peerEviction_.evictForOtherProcess(bytes, preferred);
+  }
+  bool waitingForOtherProcesses() const { return peerEviction_.waitingForOtherProcesses(); }
+  EvictionHandoff& handoff() { return peerEviction_.handoff(); }
 
 private:
   struct PendingWork {
@@ -148,9 +136,6 @@ private:
                  bool hostFallback);
   // NotReady: this launch must yield to an older process (makeResident).
   Status back(Region& region, std::uint32_t page, const std::vector<RegionId>& keep);
-  // A yielding operation: waits until no older process waits for memory,
-  // evicting for them meanwhile; false after daemon.eviction_timeout_ms.
-  bool waitForTurn();
   void unbackUnloaded(Region& region, std::uint32_t page);
   // One transfer (or fill) that makes device memory valid.
   struct Load {
@@ -167,8 +152,9 @@ private:
   // its owner is asked to evict it; those that freed nothing are added to
   // `refused` and not chosen again.
   Status evictOne(const std::vector<RegionId>& keep, std::size_t bytes, std::vector<PeerCandidate>* refused);
-  Status evictPeer(const PeerCandidate& victim, std::size_t bytes, std::vector<PeerCandidate>* refused);
-  void publishToPeers(std::span<const PageUse> uses, const Region* region);
+  // LocalVictims: another process's request, served under the manager's lock.
+  std::size_t evictRegionNow(RegionId region) override;
+  std::size_t evictBestNow() override;
   std::size_t victimBytes(const Victim& victim) const;
   void traceUsage(); // counter samples of the budget and the swap buffer (tracing on)
   std::vector<Victim> candidates(const std::vector<RegionId>& keep, std::vector<EvictionCandidate>* out);
@@ -205,9 +191,7 @@ private:
   bool loadsInFlight_ = false;
   std::uint64_t clock_ = 0;
   bool sourceReadsInFlight_ = false;
-  std::atomic<bool> waitingForOthers_{false};
-  EvictionHandoff handoff_;
-  PeerRegions* peers_ = nullptr; // the budget's, when shared with other processes
+  PeerEviction peerEviction_; // everything that crosses a process boundary
 };
 
 } // namespace mqx

@@ -279,11 +279,12 @@ std::size_t DaemonClient::requestEvictionOf(std::uint32_t ownerSlot, std::uint64
   return freed.value_or(0);
 }
 
-bool DaemonClient::requestEviction(std::size_t bytes) {
-  if (!inJoiningProcess()) return false;
+PeerReclaim DaemonClient::requestEviction(std::size_t bytes) {
+  if (!inJoiningProcess()) return PeerReclaim::NobodyElseHolds;
   std::lock_guard serial(requestMutex_);
   const auto start = Clock::now();
-  const auto deadline = start + milliseconds(config_.evictionTimeoutMilliseconds);
+  const auto limit = stallLimit(config_.evictionTimeoutMilliseconds);
+  auto nextReport = start + limit;
   const pid_t self = getpid();
   // Others see that this process waits for memory (deadlock avoidance,
   // mustYield); cleared however this ends.
@@ -292,7 +293,14 @@ bool DaemonClient::requestEviction(std::size_t bytes) {
     DaemonClient* client;
     ~Unblock() { client->setBlocked(false); }
   } unblock{this};
-  while (Clock::now() < deadline) {
+  // Queue or evict, never abort (paper §5-6): while the others hold the
+  // memory, they either evict it for us or use it for work that ends (pinned
+  // pages of launches in flight, a manager busy with an operation) and is
+  // evictable then. So this waits as long as anything on the node
+  // progresses; a fixed deadline made queries fail while the others were
+  // still running (docs/daemon.md).
+  ProgressWatch watch(limit, progress());
+  for (;;) {
     // The other memory clients, largest holder first: the most likely to
     // have something unpinned to evict.
     std::vector<std::pair<std::uint64_t, pid_t>> owners;
@@ -300,35 +308,105 @@ bool DaemonClient::requestEviction(std::size_t bytes) {
       RobustLock lock(node().lock);
       // Freed meanwhile (another process released, or the daemon reclaimed
       // a dead one's bytes): retry the budget.
-      if (node().usedBytes() + bytes <= node().capacity) return true;
+      if (node().usedBytes() + bytes <= node().capacity) return PeerReclaim::Freed;
       for (const ClientRecord& record : node().clients)
         if (record.state == ClientState::Memory && record.pid != self && record.budgetHeld > 0)
           owners.emplace_back(record.budgetHeld, record.pid);
     }
     // An older client waits too: this one gives way (the caller releases
     // what it backed for its pending launch and retries after it).
-    if (mustYield()) return false;
+    if (mustYield()) return PeerReclaim::MustYield;
+    if (owners.empty()) return PeerReclaim::NobodyElseHolds; // this process holds it all: waiting cannot help
     // A dead owner cannot answer; the daemon gives its bytes back shortly.
-    const bool nobodyElse = owners.empty();
     std::erase_if(owners, [](const auto& owner) { return !processAlive(owner.second); });
-    if (nobodyElse) return false; // this process holds it all: waiting cannot help
-    if (owners.empty()) {
-      std::this_thread::sleep_for(milliseconds(5));
-      continue;
-    }
     std::sort(owners.rbegin(), owners.rend());
     for (const auto& [held, owner] : owners) {
-      const auto freed = askToEvict(owner, 0, bytes, std::min(deadline, Clock::now() + milliseconds(500)));
-      if (freed && *freed > 0) return true;
-      if (Clock::now() >= deadline) break;
+      const auto answerBy =
+          Clock::now() + std::min(milliseconds(500), milliseconds(config_.evictionTimeoutMilliseconds));
+      const auto freed = askToEvict(owner, 0, bytes, answerBy);
+      if (freed && *freed > 0) return PeerReclaim::Freed;
+    }
+    const auto now = Clock::now();
+    if (watch.stalled(progress())) {
+      log(LogLevel::Warn,
+          "no other process freed device memory for {} bytes in {} ms, and nothing on the node progressed for {} ms "
+          "(4 x daemon.eviction_timeout_ms): out of memory; {}",
+          bytes, std::chrono::duration_cast<milliseconds>(now - start).count(), limit.count(), describeNode());
+      return PeerReclaim::NoProgress;
+    }
+    if (now >= nextReport) {
+      nextReport = now + limit;
+      log(LogLevel::Info, "waiting {} ms so far for {} bytes of device memory from the other processes; {}",
+          std::chrono::duration_cast<milliseconds>(now - start).count(), bytes, describeNode());
     }
     // Everything the others hold is in use right now: let their work finish.
     std::this_thread::sleep_for(milliseconds(2));
   }
-  log(LogLevel::Warn,
-      "no other process freed device memory within {} ms (daemon.eviction_timeout_ms) for {} bytes: out of memory",
-      config_.evictionTimeoutMilliseconds, bytes);
-  return false;
+}
+
+std::uint64_t DaemonClient::progress() {
+  // Mixes every value that another client's progress changes; its own
+  // record is left out (its waiting changes nothing for itself).
+  std::uint64_t fingerprint = 0;
+  auto mix = [&fingerprint](std::uint64_t value) {
+    fingerprint ^= value + 0x9e3779b97f4a7c15ull + (fingerprint << 6) + (fingerprint >> 2);
+  };
+  NodeState& state = node();
+  mix(state.logicalClock.load(std::memory_order_relaxed)); // every launch of every process
+  RobustLock lock(state.lock);
+  mix(state.evictionRequestsServed);
+  mix(state.bytesEvictedForOthers);
+  mix(state.reclaimedBytes);
+  mix(state.deadClients);
+  for (std::uint32_t i = 0; i < kMaxClients; ++i) {
+    const ClientRecord& record = state.clients[i];
+    if (i == slot_ || record.state == ClientState::Free) continue;
+    mix(i);
+    mix(static_cast<std::uint64_t>(record.pid));
+    mix(static_cast<std::uint64_t>(record.state));
+    mix(record.budgetHeld);
+    mix(record.activity.launches);
+    mix(record.activity.evictions);
+    mix(record.activity.bytesToDevice);
+    mix(record.activity.bytesToHost);
+  }
+  return fingerprint;
+}
+
+std::string DaemonClient::describeNode() {
+  struct Other {
+    std::uint64_t held;
+    pid_t pid;
+    bool waiting;
+    bool older;
+    std::string name;
+  };
+  std::vector<Other> others;
+  std::uint64_t capacity = 0, used = 0;
+  {
+    RobustLock lock(node().lock);
+    capacity = node().capacity;
+    used = node().usedBytes();
+    const std::uint64_t mine = slot_ != kNoSlot ? node().clients[slot_].arrival : 0;
+    for (std::uint32_t i = 0; i < kMaxClients; ++i) {
+      const ClientRecord& record = node().clients[i];
+      if (i == slot_ || record.state != ClientState::Memory) continue;
+      if (record.budgetHeld == 0 && record.blockedOnMemory == 0) continue;
+      others.push_back({record.budgetHeld, record.pid, record.blockedOnMemory != 0, record.arrival < mine,
+                        std::string(record.name, strnlen(record.name, sizeof record.name))});
+    }
+  }
+  std::sort(others.begin(), others.end(), [](const Other& a, const Other& b) { return a.held > b.held; });
+  std::string text = fmt::format("node {} of {} MiB used", used >> 20, capacity >> 20);
+  constexpr std::size_t kShown = 6;
+  for (std::size_t i = 0; i < others.size() && i < kShown; ++i) {
+    const Other& other = others[i];
+    text +=
+        fmt::format("; pid {} ({}) holds {} MiB{}", other.pid, other.name.empty() ? "?" : other.name, other.held >> 20,
+                    other.waiting ? (other.older ? ", older, waits for memory" : ", waits for memory") : "");
+  }
+  if (others.size() > kShown) text += fmt::format("; {} more", others.size() - kShown);
+  return text;
 }
 
 bool DaemonClient::waitForAdmission(std::uint64_t weightedDemand, std::uint64_t peakDemand) {

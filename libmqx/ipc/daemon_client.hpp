@@ -22,6 +22,7 @@
 
 #include "config/config.hpp"
 #include "core/device_budget.hpp"
+#include "core/peer_regions.hpp"
 #include "ipc/ipc_names.hpp"
 #include "ipc/message_queue.hpp"
 #include "ipc/node_state.hpp"
@@ -74,12 +75,19 @@ public:
   // manager goes: its last counters reach the node) and when the client
   // leaves.
   void setActivitySource(ActivitySource source);
-  // Asks other memory clients, largest holder first, to free `bytes`; waits
-  // for their acknowledgements up to daemon.eviction_timeout_ms. True when
-  // some bytes were freed.
-  // Returns false at once, too, when an older client also waits for memory
-  // (then this one must yield: mustYield()).
-  bool requestEviction(std::size_t bytes);
+  // Asks other memory clients, largest holder first, to free `bytes`, again
+  // and again while the node makes progress (docs/daemon.md, "Queue or
+  // evict, never abort"): Freed when some bytes were freed (or the node has
+  // room); MustYield at once when an older client also waits for memory;
+  // NobodyElseHolds when no other live client holds any budget; NoProgress
+  // when nothing changed on the node (progress()) for
+  // stallLimit(daemon.eviction_timeout_ms).
+  PeerReclaim requestEviction(std::size_t bytes);
+  // A fingerprint of the other clients' progress (PeerRegions::progress).
+  std::uint64_t progress();
+  // The other clients that hold budget or wait for memory, largest first,
+  // in one line.
+  std::string describeNode();
   // Asks the client in `ownerSlot` to evict `region` (or its best
   // alternative) for `bytes`; waits for its acknowledgement at most
   // daemon.eviction_timeout_ms. The bytes it freed.

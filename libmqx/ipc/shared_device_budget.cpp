@@ -50,7 +50,7 @@ std::size_t SharedDeviceBudget::held() const {
   return record != nullptr ? record->budgetHeld : 0;
 }
 
-bool SharedDeviceBudget::reclaimElsewhere(std::size_t bytes) { return client_->requestEviction(bytes); }
+bool SharedDeviceBudget::reclaimElsewhere(std::size_t bytes) { return reclaim(bytes) == PeerReclaim::Freed; }
 
 } // namespace mqx::ipc
 
@@ -120,5 +120,11 @@ std::size_t SharedDeviceBudget::evictAt(const PeerCandidate& candidate, std::siz
 void SharedDeviceBudget::observeLaunchFootprint(std::size_t bytes) { client_->observeLaunchFootprint(bytes); }
 
 bool SharedDeviceBudget::mustYield() { return client_->mustYield(); }
+
+PeerReclaim SharedDeviceBudget::reclaim(std::size_t bytes) { return client_->requestEviction(bytes); }
+
+std::uint64_t SharedDeviceBudget::progress() { return client_->progress(); }
+
+std::string SharedDeviceBudget::describeNode() { return client_->describeNode(); }
 
 } // namespace mqx::ipc

@@ -38,6 +38,9 @@ public:
   std::size_t evictAt(const PeerCandidate& candidate, std::size_t bytes) override;
   void observeLaunchFootprint(std::size_t bytes) override;
   bool mustYield() override;
+  PeerReclaim reclaim(std::size_t bytes) override;
+  std::uint64_t progress() override;
+  std::string describeNode() override;
 
 private:
   std::shared_ptr<DaemonClient> client_;
