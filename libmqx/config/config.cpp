@@ -623,7 +623,10 @@ std::map<std::string, std::string> processEnvironment() {
 
 std::vector<std::string> unknownVariables(const std::map<std::string, std::string>& environment) {
   std::vector<std::string> unknown;
-  for (const auto& [name, value] : environment) {
+  for (const auto& entry : environment) {
+    // Not a structured binding: clang 14 (the fuzzers' compiler) cannot
+    // capture one in a lambda.
+    const std::string& name = entry.first;
     if (!name.starts_with("MQX_") || otherVariables().contains(name)) continue;
     const bool namesASection = std::any_of(sectionPrefixes().begin(), sectionPrefixes().end(),
                                            [&](const auto& prefix) { return name.starts_with(prefix.first); });

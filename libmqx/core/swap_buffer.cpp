@@ -69,7 +69,7 @@ bool SwapBuffer::grow(std::size_t slotBytes, bool overLimit) {
     if (memory == nullptr) return false;
   }
   auto* base = static_cast<std::byte*>(memory);
-  chunks_.push_back({base, bytes, chunkPinned});
+  chunks_.push_back({base, bytes, chunkPinned, {}});
   reserved_ += bytes;
   auto& list = freeSlots_[slotBytes];
   for (std::size_t i = slots; i-- > 0;)
