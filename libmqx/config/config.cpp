@@ -391,7 +391,16 @@ const std::set<std::string>& otherVariables() {
       "MQX_BIN_DIR",                 // python/mqx/binaries.py: where mqxd and mqx-run are
       "MQX_BUILD_DIR",               // scripts/build, scripts/test, scripts/demo
       "MQX_JOBS",                    // scripts/build, scripts/test
-      "MQX_GPU_BUILD",               // tools/gpu-check
+      "MQX_GPU_BUILD",               // tools/gpu-check, tools/gpu-samples
+      "MQX_REBUILD",                 // tools/gpu-samples
+      "MQX_SAMPLES_BUILD",           // tools/gpu-samples
+      "MQX_SAMPLES_SKIP",            // tools/gpu-samples
+      "MQX_CUDA_SAMPLES",            // scripts/test: where the cuda-samples are
+      "MQX_CUDA_SAMPLES_LIMIT",      // scripts/test
+      "MQX_SOAK_LONG",               // tests/faults/ssb_soak_test
+      "MQX_SOAK_ROUNDS",             // tests/faults/ssb_soak_test
+      "MQX_SOAK_RESULTS",            // tests/faults/ssb_soak_test
+      "MQX_SSB_SOAK_DATA",           // tests/faults/ssb_soak_test
       "MQX_COMMIT",                  // bench/ssb/experiments
       "MQX_PIP_BUILD_DIR",           // python/setup.py
       "MQX_PIP_CMAKE_ARGS",          // python/setup.py

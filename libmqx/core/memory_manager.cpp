@@ -589,12 +589,7 @@ Status MemoryManager::allocate(std::size_t bytes, DevicePtr* address) {
           s.budget->release(pageBytes);
       }
       if (!ok(status)) status = s.residency.mapToHost(added, i);
-      if (!ok(status)) {
-        s.residency.unbackRegion(added);
-        s.backend.release(added.base, added.reservedSize);
-        s.directory.remove(added.id);
-        return Status::OutOfMemory;
-      }
+      if (!ok(status)) s.residency.leaveUnmapped(status); // backed at its first use, as without host blocks
     }
     s.residency.noteStateChange();
     s.residency.publish(added);

@@ -151,8 +151,9 @@ bool ResidencyManager::everyPageReachable() {
 
 Status ResidencyManager::mapToHost(Region& region, std::uint32_t index) {
   PageState& page = region.pages[index];
+  adoptBlock(region, index);
   const bool ownSlot = page.host.kind == HostImageKind::Swap;
-  std::byte* slot = ownSlot ? page.host.slot : acquireSlot(region.pageMappedBytes(index), true);
+  std::byte* slot = ownSlot ? page.host.slot : acquireSlot(region.pageMappedBytes(index), true, true);
   const device::HostBlock* block = slot != nullptr ? context_.swap.blockOf(slot) : nullptr;
   if (block == nullptr) {
     if (slot != nullptr && !ownSlot) context_.swap.release(slot, region.pageMappedBytes(index));
@@ -167,6 +168,19 @@ Status ResidencyManager::mapToHost(Region& region, std::uint32_t index) {
   page.backing = slot;
   ++stateVersion_;
   return Status::Success;
+}
+
+void ResidencyManager::adoptBlock(Region& region, std::uint32_t index) {
+  PageState& page = region.pages[index];
+  if (page.host.kind != HostImageKind::Swap || context_.swap.blockOf(page.host.slot) != nullptr) return;
+  // A swap image in pageable memory (no block could be had when it was
+  // made) moves to a block, which the page can map; if none can be had
+  // either, the image stays and the page keeps its device memory.
+  std::byte* block = acquireSlot(region.pageMappedBytes(index), true, true);
+  if (block == nullptr) return;
+  std::memcpy(block, page.host.slot, region.pageDataBytes(index));
+  quarantine(page.host.slot, region.pageMappedBytes(index));
+  page.host = HostImage::inSwap(block);
 }
 
 void ResidencyManager::materialize(Region& region, std::uint32_t index) {
@@ -352,13 +366,13 @@ void ResidencyManager::quarantine(std::byte* slot, std::size_t bytes) {
   quarantine_.push_back({fence, slot, bytes});
 }
 
-std::byte* ResidencyManager::acquireSlot(std::size_t bytes, bool overLimit) {
-  std::byte* slot = context_.swap.acquire(bytes);
+std::byte* ResidencyManager::acquireSlot(std::size_t bytes, bool overLimit, bool needBlock) {
+  std::byte* slot = context_.swap.acquire(bytes, false, needBlock);
   if (slot == nullptr && !quarantine_.empty()) {
     reclaimQuarantine(true);
-    slot = context_.swap.acquire(bytes);
+    slot = context_.swap.acquire(bytes, false, needBlock);
   }
-  if (slot == nullptr && overLimit) slot = context_.swap.acquire(bytes, true);
+  if (slot == nullptr && overLimit) slot = context_.swap.acquire(bytes, true, needBlock);
   return slot;
 }
 
@@ -533,10 +547,16 @@ Status ResidencyManager::evict(const Victim& victim) {
   std::vector<WriteBack> blocks; // clean pages' new host blocks
   ++stateVersion_;
   for (std::uint32_t index : victim.pages) {
+    if (mapsHost()) adoptBlock(region, index);
     const PageState& page = region.pages[index];
-    const bool needsBlock = mapsHost() && !page.dirty() && page.host.kind != HostImageKind::Swap;
+    const bool needsBlock = mapsHost() && !page.dirty() &&
+                            (page.host.kind != HostImageKind::Swap || context_.swap.blockOf(page.host.slot) == nullptr);
     if (!page.dirty() && !needsBlock) continue;
-    std::byte* slot = acquireSlot(region.pageMappedBytes(index));
+    // A dirty page's slot: a block if one can be had, else pageable memory
+    // (the page is then left unmapped: see leaveUnmapped). A clean page
+    // without a block stays unmapped likewise.
+    std::byte* slot = acquireSlot(region.pageMappedBytes(index), false, !page.dirty());
+    if (slot == nullptr && !page.dirty()) continue;
     if (slot == nullptr) {
       for (const auto* list : {&writeBacks, &blocks})
         for (const WriteBack& done : *list)
@@ -573,6 +593,11 @@ Status ResidencyManager::evict(const Victim& victim) {
     std::byte* backing = page.host.kind == HostImageKind::Swap ? page.host.slot : nullptr;
     for (const WriteBack& block : blocks)
       if (block.index == index) backing = block.slot;
+    if (page.host.kind == HostImageKind::Swap && backing != page.host.slot) { // a pageable image moves to its block
+      std::memcpy(backing, page.host.slot, region.pageDataBytes(index));
+      quarantine(page.host.slot, region.pageMappedBytes(index));
+      page.host = HostImage::inSwap(backing);
+    }
     MQX_TRY(unbackPage(region, index, backing));
   }
   for (const WriteBack& writeBack : writeBacks) {
@@ -598,10 +623,24 @@ Status ResidencyManager::unbackPage(Region& region, std::uint32_t index, std::by
   ++context_.statistics.pagesEvicted;
   if (!mapsHost()) return Status::Success;
   const device::HostBlock* block = backing != nullptr ? context_.swap.blockOf(backing) : nullptr;
-  if (block == nullptr) return mapToHost(region, index);
-  MQX_TRY(context_.backend.mapHost(region.pageAddress(index), *block));
-  page.backing = backing;
+  Status mapped =
+      block != nullptr ? context_.backend.mapHost(region.pageAddress(index), *block) : mapToHost(region, index);
+  if (!ok(mapped)) {
+    leaveUnmapped(mapped);
+    return Status::Success;
+  }
+  if (block != nullptr) page.backing = backing;
   return Status::Success;
+}
+
+void ResidencyManager::leaveUnmapped(Status why) {
+  // No host block to be had (the system refuses to pin more memory): the
+  // page is left unmapped, as where the device cannot map host memory at all
+  // (docs/architecture.md, decision 2). Its bytes are safe in its image; a
+  // kernel that reaches it unforeseen faults. Said once per process.
+  if (warnedUnmapped_) return;
+  warnedUnmapped_ = true;
+  log(LogLevel::Warn, "no host block for a page that is not resident ({}): such pages stay unmapped", toString(why));
 }
 
 Status ResidencyManager::readDeviceToSlot(Region& region, std::uint32_t index, std::byte* slot) {

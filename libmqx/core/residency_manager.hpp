@@ -61,6 +61,11 @@ public:
   // one, else a new slot (over the limit if need be: a live page must be
   // mapped). OutOfMemory when no host block can be had.
   Status mapToHost(Region& region, std::uint32_t page);
+  // Moves a swap image held in pageable memory into a host block, if one
+  // can be had (the page can then map it).
+  void adoptBlock(Region& region, std::uint32_t page);
+  // A page that is not resident got no host block: it stays unmapped.
+  void leaveUnmapped(Status why);
   // Writes a pending page's image into its host block, which then holds its
   // bytes (PageState::pending).
   void materialize(Region& region, std::uint32_t page);
@@ -93,7 +98,7 @@ public:
 
   // A swap slot, reclaiming quarantined slots if the buffer is full; null
   // when there is none (overLimit: past the limit rather than fail).
-  std::byte* acquireSlot(std::size_t bytes, bool overLimit = false);
+  std::byte* acquireSlot(std::size_t bytes, bool overLimit = false, bool needBlock = false);
 
   // Waits until no load still reads an application buffer: a copy-on-write
   // source may be changed or released only then.
@@ -186,6 +191,7 @@ private:
 
   std::deque<PendingWork> pending_;
   std::vector<device::Fence> reachAll_; // reachesEveryPage's fences not yet seen reached
+  bool warnedUnmapped_ = false;
   std::uint64_t stateVersion_ = 0;
   std::vector<QuarantinedSlot> quarantine_;
   bool loadsInFlight_ = false;

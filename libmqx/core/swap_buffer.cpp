@@ -47,7 +47,7 @@ const device::HostBlock* SwapBuffer::blockOf(const std::byte* slot) const {
   return it == blocks_.end() ? nullptr : &it->second;
 }
 
-bool SwapBuffer::grow(std::size_t slotBytes, bool overLimit) {
+bool SwapBuffer::grow(std::size_t slotBytes, bool overLimit, bool pageable) {
   // Several slots per chunk where the limit allows (pinning is paid per
   // chunk), one at least; at most 16, since every slot size has chunks of
   // its own and region-sized slots (no page coherence) come in many sizes.
@@ -55,10 +55,9 @@ bool SwapBuffer::grow(std::size_t slotBytes, bool overLimit) {
   std::size_t slots = std::clamp<std::size_t>(std::min(kChunkBytes, room) / slotBytes, 1, kMaxSlotsPerChunk);
   std::size_t bytes = slots * slotBytes;
   if (bytes > room && !overLimit) return false;
-  // Pages map their slots: a slot must be a host block, or it is useless.
-  if (mapsPages_) return growBlocks(slotBytes, slots);
+  if (mapsPages_ && !pageable) return growBlocks(slotBytes, slots);
   void* memory = nullptr;
-  bool chunkPinned = pinned_ && ok(backend_.allocateHost(bytes, &memory));
+  bool chunkPinned = pinned_ && !mapsPages_ && ok(backend_.allocateHost(bytes, &memory));
   if (!chunkPinned) {
     if (pinned_)
       log(LogLevel::Info,
@@ -71,25 +70,31 @@ bool SwapBuffer::grow(std::size_t slotBytes, bool overLimit) {
   auto* base = static_cast<std::byte*>(memory);
   chunks_.push_back({base, bytes, chunkPinned, {}});
   reserved_ += bytes;
-  auto& list = freeSlots_[slotBytes];
+  auto& list = (pageable ? freePageable_ : freeSlots_)[slotBytes];
   for (std::size_t i = slots; i-- > 0;)
     list.push_back(base + i * slotBytes);
   return true;
 }
 
-std::byte* SwapBuffer::acquire(std::size_t bytes, bool overLimit) {
+std::byte* SwapBuffer::acquire(std::size_t bytes, bool overLimit, bool needBlock) {
   bytes = roundUp(bytes, mapsPages_ ? backend_.granularity() : 4096);
   auto& list = freeSlots_[bytes];
-  if (list.empty() && !grow(bytes, overLimit)) return nullptr;
-  std::byte* slot = list.back();
-  list.pop_back();
+  std::vector<std::byte*>* from = &list;
+  if (list.empty() && !grow(bytes, overLimit, false)) {
+    // No host block: an image needs no mapping, pageable memory holds it.
+    if (!mapsPages_ || needBlock) return nullptr;
+    from = &freePageable_[bytes];
+    if (from->empty() && !grow(bytes, overLimit, true)) return nullptr;
+  }
+  std::byte* slot = from->back();
+  from->pop_back();
   used_ += bytes;
   return slot;
 }
 
 void SwapBuffer::release(std::byte* slot, std::size_t bytes) {
   bytes = roundUp(bytes, mapsPages_ ? backend_.granularity() : 4096);
-  freeSlots_[bytes].push_back(slot);
+  (mapsPages_ && blockOf(slot) == nullptr ? freePageable_ : freeSlots_)[bytes].push_back(slot);
   used_ -= bytes;
 }
 

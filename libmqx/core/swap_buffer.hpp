@@ -25,7 +25,10 @@ public:
   // A slot of `bytes`, or null when the limit is reached. `overLimit` allows
   // going past the limit: used where failing would lose application data
   // (a copy-on-write fault must succeed).
-  std::byte* acquire(std::size_t bytes, bool overLimit = false);
+  // `needBlock`: the slot will be mapped under a page, so it must be a host
+  // block. Otherwise, where blocks cannot be had (pinning refused), a
+  // pageable slot serves: it holds an image, never a mapping.
+  std::byte* acquire(std::size_t bytes, bool overLimit = false, bool needBlock = false);
   void release(std::byte* slot, std::size_t bytes);
 
   bool pinned() const { return pinned_; }
@@ -46,7 +49,7 @@ private:
     std::vector<device::HostBlock> blocks; // host blocks: the chunk's slots
   };
   bool growBlocks(std::size_t slotBytes, std::size_t slots);
-  bool grow(std::size_t slotBytes, bool overLimit);
+  bool grow(std::size_t slotBytes, bool overLimit, bool pageable);
 
   device::DeviceBackend& backend_;
   std::size_t limit_;
@@ -56,7 +59,8 @@ private:
   std::size_t reserved_ = 0;
   std::size_t used_ = 0;
   std::vector<Chunk> chunks_;
-  std::map<std::size_t, std::vector<std::byte*>> freeSlots_; // by slot size
+  std::map<std::size_t, std::vector<std::byte*>> freeSlots_;    // by slot size
+  std::map<std::size_t, std::vector<std::byte*>> freePageable_; // mapsPages_: slots that are not blocks
 };
 
 } // namespace mqx
