@@ -18,6 +18,16 @@ protected:
   }
   // The existing region is intact after every bad call.
   void expectIntact() { EXPECT_EQ(read(region_, data_.size()), data_); }
+  // Up to `count` regions of `bytes`, as many as the manager gives.
+  std::vector<DevicePtr> allocateUpTo(int count, std::size_t bytes) {
+    std::vector<DevicePtr> regions;
+    for (int i = 0; i < count; ++i) {
+      DevicePtr region = 0;
+      if (!ok(manager_->allocate(bytes, &region))) break;
+      regions.push_back(region);
+    }
+    return regions;
+  }
 
   std::vector<std::uint8_t> data_;
   DevicePtr region_ = 0;
@@ -138,12 +148,7 @@ TEST_F(BadInputTest, FullSwapBufferRunsFromHostMemoryAndLosesNothing) {
   // Dirty data beyond device + swap cannot be evicted: a launch that would
   // need it runs on its pages where they are (device or host blocks), so
   // every launch succeeds and every result is exact.
-  std::vector<DevicePtr> regions;
-  for (int i = 0; i < 4; ++i) {
-    DevicePtr region = 0;
-    if (!ok(manager_->allocate(320 * KiB, &region))) break;
-    regions.push_back(region);
-  }
+  std::vector<DevicePtr> regions = allocateUpTo(4, 320 * KiB);
   ASSERT_GE(regions.size(), 3U);
   for (DevicePtr region : regions)
     ASSERT_EQ(transform(region, region, 320 * KiB, 1), Status::Success);
@@ -162,12 +167,7 @@ TEST_F(BadInputTest, FullSwapBufferIsAnErrorNotALossWithoutHostMapping) {
   start(config);
   // Dirty data beyond device + swap cannot be evicted: the launch that would
   // need it fails with out-of-memory and all data stays readable.
-  std::vector<DevicePtr> regions;
-  for (int i = 0; i < 4; ++i) {
-    DevicePtr region = 0;
-    if (!ok(manager_->allocate(320 * KiB, &region))) break;
-    regions.push_back(region);
-  }
+  std::vector<DevicePtr> regions = allocateUpTo(4, 320 * KiB);
   ASSERT_GE(regions.size(), 3U);
   std::vector<Status> results;
   for (DevicePtr region : regions)
