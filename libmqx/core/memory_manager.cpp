@@ -241,7 +241,16 @@ std::vector<PageUse> mergedUses(std::vector<PageUse> uses) {
 Status ManagerState::run(DeviceWork& work, StreamHandle stream, bool wait) {
   if (work.empty()) return Status::Success;
   if (!work.usesUnique) work.uses = mergedUses(std::move(work.uses));
+  const std::uint64_t pendingBefore = residency.pendingPagesMade();
   MQX_TRY(residency.makeResident(work.uses, stream));
+  // Evictions to make room may have left pages pending (clean pages whose
+  // image is not yet in their host block): work that may reach every page
+  // needs their bytes there too.
+  if (work.reachesEveryPage && residency.pendingPagesMade() != pendingBefore)
+    directory.forEach([&](Region& region) {
+      for (std::uint32_t i = 0; i < region.pageCount(); ++i)
+        residency.materialize(region, i);
+    });
   for (auto& operation : work.operations)
     MQX_TRY(operation());
   for (auto& [region, page] : work.written) {

@@ -167,6 +167,7 @@ Status ResidencyManager::mapToHost(Region& region, std::uint32_t index) {
   }
   page.backing = slot;
   ++stateVersion_;
+  if (page.pending()) ++pendingPagesMade_;
   return Status::Success;
 }
 
@@ -630,6 +631,7 @@ Status ResidencyManager::unbackPage(Region& region, std::uint32_t index, std::by
     return Status::Success;
   }
   if (block != nullptr) page.backing = backing;
+  if (page.pending()) ++pendingPagesMade_;
   return Status::Success;
 }
 

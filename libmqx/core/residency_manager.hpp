@@ -78,6 +78,9 @@ public:
   // host image; an operation that reaches every page prepares them only
   // when this changed since its last preparation.
   std::uint64_t stateVersion() const { return stateVersion_; }
+  // Counts pages left pending by evictions and remaps (a host block mapped
+  // under a page whose image is not written there).
+  std::uint64_t pendingPagesMade() const { return pendingPagesMade_; }
   void noteStateChange() { ++stateVersion_; }
   // Pins `pages` until the work enqueued on `stream` so far completes.
   Status pinUntilComplete(std::span<const PageKey> pages, StreamHandle stream, device::Fence* fence = nullptr);
@@ -193,6 +196,7 @@ private:
   std::vector<device::Fence> reachAll_; // reachesEveryPage's fences not yet seen reached
   bool warnedUnmapped_ = false;
   std::uint64_t stateVersion_ = 0;
+  std::uint64_t pendingPagesMade_ = 0;
   std::vector<QuarantinedSlot> quarantine_;
   bool loadsInFlight_ = false;
   std::uint64_t clock_ = 0;
