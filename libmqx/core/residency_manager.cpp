@@ -144,6 +144,18 @@ Status ResidencyManager::backAll(std::span<const PageUse> uses, const std::vecto
   return Status::Success;
 }
 
+void ResidencyManager::reachesEveryPage(const device::Fence& fence) {
+  // Fences of one slot (stream) are reached in order: the newest stands for
+  // the older ones, so the list holds one fence per stream at most, however
+  // many launches a program makes without anyone asking.
+  for (device::Fence& known : reachAll_)
+    if (known.slot == fence.slot) {
+      known.value = std::max(known.value, fence.value);
+      return;
+    }
+  reachAll_.push_back(fence);
+}
+
 bool ResidencyManager::everyPageReachable() {
   std::erase_if(reachAll_, [&](const device::Fence& fence) { return context_.backend.fenceReached(fence); });
   return !reachAll_.empty();

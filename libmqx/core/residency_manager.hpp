@@ -72,7 +72,7 @@ public:
   // Device work enqueued before `fence` may reach any page of the process (a
   // launch whose references are not known): no page is remapped until the
   // fence is reached.
-  void reachesEveryPage(const device::Fence& fence) { reachAll_.push_back(fence); }
+  void reachesEveryPage(const device::Fence& fence);
   bool everyPageReachable(); // a fence of reachesEveryPage is not yet reached
   // Counts changes that may leave a page pending or a resident page with a
   // host image; an operation that reaches every page prepares them only
