@@ -393,6 +393,8 @@ const std::set<std::string>& otherVariables() {
       "MQX_JOBS",                    // scripts/build, scripts/test
       "MQX_GPU_BUILD",               // tools/gpu-check, tools/gpu-samples
       "MQX_REBUILD",                 // tools/gpu-samples
+      "MQX_GPU_CHECK_SAMPLES",       // tools/gpu-check
+      "MQX_GPU_CHECK_PYTHON",        // tools/gpu-check
       "MQX_SAMPLES_BUILD",           // tools/gpu-samples
       "MQX_SAMPLES_SKIP",            // tools/gpu-samples
       "MQX_CUDA_SAMPLES",            // scripts/test: where the cuda-samples are
