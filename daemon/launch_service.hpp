@@ -1,4 +1,4 @@
-// LaunchService: mqxd's launch optimizer service (ARCHITECTURE.md decision
+// LaunchService: mqxd's launch optimizer service (docs/architecture.md decision
 // 11; docs/kernelopt.md, "Launch service"). It keeps the resizable kernels
 // pending or running on the node, as the processes report them, and answers
 // each new one with the block size and grid that the knapsack paper's

@@ -1,4 +1,4 @@
-// MpsControl: the MPS control daemon as mqxd sees it (ARCHITECTURE.md
+// MpsControl: the MPS control daemon as mqxd sees it (docs/architecture.md
 // decision 11: kernels of different processes only run concurrently under
 // MPS). daemon.mps = "detect" reports whether one runs; "manage" also starts
 // one when none runs ("nvidia-cuda-mps-control -d") and stops the one it

@@ -1,6 +1,6 @@
 // NodeDaemon: what mqxd is. It owns the node's segment and request queue,
 // registers clients (they claim records in the segment), reclaims the budget
-// of clients that died (ARCHITECTURE.md decision 9: within one liveness
+// of clients that died (docs/architecture.md decision 9: within one liveness
 // interval, 100 ms by default), and admits queries (decision 10, paper §5).
 #pragma once
 

@@ -1,5 +1,5 @@
 // CowTracker: the application buffers that are sources of pending lazy copies
-// (ARCHITECTURE.md decision 5, paper §4.1 and §6). Their host pages are
+// (docs/architecture.md decision 5, paper §4.1 and §6). Their host pages are
 // write-protected with mprotect; a write fault or a release of the buffer
 // tells the manager to save the pending data first. Bookkeeping only: the
 // signal handler and the free/munmap hooks live in hook/host_memory_hooks.

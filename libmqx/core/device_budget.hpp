@@ -19,7 +19,7 @@ public:
   virtual std::size_t used() const = 0;
   virtual std::size_t limit() const = 0;
   // Called when this process needs `bytes` and has nothing left to evict: a
-  // budget shared with other processes asks them to evict (ARCHITECTURE.md
+  // budget shared with other processes asks them to evict (docs/architecture.md
   // decision 8). True when some bytes may have been freed (retry tryAcquire).
   virtual bool reclaimElsewhere(std::size_t bytes) { return false; }
   // The other processes' regions, for global victim selection; null when

@@ -1,5 +1,5 @@
 // LaunchTuner: where a resizable kernel's launch parameters come from when
-// kernels of several queries share the GPU (ARCHITECTURE.md decision 11). The
+// kernels of several queries share the GPU (docs/architecture.md decision 11). The
 // core only knows this interface; the multi-process mode answers it through
 // mqxd's launch service (ipc/launch_tuning_client.hpp), as DeviceBudget is
 // answered through SharedDeviceBudget. No answer means "keep your own".

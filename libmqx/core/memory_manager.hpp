@@ -1,5 +1,5 @@
 // MemoryManager: the per-process facade of the core. It gives the application
-// virtual, paged device memory (ARCHITECTURE.md decisions 2-8) on top of a
+// virtual, paged device memory (docs/architecture.md decisions 2-8) on top of a
 // DeviceBackend, with the semantics of the CUDA driver's memory API:
 // allocations at stable addresses, copies and memsets in stream order as the
 // application observes them, kernel launches that find their data resident.
@@ -8,8 +8,8 @@
 #pragma once
 
 #include <chrono>
-#include <functional>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>

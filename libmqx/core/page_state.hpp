@@ -1,5 +1,5 @@
 // PageState: where the valid copy of one page of a region lives
-// (ARCHITECTURE.md decision 3, paper §4.1 "page-based coherence management").
+// (docs/architecture.md decision 3, paper §4.1 "page-based coherence management").
 //
 // A page has at most two copies: the device copy (when `deviceValid`) and one
 // host image. The host image is either a description of the content (zeros,

@@ -1,5 +1,5 @@
 // ReferenceFinder: which regions a kernel launch touches, and how
-// (ARCHITECTURE.md decision 6, paper §4.1 "data reference and access
+// (docs/architecture.md decision 6, paper §4.1 "data reference and access
 // advices"). Advice given by the launching thread wins; otherwise the
 // launch's parameter bytes are scanned for values that point anywhere inside
 // a managed region (interior pointers and pointers inside struct parameters

@@ -1,5 +1,5 @@
 // Region: one allocation of the application, a stable virtual range split
-// into fixed-size pages (ARCHITECTURE.md decisions 2 and 3).
+// into fixed-size pages (docs/architecture.md decisions 2 and 3).
 #pragma once
 
 #include <algorithm>

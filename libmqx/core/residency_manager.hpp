@@ -1,6 +1,6 @@
 // ResidencyManager: the mechanism that backs pages with device memory, loads
 // their content, pins them while device work uses them and evicts victims
-// that the replacement policy chooses (ARCHITECTURE.md decisions 7 and 8,
+// that the replacement policy chooses (docs/architecture.md decisions 7 and 8,
 // paper §4 and §6). It knows nothing of the API semantics above it.
 #pragma once
 

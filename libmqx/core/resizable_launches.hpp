@@ -1,6 +1,6 @@
 // ResizableLaunches: which kernels may be launched with the launch
 // optimizer's parameters, and the path of their launches through a
-// LaunchTuner (ARCHITECTURE.md decision 11; docs/kernelopt.md, "Launch
+// LaunchTuner (docs/architecture.md decision 11; docs/kernelopt.md, "Launch
 // service"). Changing a kernel's grid or block size is only safe for kernels
 // written for it (grid-stride loops), so only kernels declared resizable, by
 // name in the configuration (kernelopt.resizable_kernels) or through the

@@ -2,7 +2,7 @@
 // to a CUDA process (configuration, membership of mqxd's node when one runs,
 // a device backend, the memory manager, the host-memory hooks for
 // copy-on-write), bundled for a program that runs its kernels on the
-// simulated device itself (ARCHITECTURE.md decision 12: the sim backend runs
+// simulated device itself (docs/architecture.md decision 12: the sim backend runs
 // the same core, daemon and several processes included, and is the embedded
 // default on machines without a GPU).
 //

@@ -5,7 +5,7 @@
 //  - Query: mqx-run's record, which asks for admission (paper §5);
 //  - Memory: a process with a MemoryManager; its device memory is drawn from
 //    the node budget (SharedDeviceBudget) and other processes may ask it to
-//    evict (ARCHITECTURE.md decision 8: only the owner's context can unmap).
+//    evict (docs/architecture.md decision 8: only the owner's context can unmap).
 #pragma once
 
 #include <sys/types.h>

@@ -1,4 +1,4 @@
-// NodeState: the layout of the node's shared-memory segment (ARCHITECTURE.md
+// NodeState: the layout of the node's shared-memory segment (docs/architecture.md
 // decision 9). Plain fixed-size data, no pointers, so that every process maps
 // it anywhere. Every field but the clock and the published regions is written
 // under `lock`, and every update is one

@@ -1,7 +1,7 @@
 // RobustMutex: a process-shared pthread mutex that lives in shared memory and
 // survives its holder's death (PTHREAD_MUTEX_ROBUST). Boost 1.74's
 // interprocess_mutex is not robust: a client killed with SIGKILL inside a
-// critical section would hang every other process for ever (ARCHITECTURE.md
+// critical section would hang every other process for ever (docs/architecture.md
 // decision 9). Here the next locker gets EOWNERDEAD, repairs, and goes on.
 #pragma once
 

@@ -1,5 +1,5 @@
 // SharedDeviceBudget: the node's device budget in shared memory, behind the
-// DeviceBudget interface that MemoryManager uses (ARCHITECTURE.md decision
+// DeviceBudget interface that MemoryManager uses (docs/architecture.md decision
 // 9). Each process's bytes are counted in its own client record, so the
 // daemon gives a dead process's bytes back by freeing its record; the node's
 // use is the sum of the records. It is also the manager's view of the other

@@ -1,5 +1,5 @@
 // ReplacementPolicy: chooses which swappable unit (a region, or a page with
-// page-granular eviction) to evict (ARCHITECTURE.md decision 8). Policy only:
+// page-granular eviction) to evict (docs/architecture.md decision 8). Policy only:
 // the mechanism (write-back, unmap) is the ResidencyManager's.
 #pragma once
 

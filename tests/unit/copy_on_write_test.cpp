@@ -1,4 +1,4 @@
-// Copy-on-write of lazy copy sources (ARCHITECTURE.md decision 5): the
+// Copy-on-write of lazy copy sources (docs/architecture.md decision 5): the
 // device must see the data as it was at the time of the copy, whatever the
 // application does to its buffer afterwards.
 #include <signal.h>

@@ -1,5 +1,5 @@
 /*
- * mqx access advice (ARCHITECTURE.md decision 6).
+ * mqx access advice (docs/architecture.md decision 6).
  *
  * cudaAdvice names a region the calling thread's NEXT kernel launch touches
  * and how, so that mqx loads only what the kernel reads and does not write
@@ -47,7 +47,7 @@ int cudaAdvice(const void* devicePtr, int flags);
 int mqx_declare_operator(double expected_seconds, size_t device_bytes);
 
 /*
- * Declares a kernel resizable (ARCHITECTURE.md decision 11): written with a
+ * Declares a kernel resizable (docs/architecture.md decision 11): written with a
  * grid-stride loop over x, so that it computes the same result with any
  * one-dimensional grid and block size. When mqxd runs, its launches then
  * get the launch optimizer's grid and block size while kernels of several

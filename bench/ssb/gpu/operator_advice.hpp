@@ -1,5 +1,5 @@
 // What each operator's kernels read and write: the access advice (paper
-// §4.1, ARCHITECTURE.md decision 6) given right before each launch, defined
+// §4.1, docs/architecture.md decision 6) given right before each launch, defined
 // once so that the CUDA operators (through cudaAdvice) and the simulated
 // device's operators (through MemoryManager::advise) give exactly the same.
 // INPUT: the kernel reads the buffer. OUTPUT: it overwrites all of it (no

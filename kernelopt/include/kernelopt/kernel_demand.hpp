@@ -1,5 +1,5 @@
 // KernelDemand: what the launch optimizer knows about one resizable kernel
-// (ARCHITECTURE.md decision 11: only kernels declared resizable, i.e. written
+// (docs/architecture.md decision 11: only kernels declared resizable, i.e. written
 // with grid-stride loops, get a new grid and block size).
 //
 // Knapsack paper, Eqs. (1)-(8): c_i threads, r_i registers per thread and s_i

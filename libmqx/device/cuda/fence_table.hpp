@@ -1,5 +1,5 @@
 // FenceTable: completion of stream work observed without a host callback in
-// the GPU's queue (ARCHITECTURE.md decision 7). Each stream mqx fences gets a
+// the GPU's queue (docs/architecture.md decision 7). Each stream mqx fences gets a
 // slot: a 64-bit word of pinned host memory mapped for the device and a
 // sequence counter. A fence is cuStreamWriteValue64 of the next sequence
 // number into the slot's word; it is reached when the host reads a value at
