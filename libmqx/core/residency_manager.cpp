@@ -168,9 +168,9 @@ Status ResidencyManager::mapToHost(Region& region, std::uint32_t index) {
   std::byte* slot = ownSlot ? page.host.slot : acquireSlot(region.pageMappedBytes(index), true, true);
   const device::HostBlock* block = slot != nullptr ? context_.swap.blockOf(slot) : nullptr;
   if (block == nullptr) {
+    // No log here: the callers leave the page unmapped and say so once per
+    // process (leaveUnmapped); a line per page would flood the log.
     if (slot != nullptr && !ownSlot) context_.swap.release(slot, region.pageMappedBytes(index));
-    log(LogLevel::Warn, "no host block for a page of {} bytes: the swap buffer cannot grow",
-        region.pageMappedBytes(index));
     return Status::OutOfMemory;
   }
   if (Status status = context_.backend.mapHost(region.pageAddress(index), *block); !ok(status)) {
@@ -215,7 +215,8 @@ void ResidencyManager::unbackUnloaded(Region& region, std::uint32_t index) {
   context_.budget.release(region.pageMappedBytes(index));
   region.pages[index].backed = false;
   region.pages[index].deviceValid = false;
-  if (mapsHost()) mapToHost(region, index);
+  if (mapsHost())
+    if (Status status = mapToHost(region, index); !ok(status)) leaveUnmapped(status);
 }
 
 Status ResidencyManager::back(Region& region, std::uint32_t index, const std::vector<RegionId>& keep) {
