@@ -3,7 +3,10 @@
 //  - cuMemUnmap + cuMemRelease per page, one call per page vs one call over
 //    a run of adjacent pages;
 //  - whether cuMemUnmap waits for copies still running on another stream
-//    (if it does, unmapping cannot be overlapped with write-backs).
+//    (if it does, unmapping cannot be overlapped with write-backs);
+//  - mapping host-located blocks (the always-mapped design's host backing,
+//    docs/architecture.md decision 2) under device ranges: one
+//    cuMemSetAccess per page vs one over a run, idle and during a copy.
 // Prints one JSON object. Build: nvcc -O2 vmm_costs.cpp -lcuda.
 #include <cuda.h>
 
@@ -138,7 +141,61 @@ int main() {
   check(cuStreamSynchronize(stream), "sync");
   const double mapDuringCopy = t2 - t1;
 
+  // 6. Host blocks mapped under the device range, as eviction does.
+  CUmemAllocationProp hostProp = properties();
+  hostProp.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+  hostProp.location.id = 0;
+  std::vector<CUmemGenericAllocationHandle> hostBlocks(count);
+  for (auto& block : hostBlocks)
+    check(cuMemCreate(&block, pageBytes, &hostProp, 0), "cuMemCreate host");
+  check(cuMemUnmap(pages.base, pageBytes * count), "unmap all");
+  releaseHandles(pages);
+  t0 = now();
+  for (std::size_t i = 0; i < count; ++i) {
+    check(cuMemMap(pages.base + i * pageBytes, pageBytes, 0, hostBlocks[i], 0), "map host");
+    check(cuMemSetAccess(pages.base + i * pageBytes, pageBytes, &access, 1), "access host");
+  }
+  const double hostMapEach = (now() - t0) / count;
+  check(cuMemUnmap(pages.base, pageBytes * count), "unmap host");
+  t0 = now();
+  for (std::size_t i = 0; i < count; ++i)
+    check(cuMemMap(pages.base + i * pageBytes, pageBytes, 0, hostBlocks[i], 0), "map host");
+  t1 = now();
+  check(cuMemSetAccess(pages.base, pageBytes * count, &access, 1), "access host range");
+  t2 = now();
+  const double hostMapOnly = (t1 - t0) / count, hostAccessRange = (t2 - t1) / count;
+  check(cuMemUnmap(pages.base, pageBytes * count), "unmap host");
+  // During a copy: every page mapped and its access set while the copy runs.
+  check(cuMemcpyDtoHAsync(host, source, copyBytes, stream), "copy");
+  t0 = now();
+  for (std::size_t i = 0; i < count; ++i) {
+    check(cuMemMap(pages.base + i * pageBytes, pageBytes, 0, hostBlocks[i], 0), "map host during copy");
+    check(cuMemSetAccess(pages.base + i * pageBytes, pageBytes, &access, 1), "access host during copy");
+  }
+  t1 = now();
+  check(cuStreamSynchronize(stream), "sync");
+  const double hostMapDuringCopy = (t1 - t0) / count;
+  check(cuMemUnmap(pages.base, pageBytes * count), "unmap host");
+  // Unmapping device pages during a copy, one after the other (eviction
+  // unmaps each page as its write-back completes).
+  mapPages(pages, count);
+  check(cuMemcpyDtoHAsync(host, source, copyBytes, stream), "copy");
+  t0 = now();
+  for (std::size_t i = 0; i < count; ++i)
+    check(cuMemUnmap(pages.base + i * pageBytes, pageBytes), "unmap during copy");
+  t1 = now();
+  check(cuStreamSynchronize(stream), "sync");
+  const double unmapEachDuringCopy = (t1 - t0) / count;
+  releaseHandles(pages);
+  for (auto block : hostBlocks)
+    check(cuMemRelease(block), "release host");
+
   std::printf("{\"device\": \"%s\", \"page_MiB\": %zu, \"pages\": %zu,\n", name, pageBytes >> 20, count);
+  std::printf(" \"host_block_map_access_ms_per_page\": %.4f,\n", hostMapEach * 1e3);
+  std::printf(" \"host_block_map_only_ms_per_page\": %.4f,\n", hostMapOnly * 1e3);
+  std::printf(" \"host_block_access_over_range_ms_per_page\": %.4f,\n", hostAccessRange * 1e3);
+  std::printf(" \"host_block_map_access_during_copy_ms_per_page\": %.4f,\n", hostMapDuringCopy * 1e3);
+  std::printf(" \"unmap_during_copy_ms_per_page_of_%zu\": %.4f,\n", count, unmapEachDuringCopy * 1e3);
   std::printf(" \"map_create_access_ms_per_page\": %.4f,\n", mapEach * 1e3);
   std::printf(" \"unmap_ms_per_page_one_call_each\": %.4f,\n", unmapEach * 1e3);
   std::printf(" \"release_ms_per_page\": %.4f,\n", releaseEach * 1e3);

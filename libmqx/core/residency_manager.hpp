@@ -176,7 +176,15 @@ private:
   // Unmaps an evicted page and gives its bytes back to the budget; where
   // pages map host blocks, maps `backing` (which holds its bytes, or is
   // pending) under it instead.
-  Status unbackPage(Region& region, std::uint32_t index, std::byte* backing = nullptr);
+  // A page leaving device memory: its physical memory goes back to the
+  // budget, then (mapBackings) the host block holding its bytes is mapped
+  // under it.
+  struct PageBacking {
+    std::uint32_t index;
+    std::byte* slot; // its swap image's slot; null: mapToHost finds one
+  };
+  Status releaseDevicePage(Region& region, std::uint32_t index);
+  void mapBackings(Region& region, std::span<const PageBacking> backings);
   void unpin(const PendingWork& work);
   template <typename Function> void forEachPage(const std::vector<PageKey>& pages, Function&& function);
 

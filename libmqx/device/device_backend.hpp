@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -61,6 +62,12 @@ struct HostBlock {
   std::size_t bytes = 0;
 };
 
+// One host block to map under a device address (DeviceBackend::mapHostBlocks).
+struct HostMapping {
+  DevicePtr address = 0;
+  HostBlock block;
+};
+
 class DeviceBackend {
 public:
   virtual ~DeviceBackend() = default;
@@ -90,10 +97,18 @@ public:
   // unmapped (docs/architecture.md says what that costs).
   virtual Status createHostBlocks(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks) = 0;
   virtual void destroyHostBlocks(const std::vector<HostBlock>& blocks) = 0;
-  // Maps `block` under [address, address + block.bytes), readable and
-  // writable by the device; unmap() takes it away again. The block stays
-  // the caller's.
-  virtual Status mapHost(DevicePtr address, const HostBlock& block) = 0;
+  // Maps each block under [address, address + block.bytes), readable and
+  // writable by the device; unmap() takes each away again. The blocks stay
+  // the caller's. All or none: on failure nothing of the batch is mapped.
+  // One call for many pages, because setting access once over a run of
+  // adjacent pages is cheaper than once per page, and eviction maps its
+  // pages together after the write-backs (bench/gpu/vmm_costs.cpp: mapping
+  // while copies run is slow).
+  virtual Status mapHostBlocks(std::span<const HostMapping> mappings) = 0;
+  Status mapHost(DevicePtr address, const HostBlock& block) {
+    const HostMapping mapping{address, block};
+    return mapHostBlocks({&mapping, 1});
+  }
 
   // Host memory for the swap buffer: pinned where the device can, so that DMA
   // runs at full speed.

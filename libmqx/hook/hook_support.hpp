@@ -75,6 +75,7 @@ inline Order blocking(bool perThread) noexcept { return Order{streamOf(nullptr, 
 // nothing of its own into a capture: no loads, waits or fences), and the
 // graph's launch (cuGraphLaunch) later prepares every page it may reach.
 inline bool capturing(StreamHandle stream) noexcept {
+  if (!Runtime::instance().anyCapture()) return false;
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   return callReal(&DriverApi::cuStreamIsCapturing, reinterpret_cast<CUstream>(stream), &status) == CUDA_SUCCESS &&
          status != CU_STREAM_CAPTURE_STATUS_NONE;

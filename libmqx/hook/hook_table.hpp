@@ -6,7 +6,7 @@
 
 namespace mqx::hook {
 
-enum class HookFamily { Memory, Copy, Memset, Launch, Sync, Info, Resolve };
+enum class HookFamily { Memory, Copy, Memset, Launch, Sync, Capture, Info, Resolve };
 
 struct HookEntry {
   std::string_view name;

@@ -63,6 +63,10 @@ constexpr std::array kRules{
     Rule{"cuStreamSynchronize", 2000, "cuStreamSynchronize", "cuStreamSynchronize_ptsz"},
     Rule{"cuEventSynchronize", 2000, "cuEventSynchronize", ""},
     Rule{"cuStreamDestroy", 4000, "cuStreamDestroy_v2", ""},
+    // Stream capture.
+    Rule{"cuStreamBeginCapture", 10010, "cuStreamBeginCapture_v2", "cuStreamBeginCapture_v2_ptsz"},
+    Rule{"cuStreamBeginCaptureToGraph", 12030, "cuStreamBeginCaptureToGraph", "cuStreamBeginCaptureToGraph_ptsz"},
+    Rule{"cuStreamEndCapture", 10000, "cuStreamEndCapture", "cuStreamEndCapture_ptsz"},
     // Information.
     Rule{"cuInit", 2000, "cuInit", ""},
     Rule{"cuMemGetInfo", 3020, "cuMemGetInfo_v2", ""},

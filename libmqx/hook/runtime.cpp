@@ -75,6 +75,14 @@ Runtime& Runtime::instance() {
   return *runtime;
 }
 
+void Runtime::captureEnded() noexcept {
+  // Never below zero: an end whose begin was not seen (a capture begun
+  // through an entry point mqx does not hook) must not hide a later one.
+  std::int64_t current = captures_.load(std::memory_order_acquire);
+  while (current > 0 && !captures_.compare_exchange_weak(current, current - 1, std::memory_order_acq_rel)) {
+  }
+}
+
 const DriverApi* Runtime::driver() {
   std::call_once(driverOnce_, [this] {
     std::string error;

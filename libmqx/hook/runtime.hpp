@@ -58,6 +58,13 @@ public:
 
   State state() const noexcept { return state_.load(std::memory_order_acquire); }
 
+  // Stream captures begun and not yet ended in this process (capture_hooks.cpp).
+  // While there are none, no stream can be capturing, and the hot paths skip
+  // asking the driver (cuStreamIsCapturing) on every copy and launch.
+  void captureBegun() noexcept { captures_.fetch_add(1, std::memory_order_acq_rel); }
+  void captureEnded() noexcept;
+  bool anyCapture() const noexcept { return captures_.load(std::memory_order_acquire) != 0; }
+
 private:
   Runtime() = default;
   bool configureLocked();
@@ -77,6 +84,7 @@ private:
 
   std::mutex mutex_;
   std::atomic<State> state_{State::Pending};
+  std::atomic<std::int64_t> captures_{0};
   std::atomic<MemoryManager*> manager_{nullptr};
   std::atomic<device::cuda::CudaBackend*> backend_{nullptr};
   std::once_flag driverOnce_;

@@ -102,10 +102,9 @@ void CudaBackend::destroyHostBlocks(const std::vector<HostBlock>& blocks) {
   hostBlocks_.destroy(blocks);
 }
 
-Status CudaBackend::mapHost(DevicePtr address, const HostBlock& block) {
+Status CudaBackend::mapHostBlocks(std::span<const HostMapping> mappings) {
   ContextGuard guard(api_, context_);
-  return mappings_.mapHost(address, block.bytes, static_cast<CUmemGenericAllocationHandle>(block.handle),
-                           hostBlocks_.deviceAccess());
+  return mappings_.mapHostBlocks(mappings, hostBlocks_.deviceAccess());
 }
 
 Status CudaBackend::allocateHost(std::size_t bytes, void** out) {

@@ -55,7 +55,7 @@ public:
 
   Status createHostBlocks(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks) override;
   void destroyHostBlocks(const std::vector<HostBlock>& blocks) override;
-  Status mapHost(DevicePtr address, const HostBlock& block) override;
+  Status mapHostBlocks(std::span<const HostMapping> mappings) override;
 
   Status allocateHost(std::size_t bytes, void** out) override;
   void freeHost(void* pointer, std::size_t bytes) override;

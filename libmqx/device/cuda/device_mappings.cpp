@@ -97,19 +97,34 @@ Status DeviceMappings::map(DevicePtr address, std::size_t bytes) {
   return Status::Success;
 }
 
-Status DeviceMappings::mapHost(DevicePtr address, std::size_t bytes, CUmemGenericAllocationHandle block,
-                               const CUmemAccessDesc& access) {
+Status DeviceMappings::mapHostBlocks(std::span<const HostMapping> blocks, const CUmemAccessDesc& access) {
   std::lock_guard lock(mutex_);
-  CUresult result = api_.cuMemMap(address, bytes, 0, block, 0);
-  if (result == CUDA_SUCCESS) {
-    result = api_.cuMemSetAccess(address, bytes, &access, 1);
-    if (result != CUDA_SUCCESS) api_.cuMemUnmap(address, bytes);
+  std::size_t mapped = 0;
+  CUresult result = CUDA_SUCCESS;
+  for (; mapped < blocks.size() && result == CUDA_SUCCESS; ++mapped) {
+    const HostMapping& block = blocks[mapped];
+    result = api_.cuMemMap(block.address, block.block.bytes, block.block.offset,
+                           static_cast<CUmemGenericAllocationHandle>(block.block.handle), 0);
+  }
+  if (result != CUDA_SUCCESS) --mapped; // the failed one is not mapped
+  // Access once per run of adjacent blocks: cuMemSetAccess may span several
+  // mappings, and per call it costs about as much as one cuMemMap.
+  for (std::size_t first = 0; first < mapped && result == CUDA_SUCCESS;) {
+    std::size_t end = first + 1;
+    DevicePtr runEnd = blocks[first].address + blocks[first].block.bytes;
+    while (end < mapped && blocks[end].address == runEnd)
+      runEnd += blocks[end++].block.bytes;
+    result = api_.cuMemSetAccess(blocks[first].address, runEnd - blocks[first].address, &access, 1);
+    first = end;
   }
   if (result != CUDA_SUCCESS) {
-    log(LogLevel::Warn, "{}", api_.describe("cuMemMap (host block)", result));
+    for (std::size_t i = 0; i < mapped; ++i)
+      api_.cuMemUnmap(blocks[i].address, blocks[i].block.bytes);
+    log(LogLevel::Warn, "{}", api_.describe("cuMemMap/cuMemSetAccess (host block)", result));
     return toStatus(result);
   }
-  mappings_[address] = Mapping{bytes, 0, nullptr};
+  for (const HostMapping& block : blocks)
+    mappings_[block.address] = Mapping{block.block.bytes, 0, nullptr};
   return Status::Success;
 }
 

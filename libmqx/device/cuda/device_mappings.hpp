@@ -14,11 +14,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 
 #include "common/status.hpp"
 #include "common/types.hpp"
 #include "device/cuda/driver_api.hpp"
 #include "device/cuda/driver_handles.hpp"
+#include "device/device_backend.hpp"
 
 namespace mqx::device::cuda {
 
@@ -36,10 +38,10 @@ public:
   // Unmaps what is still mapped inside, then frees the range.
   Status release(DevicePtr base, std::size_t bytes);
   Status map(DevicePtr address, std::size_t bytes);
-  // Maps a host block (HostBlocks) under [address, address + bytes); the
-  // block stays its owner's. unmap() takes it away whole.
-  Status mapHost(DevicePtr address, std::size_t bytes, CUmemGenericAllocationHandle block,
-                 const CUmemAccessDesc& access);
+  // Maps host blocks (HostBlocks) under their addresses, all or none, with
+  // one cuMemSetAccess per run of adjacent blocks; the blocks stay their
+  // owner's. unmap() takes each away whole.
+  Status mapHostBlocks(std::span<const HostMapping> blocks, const CUmemAccessDesc& access);
   Status unmap(DevicePtr address, std::size_t bytes);
 
   std::size_t mappedBytes() const;

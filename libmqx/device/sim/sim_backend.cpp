@@ -213,17 +213,33 @@ void SimBackend::destroyHostBlocks(const std::vector<HostBlock>& blocks) {
   }
 }
 
-Status SimBackend::mapHost(DevicePtr address, const HostBlock& block) {
-  if (block.bytes == 0 || address % granularity_ != 0) return Status::InvalidValue;
+Status SimBackend::mapHostBlocks(std::span<const HostMapping> mappings) {
   std::lock_guard lock(mutex_);
-  auto chunk = hostChunks_.find(block.handle);
-  if (chunk == hostChunks_.end() || block.offset + block.bytes > chunk->second->bytes) return Status::InvalidValue;
-  if (!mappableLocked(address, block.bytes)) return Status::InvalidValue;
-  void* result = ::mmap(toPointer(address), block.bytes, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_SHARED,
-                        chunk->second->file, static_cast<off_t>(block.offset));
-  if (result == MAP_FAILED) return Status::OutOfMemory;
-  mappings_[address] = Mapping{block.bytes, true};
-  hostMapped_ += block.bytes;
+  // All or none, as on the GPU: every mapping is checked before any is made.
+  for (const HostMapping& mapping : mappings) {
+    const HostBlock& block = mapping.block;
+    if (block.bytes == 0 || mapping.address % granularity_ != 0) return Status::InvalidValue;
+    auto chunk = hostChunks_.find(block.handle);
+    if (chunk == hostChunks_.end() || block.offset + block.bytes > chunk->second->bytes) return Status::InvalidValue;
+    if (!mappableLocked(mapping.address, block.bytes)) return Status::InvalidValue;
+  }
+  for (std::size_t i = 0; i < mappings.size(); ++i) {
+    const HostBlock& block = mappings[i].block;
+    void* result = ::mmap(toPointer(mappings[i].address), block.bytes, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_SHARED,
+                          hostChunks_.at(block.handle)->file, static_cast<off_t>(block.offset));
+    if (result == MAP_FAILED) {
+      for (std::size_t undo = 0; undo < i; ++undo) {
+        const std::size_t bytes = mappings[undo].block.bytes;
+        ::mmap(toPointer(mappings[undo].address), bytes, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+               -1, 0);
+        mappings_.erase(mappings[undo].address);
+        hostMapped_ -= bytes;
+      }
+      return Status::OutOfMemory;
+    }
+    mappings_[mappings[i].address] = Mapping{block.bytes, true};
+    hostMapped_ += block.bytes;
+  }
   return Status::Success;
 }
 

@@ -84,7 +84,7 @@ public:
 
   Status createHostBlocks(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks) override;
   void destroyHostBlocks(const std::vector<HostBlock>& blocks) override;
-  Status mapHost(DevicePtr address, const HostBlock& block) override;
+  Status mapHostBlocks(std::span<const HostMapping> mappings) override;
   // Bytes of host blocks mapped under device ranges right now.
   std::size_t hostMappedBytes() const;
 
