@@ -29,6 +29,21 @@ mkdir -p "$repo/scripts"
 cp "$install_deps" "$repo/scripts/install-deps"
 cp "$source_dir/CMakeLists.txt" "$repo/CMakeLists.txt"
 
+# A GPU host without a package registry meets the header-only needs through
+# the checkout's .carry/ (tools/prepare-carry): the scratch tree gets links to
+# what it holds, except toml++, which no_header and carried_header take away
+# or bring themselves.
+if [ -d "$source_dir/.carry" ]; then
+  mkdir -p "$repo/.carry/include"
+  for entry in "$source_dir/.carry/include"/*; do
+    [ -e "$entry" ] && [ "$(basename "$entry")" != toml++ ] && ln -s "$entry" "$repo/.carry/include/"
+  done
+  [ -d "$source_dir/.carry/gtest" ] && ln -s "$source_dir/.carry/gtest" "$repo/.carry/gtest"
+fi
+if [ "$case" != no_header ] && [ "$case" != carried_header ] && [ -e "$source_dir/.carry/include/toml++" ]; then
+  ln -s "$source_dir/.carry/include/toml++" "$repo/.carry/include/toml++"
+fi
+
 # The fakes log every call to $scratch/calls.log.
 fake=$scratch/fake
 mkdir -p "$fake"
@@ -147,9 +162,10 @@ case $case in
     dirs=$(include_dirs_without toml++)
     real=$(c++ -xc++ -E -v /dev/null 2>&1 >/dev/null | sed -n 's/^ //p' | while read -r d; do
              [ -d "$d/toml++" ] && { echo "$d/toml++"; break; }; done)
+    [ -n "$real" ] || [ ! -d "$source_dir/.carry/include/toml++" ] || real=$source_dir/.carry/include/toml++
     [ -n "$real" ] || fail "no toml++ headers on this machine to carry"
     mkdir -p "$repo/.carry/include"
-    ln -s "$real" "$repo/.carry/include/toml++"
+    ln -s "$(realpath "$real")" "$repo/.carry/include/toml++"
     run_install_deps PATH="$fake:$PATH" MQX_DEPS_INCLUDE_DIRS="$dirs"
     [ "$rc" = 0 ] || fail "expected exit 0 with toml++ in .carry/include, got $rc"
     ! grep -q '^apt-get install' "$scratch/calls.log" || fail "apt-get install was called although .carry/include has toml++"
