@@ -19,6 +19,8 @@ fail() { echo "FAIL ($case): $*" >&2; exit 1; }
 repo=$scratch/repo
 mkdir -p "$repo/scripts" "$repo/build/lib" "$repo/build/tests/gpu" "$scratch/bin"
 cp "$scripts_test" "$repo/scripts/test"
+mkdir -p "$repo/tools"
+cp "$(dirname "$scripts_test")/../tools/select-samples" "$repo/tools/select-samples"
 printf '#!/bin/sh\nexit 0\n' > "$repo/scripts/build"
 printf '#!/bin/sh\nexit 0\n' > "$repo/build/tests/gpu/mqx_gpu_probe"
 chmod +x "$repo/scripts/build" "$repo/build/tests/gpu/mqx_gpu_probe"
