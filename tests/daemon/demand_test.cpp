@@ -23,7 +23,9 @@ protected:
   void SetUp() override {
     NodeFixture::SetUp();
     environment_["MQX_DAEMON_CAPACITY"] = "100MiB";
+#ifdef LIBMQX_PATH
     environment_["MQX_LIBRARY"] = LIBMQX_PATH;
+#endif
 #ifdef FAKE_DRIVER_DIR
     environment_["LD_LIBRARY_PATH"] = FAKE_DRIVER_DIR;
 #endif
