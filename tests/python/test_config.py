@@ -237,3 +237,18 @@ def test_mqxd_warns_about_a_misspelled_variable(start_node):
     node = start_node(MQX_DEAMON_CAPACITY="abc")
     node.stop()
     assert node.log.count("MQX_DEAMON_CAPACITY") == 1, node.log
+
+
+def test_load_config_after_numpy_parses_floats():
+    """numpy loads the interpreter's C++ runtime first; a module that exported
+    its own statically linked copy crashed here (toml++ parses floats through
+    a stringstream): the H100 host's compiler links libstdc++ statically."""
+    pytest.importorskip("numpy")
+    code = (
+        "import numpy, mqx\n"
+        f"config = mqx.load_config(path={str(REPOSITORY / 'configs' / 'default.toml')!r}, environment={{}})\n"
+        "print(config['policy.latency_factor'])\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=os.environ)
+    assert result.returncode == 0, result.stderr
+    assert float(result.stdout.strip()) >= 0
