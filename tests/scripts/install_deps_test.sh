@@ -84,6 +84,15 @@ path_without() {
   for name in "${commands[@]}"; do
     [ "$name" = "$1" ] && continue
     target=$(command -v "$name") || continue
+    if [ "$name" = python3 ]; then
+      # Called by its own path, not through a link: a virtual environment's
+      # python3 (the GPU host's, which has pybind11 and pytest) finds its
+      # pyvenv.cfg beside the path it was called by, and through a link here
+      # it would be the bare base interpreter.
+      printf '#!/bin/sh\nexec "%s" "$@"\n' "$target" > "$bin/$name"
+      chmod +x "$bin/$name"
+      continue
+    fi
     ln -s "$target" "$bin/$name"
   done
   echo "$bin"
@@ -161,7 +170,7 @@ case $case in
   carried_header)
     dirs=$(include_dirs_without toml++)
     real=$(c++ -xc++ -E -v /dev/null 2>&1 >/dev/null | sed -n 's/^ //p' | while read -r d; do
-             [ -d "$d/toml++" ] && { echo "$d/toml++"; break; }; done)
+             [ -d "$d/toml++" ] && { echo "$d/toml++"; break; }; done || true)
     [ -n "$real" ] || [ ! -d "$source_dir/.carry/include/toml++" ] || real=$source_dir/.carry/include/toml++
     [ -n "$real" ] || fail "no toml++ headers on this machine to carry"
     mkdir -p "$repo/.carry/include"
