@@ -1,0 +1,73 @@
+"""One run of the peer benchmark's matrix workload (issue 14), in its own process.
+
+Many live 4096x4096 fp32 tensors (64 MiB each) filling FOOTPRINT bytes; STEPS
+steps in a seeded shuffled order, each a matrix product or an elementwise
+blend of two tensors into a third. Prints one JSON line: the time of the
+steps, the time of the whole run, and a checksum of every tensor, so that
+runs under different systems can be compared byte for byte in spirit (the
+same kernels in the same order give the same sums).
+
+The system is chosen outside: natively, under LD_PRELOAD=libmqx.so, or with
+--um-allocator (Unified Memory through CUDAPluggableAllocator).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+
+SIDE = 4096
+TENSOR_BYTES = SIDE * SIDE * 4
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--footprint", type=int, required=True, help="bytes of live tensors")
+    parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--um-allocator", help="the mqx_um_allocator library: Unified Memory")
+    args = parser.parse_args()
+
+    import torch  # noqa: PLC0415 (the allocator must be chosen before CUDA starts)
+
+    if args.um_allocator:
+        allocator = torch.cuda.memory.CUDAPluggableAllocator(args.um_allocator, "mqx_um_malloc", "mqx_um_free")
+        torch.cuda.memory.change_current_allocator(allocator)
+    # Exact fp32 products: TF32 would make the sums depend on rounding only.
+    torch.backends.cuda.matmul.allow_tf32 = False
+    count = max(3, args.footprint // TENSOR_BYTES)
+    started = time.perf_counter()
+    generator = torch.Generator(device="cuda")
+    generator.manual_seed(args.seed)
+    try:
+        tensors = [torch.randn(SIDE, SIDE, device="cuda", generator=generator) for _ in range(count)]
+        torch.cuda.synchronize()
+        filled = time.perf_counter()
+        order = random.Random(args.seed)
+        scale = 1.0 / SIDE**0.5  # keeps products of unit-variance inputs at unit variance
+        for step in range(args.steps):
+            target, left, right = order.sample(range(count), 3)
+            if step % 2 == 0:
+                torch.mm(tensors[left], tensors[right], out=tensors[target])
+                tensors[target].mul_(scale)
+            else:
+                torch.add(tensors[left], tensors[right], alpha=0.5, out=tensors[target]).mul_(0.8)
+        torch.cuda.synchronize()
+        stepped = time.perf_counter()
+        checksum = sum(float(t.sum(dtype=torch.float64)) for t in tensors)
+        torch.cuda.synchronize()
+    except torch.OutOfMemoryError as error:
+        print(json.dumps({"status": "out of memory", "error": str(error).splitlines()[0],
+                          "seconds": time.perf_counter() - started}))
+        return 0
+    print(json.dumps({"status": "ok", "tensors": count, "footprint_bytes": count * TENSOR_BYTES,
+                      "steps": args.steps, "fill_s": filled - started, "steps_s": stepped - filled,
+                      "total_s": time.perf_counter() - started, "checksum": checksum}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
