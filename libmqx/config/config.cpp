@@ -414,6 +414,10 @@ const std::set<std::string>& otherVariables() {
       "MQX_TEST_CHECK_EVERY_STEP",   // tests/unit/differential_test
       "MQX_DIFFERENTIAL_SEQUENCES",  // tests/unit/differential_test
       "MQX_DIFFERENTIAL_FIRST_SEED", // tests/unit/differential_test
+      "MQX_PEERS_DEVICE_GIB",        // tools/gpu-peers
+      "MQX_PEERS_PYTHON",            // tools/gpu-peers
+      "MQX_PEERS_STEPS",             // tools/gpu-peers
+      "MQX_PEERS_TIMEOUT",           // tools/gpu-peers
   };
   return names;
 }

@@ -26,7 +26,7 @@ struct Config {
   // [memory]
   std::size_t pageSize = 8 * 1024 * 1024;
   std::size_t deviceMemoryLimit = 0; // 0: what the device has
-  std::size_t swapBufferLimit = std::size_t{16} << 30;
+  std::size_t swapBufferLimit = 0; // 0: half of the host's physical memory
   bool pinnedSwap = true;
   // [policy]
   ReplacementKind replacement = ReplacementKind::Cdr;

@@ -1,5 +1,7 @@
 #include "core/swap_buffer.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 
@@ -11,8 +13,21 @@ constexpr std::size_t kChunkBytes = std::size_t{64} << 20;
 constexpr std::size_t kMaxSlotsPerChunk = 16;
 } // namespace
 
+std::size_t SwapBuffer::limitFor(std::size_t configured) {
+  if (configured != 0) return configured;
+  // memory.swap_buffer_limit = 0: half of the host's physical memory. A fixed
+  // 16 GiB made a job of 2x the device fail with out-of-memory on a host with
+  // 128 GiB (bench/peers); the chunks are taken as evictions need them, so a
+  // large limit costs nothing until it is used, and half leaves the rest to
+  // the program and the other processes.
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long pageBytes = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || pageBytes <= 0) return std::size_t{16} << 30;
+  return static_cast<std::size_t>(pages) * static_cast<std::size_t>(pageBytes) / 2;
+}
+
 SwapBuffer::SwapBuffer(device::DeviceBackend& backend, std::size_t limit, bool pinned)
-    : backend_(backend), limit_(limit), pinned_(pinned) {
+    : backend_(backend), limit_(limitFor(limit)), pinned_(pinned) {
   // Whether the backend maps host blocks: one block of the smallest size
   // tells, and stays as the first chunk.
   if (pinned_) mapsPages_ = growBlocks(backend_.granularity(), 1);

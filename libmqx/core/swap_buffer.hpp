@@ -17,7 +17,9 @@ namespace mqx {
 
 class SwapBuffer {
 public:
+  // `limit` 0: half of the host's physical memory (limitFor).
   SwapBuffer(device::DeviceBackend& backend, std::size_t limit, bool pinned);
+  static std::size_t limitFor(std::size_t configured);
   ~SwapBuffer();
   SwapBuffer(const SwapBuffer&) = delete;
   SwapBuffer& operator=(const SwapBuffer&) = delete;

@@ -27,6 +27,11 @@ inline Config smallConfig() {
 class ManagerTest : public ::testing::Test {
 protected:
   void start(const Config& config = smallConfig()) {
+    // A restart with another configuration: the old manager goes before the
+    // backend it holds (its swap buffer returns its blocks to it).
+    hook::registerHostMemoryManager(nullptr);
+    manager_.reset();
+    kernels_.reset();
     config_ = config;
     backend_ = std::make_unique<device::SimBackend>(config_);
     kernels_ = std::make_unique<SimKernels>(*backend_);

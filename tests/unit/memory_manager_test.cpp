@@ -1,9 +1,12 @@
 // Focused behaviour of the memory manager: laziness, fills, advice,
 // oversubscription and the choices eviction makes.
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <thread>
 
+#include "core/swap_buffer.hpp"
 #include "manager_fixture.hpp"
 
 namespace mqx::test {
@@ -82,6 +85,34 @@ TEST_F(ManagerTest, OversubscribedKernelsGetCorrectResults) {
   auto stats = manager_->statistics();
   EXPECT_GT(stats.evictions, 0U);
   EXPECT_GT(stats.bytesWrittenBack, 0U);
+}
+
+TEST(SwapBufferLimit, ZeroIsHalfTheHostsPhysicalMemory) {
+  const auto physical = static_cast<std::size_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGESIZE);
+  EXPECT_EQ(SwapBuffer::limitFor(0), physical / 2);
+  EXPECT_EQ(SwapBuffer::limitFor(64 * KiB), 64 * KiB);
+  EXPECT_EQ(Config{}.swapBufferLimit, 0U) << "the default is the host-sized limit";
+}
+
+TEST_F(ManagerTest, DefaultSwapLimitHoldsTwiceTheDeviceAndMore) {
+  // bench/peers at 2x the device failed with out-of-memory under a fixed
+  // 16 GiB swap; the default now scales with the host. Here: 4x a 1 MiB
+  // device, every byte back intact.
+  Config config = smallConfig();
+  config.swapBufferLimit = 0;
+  start(config);
+  std::vector<DevicePtr> regions;
+  std::vector<std::vector<std::uint8_t>> expected;
+  for (int i = 0; i < 8; ++i) {
+    regions.push_back(allocate(512 * KiB));
+    expected.push_back(pattern(512 * KiB, static_cast<std::uint8_t>(i + 3)));
+    ASSERT_EQ(manager_->copyHostToDevice(regions.back(), expected.back().data(), 512 * KiB, 0, true), Status::Success);
+    ASSERT_EQ(transform(regions.back(), regions.back(), 512 * KiB, 9), Status::Success);
+    transformReference(expected.back().data(), expected.back().data(), 512 * KiB, 9);
+  }
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(read(regions[i], 512 * KiB), expected[i]) << i;
+  EXPECT_GT(manager_->statistics().evictions, 0U);
 }
 
 TEST_F(ManagerTest, CdrEvictsCleanDataFirst) {
