@@ -1,0 +1,42 @@
+// bench/gpu/host_block_growth.cpp: what growing the swap buffer costs on a GPU host, per
+// 64 MiB chunk (bench/peers found the fill phase slow beyond the device). Build and run:
+//   build/bench/gpu/mqx-host-block-growth (built with the GPU benchmark)
+// How long creating a pinned host block (cuMemCreate, HOST_NUMA) takes, per 64 MiB,
+// against cuMemHostAlloc and plain malloc+touch: the swap buffer's growth cost.
+#include <cuda.h>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+#define CHECK(x) do { CUresult r = (x); if (r != CUDA_SUCCESS) { const char* n; cuGetErrorName(r, &n); std::printf("%s: %s\n", #x, n); std::exit(1);} } while (0)
+int main() {
+  CHECK(cuInit(0)); CUdevice dev; CHECK(cuDeviceGet(&dev, 0)); CUcontext ctx; CHECK(cuDevicePrimaryCtxRetain(&ctx, dev)); CHECK(cuCtxSetCurrent(ctx));
+  const size_t bytes = 64ull << 20; const int count = 32;
+  CUmemAllocationProp prop{}; prop.type = CU_MEM_ALLOCATION_TYPE_PINNED; prop.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA; prop.location.id = 0;
+  auto now = [] { return std::chrono::steady_clock::now(); };
+  auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+  std::vector<CUmemGenericAllocationHandle> handles(count);
+  auto t0 = now(); for (auto& h : handles) CHECK(cuMemCreate(&h, bytes, &prop, 0)); auto t1 = now();
+  std::printf("cuMemCreate HOST_NUMA 64 MiB: %.2f ms each\n", ms(t0, t1) / count);
+  CUdeviceptr view; CHECK(cuMemAddressReserve(&view, bytes * count, 0, 0, 0));
+  t0 = now(); for (int i = 0; i < count; ++i) CHECK(cuMemMap(view + i * bytes, bytes, 0, handles[i], 0)); t1 = now();
+  std::printf("cuMemMap: %.3f ms each\n", ms(t0, t1) / count);
+  CUmemAccessDesc access[2] = {};
+  access[0].location.type = CU_MEM_LOCATION_TYPE_DEVICE; access[0].location.id = 0; access[0].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  access[1].location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA; access[1].location.id = 0; access[1].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  t0 = now(); for (int i = 0; i < count; ++i) CHECK(cuMemSetAccess(view + i * bytes, bytes, access, 2)); t1 = now();
+  std::printf("cuMemSetAccess device+host 64 MiB: %.2f ms each\n", ms(t0, t1) / count);
+  for (int i = 0; i < count; ++i) CHECK(cuMemUnmap(view + i * bytes, bytes));
+  t0 = now(); for (auto& h : handles) CHECK(cuMemRelease(h)); t1 = now();
+  std::printf("cuMemRelease: %.2f ms each\n", ms(t0, t1) / count);
+  std::vector<void*> hosts(count);
+  t0 = now(); for (auto& p : hosts) CHECK(cuMemHostAlloc(&p, bytes, 0)); t1 = now();
+  std::printf("cuMemHostAlloc 64 MiB: %.2f ms each\n", ms(t0, t1) / count);
+  for (auto p : hosts) cuMemFreeHost(p);
+  t0 = now(); for (auto& p : hosts) { p = std::malloc(bytes); std::memset(p, 1, bytes); } t1 = now();
+  std::printf("malloc+memset 64 MiB: %.2f ms each\n", ms(t0, t1) / count);
+  t0 = now(); for (auto p : hosts) CHECK(cuMemHostRegister(p, bytes, 0)); t1 = now();
+  std::printf("cuMemHostRegister 64 MiB (touched): %.2f ms each\n", ms(t0, t1) / count);
+  return 0;
+}
