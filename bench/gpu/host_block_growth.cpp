@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 #define CHECK(x) do { CUresult r = (x); if (r != CUDA_SUCCESS) { const char* n; cuGetErrorName(r, &n); std::printf("%s: %s\n", #x, n); std::exit(1);} } while (0)
 int main() {
@@ -38,5 +39,28 @@ int main() {
   std::printf("malloc+memset 64 MiB: %.2f ms each\n", ms(t0, t1) / count);
   t0 = now(); for (auto p : hosts) CHECK(cuMemHostRegister(p, bytes, 0)); t1 = now();
   std::printf("cuMemHostRegister 64 MiB (touched): %.2f ms each\n", ms(t0, t1) / count);
+  // The same creation (cuMemCreate + map + access) from several threads at
+  // once: whether growing the swap buffer can run in parallel.
+  for (int threads : {1, 2, 4, 8}) {
+    std::vector<CUmemGenericAllocationHandle> made(count);
+    CUdeviceptr range; CHECK(cuMemAddressReserve(&range, bytes * count, 0, 0, 0));
+    t0 = now();
+    std::vector<std::thread> workers;
+    for (int w = 0; w < threads; ++w)
+      workers.emplace_back([&, w] {
+        cuCtxSetCurrent(ctx);
+        for (int i = w; i < count; i += threads) {
+          CHECK(cuMemCreate(&made[i], bytes, &prop, 0));
+          CHECK(cuMemMap(range + i * bytes, bytes, 0, made[i], 0));
+          CHECK(cuMemSetAccess(range + i * bytes, bytes, access, 2));
+        }
+      });
+    for (auto& worker : workers) worker.join();
+    t1 = now();
+    std::printf("create+map+access, %d threads: %.2f ms per 64 MiB (%.1f GB/s)\n", threads, ms(t0, t1) / count,
+                bytes * count / (ms(t0, t1) / 1e3) / 1e9);
+    for (int i = 0; i < count; ++i) { CHECK(cuMemUnmap(range + i * bytes, bytes)); CHECK(cuMemRelease(made[i])); }
+    CHECK(cuMemAddressFree(range, bytes * count));
+  }
   return 0;
 }
