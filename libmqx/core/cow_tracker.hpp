@@ -49,7 +49,6 @@ public:
   std::vector<CowRecord> onHostPage(std::uintptr_t address) const;
 
   bool empty() const { return records_.empty(); }
-  std::size_t protectedSegments() const { return segments_.size(); }
   // Readable without the manager's lock: lets free() skip all work while
   // nothing is protected.
   bool anyProtected() const { return protectedCount_.load(std::memory_order_acquire) != 0; }

@@ -34,11 +34,6 @@ public:
     open_ = false;
     changed_.notify_all();
   }
-  // Whether the lock holder is yielding (a request may be served).
-  bool isOpen() {
-    std::lock_guard lock(mutex_);
-    return open_;
-  }
 
   // The server's side: the bytes the lock holder freed for `bytes` (region
   // `preferred` first), or nullopt when it is not yielding (any more) or did

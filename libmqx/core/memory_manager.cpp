@@ -968,11 +968,6 @@ void MemoryManager::finishTrace() {
   if (state_->trace != nullptr) state_->trace->finish(); // the recorder has its own lock
 }
 
-std::size_t MemoryManager::allocatedBytes() const {
-  LockScope scope(state_->mutex);
-  return state_->directory.totalBytes();
-}
-
 std::size_t MemoryManager::residentBytes() const {
   LockScope scope(state_->mutex);
   return state_->budget->used();

@@ -131,8 +131,7 @@ public:
   // evicted first when it is still evictable (global victim selection).
   std::size_t evictForOtherProcess(std::size_t bytes, std::chrono::milliseconds patience, std::uint64_t preferred = 0);
 
-  // Total bytes of regions allocated and of device memory currently backed.
-  std::size_t allocatedBytes() const;
+  // Bytes of device memory currently backed.
   std::size_t residentBytes() const;
 
 private:

@@ -62,11 +62,6 @@ void TraceRecorder::flush() {
   if (getpid() == owner_ && !finished_) writeBuffered();
 }
 
-std::uint64_t TraceRecorder::eventsRecorded() const {
-  std::lock_guard lock(mutex_);
-  return recorded_;
-}
-
 void TraceRecorder::writeBuffered() {
   if (buffer_.empty()) return;
   std::string text;

@@ -46,7 +46,6 @@ public:
   void finish();
 
   const std::string& path() const { return file_.path(); }
-  std::uint64_t eventsRecorded() const;
 
 private:
   TraceRecorder(const std::string& path, std::size_t bufferEvents);

@@ -62,6 +62,9 @@ TEST_F(ManagerTest, FreeAndMunmapOfASourceKeepThePendingData) {
   DevicePtr second = allocate(expected.size());
   ASSERT_EQ(manager_->copyHostToDevice(first, heap, expected.size(), 0, true), Status::Success);
   ASSERT_EQ(manager_->copyHostToDevice(second, mapped, expected.size(), 0, true), Status::Success);
+  // Where the source lay, taken before the free (the test checks what was
+  // saved of its partial host pages).
+  const auto start = reinterpret_cast<std::uintptr_t>(heap);
   std::free(heap);
   ASSERT_EQ(::munmap(mapped, expected.size()), 0);
   // Reuse the freed memory so that stale data would show.
@@ -72,7 +75,6 @@ TEST_F(ManagerTest, FreeAndMunmapOfASourceKeepThePendingData) {
   // malloc'ed one (where malloc put it is up to malloc), only the bytes on
   // the partial host pages at either end were copied at copy time; every
   // device page stayed a copy-on-write image until the free saved it.
-  const auto start = reinterpret_cast<std::uintptr_t>(heap);
   const std::size_t end = start + expected.size();
   const std::size_t edgeBytes = (start % 4096 != 0 ? 4096 - start % 4096 : 0) + end % 4096;
   EXPECT_EQ(manager_->statistics().cowBytesSaved, 2 * expected.size()) << manager_->statistics().toJson();

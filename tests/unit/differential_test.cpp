@@ -378,7 +378,9 @@ void runVariant(const Config& config, const std::string& name, std::uint64_t fir
   }
   // The footprint is ~3x the device: if nothing was evicted the test proved
   // nothing.
-  if (expectEvictions) EXPECT_GT(evictions, 0U) << "variant " << name;
+  if (expectEvictions) {
+    EXPECT_GT(evictions, 0U) << "variant " << name;
+  }
 }
 
 struct PolicyCase {

@@ -79,11 +79,4 @@ const TableSchema &schemaOf(TableId table) { return tables[static_cast<std::size
 
 std::string_view tableName(TableId table) { return schemaOf(table).name; }
 
-std::optional<TableId> tableFromName(std::string_view name) {
-  for (const TableSchema &table : tables)
-    if (table.name == name)
-      return table.id;
-  return std::nullopt;
-}
-
 } // namespace mqx::ssb

@@ -36,6 +36,5 @@ struct TableSchema {
 std::span<const TableSchema> ssbSchema();
 const TableSchema &schemaOf(TableId table);
 std::string_view tableName(TableId table);
-std::optional<TableId> tableFromName(std::string_view name);
 
 } // namespace mqx::ssb

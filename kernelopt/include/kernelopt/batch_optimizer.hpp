@@ -71,8 +71,6 @@ public:
   BatchPlan planExact(std::span<const KernelDemand> kernels);
   BatchPlan planColumnGeneration(std::span<const KernelDemand> kernels);
 
-  KernelLevelOptimizer &kernelLevel() { return solver_; }
-
 private:
   KernelLevelOptimizer solver_;
   BatchOptions options_;

@@ -93,7 +93,6 @@ Status DeviceMappings::map(DevicePtr address, std::size_t bytes) {
     log(LogLevel::Warn, "{}", api_.describe("cuMemMap/cuMemSetAccess", toCuResult(status)));
     return status;
   }
-  physicalBytes_ += bytes;
   return Status::Success;
 }
 
@@ -145,7 +144,6 @@ Status DeviceMappings::cut(DevicePtr start, DevicePtr cutBegin, DevicePtr cutEnd
   if (ok(status) && cutEnd < end) {
     status = mapOnto(cutEnd, end - cutEnd, mapping.offset + (cutEnd - start), mapping.physical);
   }
-  if (mapping.physical.use_count() == 1) physicalBytes_ -= mapping.physical->bytes;
   if (!ok(status)) log(LogLevel::Error, "re-mapping the rest of a split chunk failed: {}", toString(status));
   return status;
 }
@@ -188,11 +186,6 @@ Status DeviceMappings::unmap(DevicePtr address, std::size_t bytes) {
 std::size_t DeviceMappings::mappedBytes() const {
   std::lock_guard lock(mutex_);
   return mappedBytes_;
-}
-
-std::size_t DeviceMappings::physicalBytes() const {
-  std::lock_guard lock(mutex_);
-  return physicalBytes_;
 }
 
 } // namespace mqx::device::cuda

@@ -45,7 +45,6 @@ public:
   Status unmap(DevicePtr address, std::size_t bytes);
 
   std::size_t mappedBytes() const;
-  std::size_t physicalBytes() const;
 
 private:
   // One cuMemCreate allocation; released when its last mapping goes.
@@ -72,7 +71,6 @@ private:
   std::map<DevicePtr, std::size_t> reservations_;
   std::map<DevicePtr, Mapping> mappings_; // by start address
   std::size_t mappedBytes_ = 0;
-  std::size_t physicalBytes_ = 0;
   bool warnedSplit_ = false;
 };
 
