@@ -8,32 +8,18 @@
 #include <limits>
 #include <sstream>
 
+#include "common/weighted_demand.hpp"
 #include "config/config.hpp"
 
 namespace mqx::daemon {
 
 std::uint64_t QueryPlan::weightedDemand() const {
-  // Times are scaled by the longest first, so that neither Σ tᵢ nor
-  // Σ tᵢmᵢ overflows a double for any finite times and sizes; the result is
-  // clamped to [min mᵢ, max mᵢ], where it lies exactly, so that rounding
-  // never carries it past the peak or out of a uint64 (found by
-  // tests/fuzz/plan_fuzzer).
-  double longest = 0;
-  std::uint64_t smallest = std::numeric_limits<std::uint64_t>::max(), largest = 0;
-  for (const auto& op : operators) {
-    longest = std::max(longest, op.time);
-    smallest = std::min(smallest, op.memory);
-    largest = std::max(largest, op.memory);
-  }
-  if (longest <= 0) return peakDemand();
-  double timeSum = 0, weighted = 0;
-  for (const auto& op : operators) {
-    timeSum += op.time / longest;
-    weighted += op.time / longest * static_cast<double>(op.memory);
-  }
-  const double value = weighted / timeSum;
-  if (!(value < static_cast<double>(largest))) return largest;
-  return std::clamp(static_cast<std::uint64_t>(std::round(value)), smallest, largest);
+  // Paper §5 through the one implementation (common/weighted_demand.hpp):
+  // bounded by the smallest and the largest operator, whatever the times.
+  WeightedDemand demand;
+  for (const auto& op : operators)
+    demand.add(op.time, op.memory);
+  return demand.weighted();
 }
 
 std::uint64_t QueryPlan::peakDemand() const {

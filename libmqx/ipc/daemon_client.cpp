@@ -498,11 +498,9 @@ bool DaemonClient::declareOperator(double seconds, std::uint64_t bytes) {
   std::uint64_t weighted = 0, peak = 0;
   {
     std::lock_guard lock(demandMutex_);
-    declaredSeconds_ += seconds;
-    declaredByteSeconds_ += seconds * static_cast<double>(bytes);
-    declaredPeak_ = std::max(declaredPeak_, bytes);
-    weighted = static_cast<std::uint64_t>(declaredByteSeconds_ / declaredSeconds_);
-    peak = declaredPeak_;
+    declaredDemand_.add(seconds, bytes);
+    weighted = declaredDemand_.weighted();
+    peak = declaredDemand_.peak();
     declared_.store(true, std::memory_order_relaxed);
   }
   return updateDemand(weighted, peak);
@@ -529,13 +527,11 @@ void DaemonClient::observeLaunchFootprint(std::uint64_t bytes) {
     // last interval's mᵢ: a query would otherwise jump to the peak of its
     // current phase and back.
     const double seconds = std::chrono::duration<double>(elapsed).count();
-    observedSeconds_ += seconds;
-    observedByteSeconds_ += seconds * static_cast<double>(windowFootprint_);
-    observedPeak_ = std::max(observedPeak_, windowFootprint_);
+    observedDemand_.add(seconds, windowFootprint_);
     windowStart_ = now;
     windowFootprint_ = 0;
-    weighted = static_cast<std::uint64_t>(std::llround(observedByteSeconds_ / observedSeconds_));
-    peak = observedPeak_;
+    weighted = observedDemand_.weighted();
+    peak = observedDemand_.peak();
     if (weighted == reportedWeighted_ && peak == reportedPeak_) return;
     reportedWeighted_ = weighted;
     reportedPeak_ = peak;

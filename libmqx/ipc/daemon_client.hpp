@@ -20,6 +20,7 @@
 #include <string>
 #include <thread>
 
+#include "common/weighted_demand.hpp"
 #include "config/config.hpp"
 #include "core/device_budget.hpp"
 #include "core/peer_regions.hpp"
@@ -173,15 +174,11 @@ private:
   std::uint64_t nextSequence_ = 1;
   // Demand of the query as declared (advice API) and observed (launches).
   std::mutex demandMutex_;
-  double declaredSeconds_ = 0;
-  double declaredByteSeconds_ = 0;
-  std::uint64_t declaredPeak_ = 0;
+  WeightedDemand declaredDemand_;
   std::atomic<bool> declared_{false};
   std::uint64_t windowFootprint_ = 0; // the current interval's largest launch
   std::chrono::steady_clock::time_point windowStart_{};
-  double observedSeconds_ = 0; // the closed intervals: Σ tᵢ, Σ tᵢmᵢ, max mᵢ
-  double observedByteSeconds_ = 0;
-  std::uint64_t observedPeak_ = 0;
+  WeightedDemand observedDemand_; // the closed intervals
   std::uint64_t reportedWeighted_ = 0;
   std::uint64_t reportedPeak_ = 0;
 };
