@@ -21,6 +21,7 @@
 #include "common/log.hpp"
 #include "config/config.hpp"
 #include "ipc/daemon_client.hpp"
+#include "mqx/version.hpp"
 #include "query_plan.hpp"
 
 namespace {
@@ -53,7 +54,8 @@ void usage(FILE* out) {
                     "  --timeout SECONDS  give up waiting for admission after SECONDS (exit 75); 0: no limit; "
                     "default: daemon.admission_timeout_s\n"
                     "  --stats            print waiting time, run time and peak device memory at exit\n"
-                    "  --allow-no-daemon  run the query alone when no mqxd is running\n");
+                    "  --allow-no-daemon  run the query alone when no mqxd is running\n"
+                    "  --version          print the version and the commit, and exit\n");
 }
 
 bool parse(int argc, char** argv, Options* options) {
@@ -80,6 +82,9 @@ bool parse(int argc, char** argv, Options* options) {
       options->stats = true;
     } else if (arg == "--allow-no-daemon") {
       options->allowNoDaemon = true;
+    } else if (arg == "--version") {
+      std::printf("mqx-run %s (commit %s)\n", mqx::kVersion, mqx::kCommit);
+      std::exit(0);
     } else if (arg == "--help" || arg == "-h") {
       usage(stdout);
       std::exit(0);

@@ -9,6 +9,7 @@
 
 #include "common/log.hpp"
 #include "config/config.hpp"
+#include "mqx/version.hpp"
 #include "node_daemon.hpp"
 
 namespace {
@@ -24,9 +25,13 @@ void requestStop(int signal) {
 
 int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--version") == 0) {
+      std::printf("mqxd %s (commit %s)\n", mqx::kVersion, mqx::kCommit);
+      return 0;
+    }
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-      std::printf("usage: mqxd\n  the node daemon of mqx; configured by MQX_CONFIG and MQX_* (configs/default.toml,"
-                  " [daemon])\n");
+      std::printf("usage: mqxd [--version]\n  the node daemon of mqx; configured by MQX_CONFIG and MQX_*"
+                  " (configs/default.toml, [daemon])\n");
       return 0;
     }
     std::fprintf(stderr, "mqxd: unknown argument '%s' (try --help)\n", argv[i]);

@@ -1,0 +1,38 @@
+# Installing mqx (issue 18): `cmake --install build --prefix PREFIX` puts
+# mqxd, mqx-run, libmqx.so, the advice library and its header, the default
+# configuration (etc/mqx/mqx.toml) and the docs under PREFIX; a consumer
+# project finds the advice API with find_package(mqx) as mqx::advice.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+# The commit the build was configured from, for --version (a carried copy
+# without .git names its commit in .carry/COMMIT).
+set(MQX_GIT_COMMIT "unknown")
+if(EXISTS ${CMAKE_SOURCE_DIR}/.carry/COMMIT)
+  file(READ ${CMAKE_SOURCE_DIR}/.carry/COMMIT MQX_GIT_COMMIT)
+  string(STRIP "${MQX_GIT_COMMIT}" MQX_GIT_COMMIT)
+endif()
+find_package(Git QUIET)
+if(GIT_FOUND AND EXISTS ${CMAKE_SOURCE_DIR}/.git)
+  execute_process(COMMAND ${GIT_EXECUTABLE} -C ${CMAKE_SOURCE_DIR} describe --always --dirty --abbrev=12
+                  OUTPUT_VARIABLE MQX_GIT_DESCRIBE OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE MQX_GIT_FAILED)
+  if(NOT MQX_GIT_FAILED AND MQX_GIT_DESCRIBE)
+    set(MQX_GIT_COMMIT ${MQX_GIT_DESCRIBE})
+  endif()
+endif()
+configure_file(${CMAKE_CURRENT_LIST_DIR}/version.hpp.in ${CMAKE_BINARY_DIR}/generated/mqx/version.hpp @ONLY)
+
+# mqx_install_package(): the export set, package config and version file;
+# called once all installed targets exist.
+function(mqx_install_package)
+  install(EXPORT mqxTargets NAMESPACE mqx:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/mqx)
+  configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/mqxConfig.cmake.in
+    ${CMAKE_BINARY_DIR}/generated/mqxConfig.cmake INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/mqx)
+  write_basic_package_version_file(${CMAKE_BINARY_DIR}/generated/mqxConfigVersion.cmake
+    VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+  install(FILES ${CMAKE_BINARY_DIR}/generated/mqxConfig.cmake ${CMAKE_BINARY_DIR}/generated/mqxConfigVersion.cmake
+          DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/mqx)
+  install(FILES ${CMAKE_SOURCE_DIR}/configs/default.toml DESTINATION ${CMAKE_INSTALL_SYSCONFDIR}/mqx RENAME mqx.toml)
+  install(FILES ${CMAKE_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+  install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} FILES_MATCHING PATTERN "*.md")
+endfunction()

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# install_test.sh BUILD_DIR: `cmake --install BUILD_DIR --prefix SCRATCH`
+# lays out bin/, lib/, include/, etc/mqx/ and the package config; the
+# installed mqxd and mqx-run print the same version and commit; a consumer
+# project finds the advice API with find_package(mqx) and links mqx::advice;
+# its program runs (a no-op without libmqx), and a query under the installed
+# mqx-run runs with --allow-no-daemon. Issue 18.
+set -uo pipefail
+build=$(realpath "${1:?build folder}")
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+prefix=$scratch/prefix
+
+cmake --install "$build" --prefix "$prefix" > "$scratch/install.log" 2>&1 || { cat "$scratch/install.log"; fail "cmake --install"; }
+for path in bin/mqxd bin/mqx-run lib/libmqx_advice.so include/mqx/advice.h etc/mqx/mqx.toml \
+            lib/cmake/mqx/mqxConfig.cmake lib/cmake/mqx/mqxConfigVersion.cmake share/doc/mqx/README.md; do
+  [ -e "$prefix/$path" ] || fail "not installed: $path"
+done
+if [ -e "$build/lib/libmqx.so" ]; then
+  [ -e "$prefix/lib/libmqx.so" ] || fail "libmqx.so was built but not installed"
+fi
+cmp -s "$prefix/etc/mqx/mqx.toml" "$(dirname "$0")/../../configs/default.toml" || fail "etc/mqx/mqx.toml is not configs/default.toml"
+
+daemon_version=$("$prefix/bin/mqxd" --version) || fail "mqxd --version exited $?"
+run_version=$("$prefix/bin/mqx-run" --version) || fail "mqx-run --version exited $?"
+[[ $daemon_version =~ ^mqxd\ ([0-9.]+\ \(commit\ [^\)]+\))$ ]] || fail "mqxd --version: '$daemon_version'"
+[ "${daemon_version#mqxd }" = "${run_version#mqx-run }" ] || fail "versions differ: '$daemon_version' / '$run_version'"
+
+# A consumer project of the installed tree.
+mkdir -p "$scratch/consumer"
+cat > "$scratch/consumer/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.25)
+project(consumer C)
+find_package(mqx 0.1 REQUIRED)
+add_executable(consumer main.c)
+target_link_libraries(consumer PRIVATE mqx::advice)
+CMAKE
+cat > "$scratch/consumer/main.c" <<'C'
+#include <mqx/advice.h>
+#include <stdio.h>
+int main(void) {
+  static char buffer[64];
+  /* Without libmqx preloaded the advice API is a no-op that reports success. */
+  int status = cudaAdvice(buffer, MQX_ADVICE_INPUT);
+  printf("advice %d\n", status);
+  return status;
+}
+C
+cmake -S "$scratch/consumer" -B "$scratch/consumer/build" -DCMAKE_PREFIX_PATH="$prefix" > "$scratch/consumer.log" 2>&1 &&
+  cmake --build "$scratch/consumer/build" >> "$scratch/consumer.log" 2>&1 || { cat "$scratch/consumer.log"; fail "the consumer project did not build"; }
+"$scratch/consumer/build/consumer" > "$scratch/consumer.out" 2>&1 || { cat "$scratch/consumer.out"; fail "the consumer exited $?"; }
+grep -q '^advice ' "$scratch/consumer.out" || fail "the consumer printed: $(cat "$scratch/consumer.out")"
+
+# The installed mqx-run runs a program (no daemon: --allow-no-daemon).
+out=$(MQX_DAEMON_INSTANCE="install-test-$$" "$prefix/bin/mqx-run" --allow-no-daemon -- /bin/echo installed-run 2>&1) ||
+  fail "mqx-run --allow-no-daemon exited $?: $out"
+grep -q installed-run <<<"$out" || fail "mqx-run did not run the program: $out"
+echo "PASS: installed into $prefix; $daemon_version"
