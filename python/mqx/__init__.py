@@ -21,7 +21,9 @@ from .errors import AdmissionTimeout, ConfigError, DaemonNotRunning, MqxError
 try:
     from ._mqx import (
         BUILD_BIN_DIR,
+        COMMIT,
         HAS_KERNELOPT,
+        VERSION,
         Client,
         ClientActivity,
         ClientStatus,
@@ -37,6 +39,8 @@ except ImportError as _error:  # the pure-Python parts (mqx.workload, mqx.daemon
 else:
     _extension_error = None
     from . import _mqx
+
+    __version__ = VERSION
 
     if hasattr(_mqx, "load_plan"):
         from ._mqx import load_plan  # noqa: F401

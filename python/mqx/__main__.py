@@ -59,6 +59,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         from .top import main as top
 
         return top(arguments[1:])
+    if arguments[:1] == ["--version"]:  # the same line as mqxd --version
+        from ._mqx import COMMIT, VERSION
+
+        print(f"python -m mqx {VERSION} (commit {COMMIT})")
+        return 0
     parser = OneLineParser(prog="python -m mqx", description="mqx from the command line")
     # Subcommands' parsers are of the parser's class: their errors are one line too.
     commands = parser.add_subparsers(dest="command", required=True)

@@ -5,6 +5,8 @@ from typing import Optional, Union
 Bytes = Union[int, str]  # bytes, or a size string such as "512MiB"
 
 BUILD_BIN_DIR: str
+VERSION: str
+COMMIT: str
 HAS_KERNELOPT: bool
 
 # Configuration (python/src/config_bindings.cpp)

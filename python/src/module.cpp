@@ -4,6 +4,7 @@
 #include "config_bindings.hpp"
 #include "daemon_bindings.hpp"
 #include "errors.hpp"
+#include "mqx/version.hpp"
 
 #ifdef MQX_PYTHON_WITH_KERNELOPT
 #include "kernelopt_bindings.hpp"
@@ -22,4 +23,7 @@ PYBIND11_MODULE(_mqx, module) {
 #endif
   // Where the build put mqxd and mqx-run (mqx.binaries searches it).
   module.attr("BUILD_BIN_DIR") = MQX_BUILD_BIN_DIR;
+  // The same version and commit as mqxd --version and mqx-run --version.
+  module.attr("VERSION") = mqx::kVersion;
+  module.attr("COMMIT") = mqx::kCommit;
 }

@@ -49,6 +49,20 @@ def test_help_exits_0():
         assert result.stdout.startswith("usage: "), result.stdout
 
 
+def test_version_is_the_binaries_version():
+    """python -m mqx --version, mqxd --version and mqx-run --version: one version and commit."""
+    import mqx
+    from mqx.binaries import find_binary
+
+    result = run_mqx("--version")
+    assert result.returncode == 0, result
+    assert result.stdout == f"python -m mqx {mqx.__version__} (commit {mqx.COMMIT})\n", result.stdout
+    for binary in ("mqxd", "mqx-run"):
+        line = subprocess.run([str(find_binary(binary)), "--version"], capture_output=True, text=True, timeout=30)
+        assert line.returncode == 0, line
+        assert line.stdout.split(" ", 1)[1] == result.stdout.split(" ", 3)[3], (line.stdout, result.stdout)
+
+
 @requires_daemon
 def test_watch_minus_one_against_a_live_node(node):
     result = run_mqx("status", "--watch", "-1", env={**os.environ, **node.env})
