@@ -59,8 +59,20 @@ Message acknowledgement(const Message& request, std::size_t freed) {
 std::shared_ptr<DaemonClient> DaemonClient::connect(const Config& config, Role role, const std::string& name) {
   std::shared_ptr<DaemonClient> client(new DaemonClient(config, role));
   client->names_ = IpcNames::forInstance(config.daemonInstance, getuid());
-  client->segment_ = SharedSegment::open(client->names_);
-  if (client->segment_ == nullptr || !client->daemonAlive()) return nullptr;
+  std::string damage;
+  client->segment_ = SharedSegment::open(client->names_, &damage);
+  if (client->segment_ == nullptr) {
+    // A node of another mqx (its segment's version or layout differs): not
+    // joined and not touched, with the one line that says why (issue 18;
+    // garbage stays silent here, mqxd replaces it and says so).
+    if (damage.starts_with("version ") || damage.starts_with("layout of "))
+      log(LogLevel::Error,
+          "the node's segment {} was written by another version of mqx ({}): not joining it; run this "
+          "version's mqxd, or the query with the binaries of the running one",
+          client->names_.segment, damage);
+    return nullptr;
+  }
+  if (!client->daemonAlive()) return nullptr;
   const pid_t self = getpid();
   // Queues first: a record is visible to others only once it can be reached.
   client->replies_ = MessageQueue::create(client->names_.replyQueue(self));

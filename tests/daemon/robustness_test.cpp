@@ -8,6 +8,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <boost/interprocess/mapped_region.hpp>
+#include <boost/interprocess/shared_memory_object.hpp>
+
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -252,6 +255,41 @@ TEST_F(Robustness, AGarbageSegmentLeftBehindIsReplacedAtStart) {
   EXPECT_EQ(segment_->state().daemonPid, daemon_->pid());
   auto fine = run({"--", "/bin/true"});
   EXPECT_EQ(fine->wait(10s), 0);
+}
+
+TEST_F(Robustness, ASegmentOfAnotherVersionIsNotJoinedAndNotTouched) {
+  // A node whose mqxd is of another version: a sealed header of the next
+  // segment version, its "daemon" alive (this test process).
+  {
+    namespace bip = boost::interprocess;
+    bip::shared_memory_object object(bip::create_only, names().segment.c_str(), bip::read_write,
+                                     bip::permissions(0600));
+    object.truncate(static_cast<bip::offset_t>(sizeof(ipc::NodeState)));
+    bip::mapped_region region(object, bip::read_write, 0, sizeof(ipc::NodeState));
+    auto* state = new (region.get_address()) ipc::NodeState();
+    state->layoutBytes = sizeof(ipc::NodeState);
+    state->version = ipc::kNodeStateVersion + 1;
+    state->daemonPid = getpid();
+    state->capacity = 12345;
+    ipc::sealHeader(*state);
+  }
+  auto query = run({"--", "/bin/true"}, {}, true);
+  auto line = query->waitForLineContaining("another version of mqx", 5s);
+  ASSERT_TRUE(line.has_value()) << "mqx-run must say why it does not join";
+  EXPECT_NE(line->find("version " + std::to_string(ipc::kNodeStateVersion + 1)), std::string::npos) << *line;
+  EXPECT_NE(line->find("this build reads " + std::to_string(ipc::kNodeStateVersion)), std::string::npos) << *line;
+  EXPECT_EQ(query->wait(5s), 69) << "no node of this version: mqx-run's no-daemon status";
+  // Untouched: the header is as written, and still sealed.
+  namespace bip = boost::interprocess;
+  bip::shared_memory_object object(bip::open_only, names().segment.c_str(), bip::read_only);
+  bip::mapped_region region(object, bip::read_only, 0, sizeof(ipc::NodeState));
+  const auto* state = static_cast<const ipc::NodeState*>(region.get_address());
+  EXPECT_EQ(state->version, ipc::kNodeStateVersion + 1);
+  EXPECT_EQ(state->capacity, 12345U);
+  EXPECT_EQ(state->headerChecksum, ipc::headerChecksumOf(*state));
+  for (const auto& record : state->clients)
+    EXPECT_EQ(record.state, ipc::ClientState::Free);
+  bip::shared_memory_object::remove(names().segment.c_str());
 }
 
 TEST_F(Robustness, SigtermStopsMqxdWhileAStoppedClientHoldsTheNodeLock) {
