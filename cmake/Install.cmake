@@ -34,5 +34,15 @@ function(mqx_install_package)
           DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/mqx)
   install(FILES ${CMAKE_SOURCE_DIR}/configs/default.toml DESTINATION ${CMAKE_INSTALL_SYSCONFDIR}/mqx RENAME mqx.toml)
   install(FILES ${CMAKE_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+  # The systemd user unit, its paths filled in at install time: the prefix
+  # is the one `cmake --install --prefix` was given, not the configured one.
+  install(CODE "
+    set(MQX_UNIT_BINDIR \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}\")
+    set(MQX_UNIT_SYSCONFDIR \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_SYSCONFDIR}\")
+    set(MQX_UNIT_DOCDIR \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DOCDIR}\")
+    configure_file(\"${CMAKE_SOURCE_DIR}/packaging/mqxd.service.in\" \"${CMAKE_BINARY_DIR}/generated/mqxd.service\" @ONLY)
+    file(INSTALL \"${CMAKE_BINARY_DIR}/generated/mqxd.service\"
+         DESTINATION \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/systemd/user\")
+  ")
   install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} FILES_MATCHING PATTERN "*.md")
 endfunction()

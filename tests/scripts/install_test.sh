@@ -14,7 +14,8 @@ prefix=$scratch/prefix
 
 cmake --install "$build" --prefix "$prefix" > "$scratch/install.log" 2>&1 || { cat "$scratch/install.log"; fail "cmake --install"; }
 for path in bin/mqxd bin/mqx-run lib/libmqx_advice.so include/mqx/advice.h etc/mqx/mqx.toml \
-            lib/cmake/mqx/mqxConfig.cmake lib/cmake/mqx/mqxConfigVersion.cmake share/doc/mqx/README.md; do
+            lib/cmake/mqx/mqxConfig.cmake lib/cmake/mqx/mqxConfigVersion.cmake share/doc/mqx/README.md \
+            lib/systemd/user/mqxd.service; do
   [ -e "$prefix/$path" ] || fail "not installed: $path"
 done
 if [ -e "$build/lib/libmqx.so" ]; then
@@ -26,6 +27,19 @@ daemon_version=$("$prefix/bin/mqxd" --version) || fail "mqxd --version exited $?
 run_version=$("$prefix/bin/mqx-run" --version) || fail "mqx-run --version exited $?"
 [[ $daemon_version =~ ^mqxd\ ([0-9.]+\ \(commit\ [^\)]+\))$ ]] || fail "mqxd --version: '$daemon_version'"
 [ "${daemon_version#mqxd }" = "${run_version#mqx-run }" ] || fail "versions differ: '$daemon_version' / '$run_version'"
+
+# The systemd user unit names the installed mqxd and configuration, restarts
+# on failure and is wanted by default.target; systemd-analyze checks it where
+# it can (not in a container without systemd).
+unit=$prefix/lib/systemd/user/mqxd.service
+grep -qx "ExecStart=$prefix/bin/mqxd" "$unit" || fail "the unit does not start $prefix/bin/mqxd: $(grep ExecStart "$unit")"
+grep -qx "Environment=MQX_CONFIG=$prefix/etc/mqx/mqx.toml" "$unit" || fail "the unit does not read $prefix/etc/mqx/mqx.toml"
+grep -qx "Restart=on-failure" "$unit" || fail "the unit does not restart on failure"
+grep -qx "WantedBy=default.target" "$unit" || fail "the unit is not wanted by default.target"
+for section in Unit Service Install; do grep -qx "\[$section\]" "$unit" || fail "the unit has no [$section]"; done
+if command -v systemd-analyze > /dev/null 2>&1 && [ -d /run/systemd/system ]; then
+  systemd-analyze verify --user "$unit" || fail "systemd-analyze verify refused the unit"
+fi
 
 # A consumer project of the installed tree.
 mkdir -p "$scratch/consumer"
