@@ -46,3 +46,27 @@ function(mqx_install_package)
   ")
   install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} FILES_MATCHING PATTERN "*.md")
 endfunction()
+
+# mqx_debian_package(): `cpack -G DEB` in the build folder makes mqx_<version>_<arch>.deb
+# of everything above, installed under /usr (configuration under /usr/etc/mqx,
+# the unit under /usr/lib/systemd/user). Its dependencies are the
+# distribution's packages of the shared libraries it links, found by
+# dpkg-shlibdeps where installed (dpkg-dev), else stated here; libcuda comes
+# with the NVIDIA driver and is loaded at run time, so it is no dependency.
+function(mqx_debian_package)
+  set(CPACK_GENERATOR DEB)
+  set(CPACK_PACKAGE_NAME mqx)
+  set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+  set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "GPU query processes sharing a GPU without aborting: libmqx.so, mqxd, mqx-run")
+  set(CPACK_PACKAGE_CONTACT "mqx developers")
+  set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+  set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+  set(CPACK_DEBIAN_PACKAGE_SECTION devel)
+  find_program(MQX_DPKG_SHLIBDEPS dpkg-shlibdeps)
+  if(MQX_DPKG_SHLIBDEPS)
+    set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+  else()
+    set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6, libstdc++6, libgcc-s1, libfmt9")
+  endif()
+  include(CPack)
+endfunction()

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# package_test.sh BUILD_DIR: `cpack -G DEB` makes the .deb; its control names
+# the package, version and dependencies; unpacked into a scratch root
+# (dpkg -x, nothing installed on this machine) its mqxd and mqx-run print
+# their version and mqx-run runs a program. Issue 18. Skips (77) without
+# dpkg-deb.
+set -uo pipefail
+build=$(realpath "${1:?build folder}")
+command -v dpkg-deb > /dev/null || { echo "skipped: no dpkg-deb"; exit 77; }
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+(cd "$scratch" && cpack -G DEB --config "$build/CPackConfig.cmake" -B "$scratch/out") > "$scratch/cpack.log" 2>&1 ||
+  { tail -n 30 "$scratch/cpack.log"; fail "cpack -G DEB"; }
+package=$(ls "$scratch"/out/mqx_*.deb 2>/dev/null | head -n1)
+[ -n "$package" ] || { cat "$scratch/cpack.log"; fail "no mqx_*.deb"; }
+control=$(dpkg-deb -f "$package")
+grep -q '^Package: mqx$' <<<"$control" || fail "control: $control"
+grep -q '^Version: [0-9]' <<<"$control" || fail "no version: $control"
+grep -q '^Depends: .*libc6' <<<"$control" || fail "no dependencies: $control"
+
+dpkg -x "$package" "$scratch/root" || fail "dpkg -x"
+for path in usr/bin/mqxd usr/bin/mqx-run usr/lib/libmqx_advice.so usr/include/mqx/advice.h usr/etc/mqx/mqx.toml \
+            usr/lib/systemd/user/mqxd.service; do
+  [ -e "$scratch/root/$path" ] || fail "not in the package: $path"
+done
+version=$("$scratch/root/usr/bin/mqxd" --version) || fail "the packaged mqxd --version exited $?"
+out=$(MQX_DAEMON_INSTANCE="package-test-$$" "$scratch/root/usr/bin/mqx-run" --allow-no-daemon -- /bin/echo packaged-run 2>&1) ||
+  fail "the packaged mqx-run exited $?: $out"
+grep -q packaged-run <<<"$out" || fail "the packaged mqx-run did not run the program: $out"
+echo "PASS: $(basename "$package"): $version; $(grep '^Depends:' <<<"$control")"
