@@ -44,7 +44,6 @@ public:
     return std::clamp(static_cast<std::uint64_t>(std::round(mean_)), smallest_, peak_);
   }
   std::uint64_t peak() const { return peak_; }
-  double seconds() const { return seconds_; }
 
 private:
   double seconds_ = 0;

@@ -60,12 +60,13 @@ std::shared_ptr<DaemonClient> DaemonClient::connect(const Config& config, Role r
   std::shared_ptr<DaemonClient> client(new DaemonClient(config, role));
   client->names_ = IpcNames::forInstance(config.daemonInstance, getuid());
   std::string damage;
-  client->segment_ = SharedSegment::open(client->names_, &damage);
+  bool anotherVersion = false;
+  client->segment_ = SharedSegment::open(client->names_, &damage, &anotherVersion);
   if (client->segment_ == nullptr) {
     // A node of another mqx (its segment's version or layout differs): not
     // joined and not touched, with the one line that says why (issue 18;
     // garbage stays silent here, mqxd replaces it and says so).
-    if (damage.starts_with("version ") || damage.starts_with("layout of "))
+    if (anotherVersion)
       log(LogLevel::Error,
           "the node's segment {} was written by another version of mqx ({}): not joining it; run this "
           "version's mqxd, or the query with the binaries of the running one",

@@ -64,6 +64,12 @@ std::string headerDamage(const NodeState& node, std::size_t mappedBytes) {
   return {};
 }
 
+bool ofAnotherVersion(const NodeState& node, std::size_t mappedBytes) {
+  return mappedBytes >= sizeof(node.magic) + sizeof(node.version) + sizeof(node.layoutBytes) &&
+         node.magic == kNodeStateMagic &&
+         (node.version != kNodeStateVersion || node.layoutBytes != sizeof(NodeState));
+}
+
 bool processAlive(pid_t pid) {
   if (pid <= 0) return false;
   if (kill(pid, 0) != 0 && errno == ESRCH) return false;

@@ -133,6 +133,9 @@ void sealHeader(NodeState& node);
 // Why the segment of `mappedBytes` whose start is `node` is not a node
 // state of this version, or empty when it is one: a one-line reason.
 std::string headerDamage(const NodeState& node, std::size_t mappedBytes);
+// Whether `node` is a node state, but of another mqx: its magic is ours and
+// its version or layout is not (a node of another mqx, not garbage).
+bool ofAnotherVersion(const NodeState& node, std::size_t mappedBytes);
 
 std::uint64_t monotonicNanoseconds();
 // Whether `pid` is a live process (a zombie counts as dead: its memory is

@@ -4,6 +4,7 @@
 
 #include <boost/interprocess/shared_memory_object.hpp>
 
+#include <cstddef>
 #include <new>
 #include <stdexcept>
 
@@ -38,7 +39,8 @@ std::unique_ptr<SharedSegment> SharedSegment::create(const IpcNames& names, std:
   return result;
 }
 
-std::unique_ptr<SharedSegment> SharedSegment::open(const IpcNames& names, std::string* damage) {
+std::unique_ptr<SharedSegment> SharedSegment::open(const IpcNames& names, std::string* damage,
+                                                   bool* anotherVersion) {
   std::unique_ptr<SharedSegment> result(new SharedSegment(names.segment, false));
   bip::offset_t size = 0;
   try {
@@ -46,6 +48,11 @@ std::unique_ptr<SharedSegment> SharedSegment::open(const IpcNames& names, std::s
     if (!object.get_size(size) || size < static_cast<bip::offset_t>(sizeof(NodeState))) {
       if (damage != nullptr)
         *damage = fmt::format("{} bytes, a node state needs {}", static_cast<long long>(size), sizeof(NodeState));
+      // A smaller node state may be an older mqx's: its header tells.
+      if (anotherVersion != nullptr && size >= static_cast<bip::offset_t>(offsetof(NodeState, daemonPid))) {
+        const bip::mapped_region header(object, bip::read_only, 0, static_cast<std::size_t>(size));
+        *anotherVersion = ofAnotherVersion(*static_cast<const NodeState*>(header.get_address()), header.get_size());
+      }
       return nullptr;
     }
     result->region_ = bip::mapped_region(object, bip::read_write, 0, sizeof(NodeState));
@@ -59,6 +66,7 @@ std::unique_ptr<SharedSegment> SharedSegment::open(const IpcNames& names, std::s
   if (!why.empty()) {
     // A segment being created (all zero so far) is not damaged, only not ready.
     if (damage != nullptr && state->magic != 0) *damage = why;
+    if (anotherVersion != nullptr) *anotherVersion = ofAnotherVersion(*state, result->region_.get_size());
     return nullptr;
   }
   result->state_ = state;

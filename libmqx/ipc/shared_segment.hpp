@@ -30,8 +30,10 @@ public:
   static std::unique_ptr<SharedSegment> create(const IpcNames& names, std::uint64_t capacity);
   // A client's: null when there is no segment or it is not a valid NodeState
   // (no daemon, one being torn down, or a damaged segment: then `damage`,
-  // when given, says why in one line).
-  static std::unique_ptr<SharedSegment> open(const IpcNames& names, std::string* damage = nullptr);
+  // when given, says why in one line, and `anotherVersion` whether it is a
+  // node of another mqx rather than garbage).
+  static std::unique_ptr<SharedSegment> open(const IpcNames& names, std::string* damage = nullptr,
+                                             bool* anotherVersion = nullptr);
 
   ~SharedSegment();
   SharedSegment(const SharedSegment&) = delete;

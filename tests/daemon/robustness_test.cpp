@@ -292,6 +292,32 @@ TEST_F(Robustness, ASegmentOfAnotherVersionIsNotJoinedAndNotTouched) {
   bip::shared_memory_object::remove(names().segment.c_str());
 }
 
+TEST_F(Robustness, ASmallerSegmentOfAnOlderVersionIsNotJoined) {
+  // An older mqx's node state, smaller than this build's: only its header's
+  // first fields are ours to read.
+  namespace bip = boost::interprocess;
+  const std::size_t bytes = sizeof(ipc::NodeState) / 2;
+  {
+    bip::shared_memory_object object(bip::create_only, names().segment.c_str(), bip::read_write,
+                                     bip::permissions(0600));
+    object.truncate(static_cast<bip::offset_t>(bytes));
+    bip::mapped_region region(object, bip::read_write, 0, bytes);
+    auto* header = static_cast<std::uint32_t*>(region.get_address());
+    header[0] = ipc::kNodeStateMagic;
+    header[1] = ipc::kNodeStateVersion - 1;
+    *reinterpret_cast<std::uint64_t*>(header + 2) = bytes;
+  }
+  auto query = run({"--", "/bin/true"}, {}, true);
+  auto line = query->waitForLineContaining("another version of mqx", 5s);
+  ASSERT_TRUE(line.has_value()) << "mqx-run must say why it does not join";
+  EXPECT_EQ(query->wait(5s), 69);
+  bip::shared_memory_object object(bip::open_only, names().segment.c_str(), bip::read_only);
+  bip::offset_t size = 0;
+  ASSERT_TRUE(object.get_size(size));
+  EXPECT_EQ(static_cast<std::size_t>(size), bytes) << "the segment must stay as it was";
+  bip::shared_memory_object::remove(names().segment.c_str());
+}
+
 TEST_F(Robustness, SigtermStopsMqxdWhileAStoppedClientHoldsTheNodeLock) {
   startDaemon();
   auto locker = client({"hold-lock", std::to_string(1 << 20)});
