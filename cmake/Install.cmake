@@ -32,13 +32,24 @@ function(mqx_install_package)
     VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
   install(FILES ${CMAKE_BINARY_DIR}/generated/mqxConfig.cmake ${CMAKE_BINARY_DIR}/generated/mqxConfigVersion.cmake
           DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/mqx)
-  install(FILES ${CMAKE_SOURCE_DIR}/configs/default.toml DESTINATION ${CMAKE_INSTALL_SYSCONFDIR}/mqx RENAME mqx.toml)
+  # The configuration goes to PREFIX/etc/mqx, except under the prefix /usr
+  # (the .deb), whose configuration lives in /etc (the GNU convention that
+  # GNUInstallDirs applies at configure time, applied here at install time,
+  # where the prefix is known).
+  install(CODE "
+    if(CMAKE_INSTALL_PREFIX STREQUAL \"/usr\")
+      set(MQX_INSTALL_SYSCONFDIR /etc)
+    else()
+      set(MQX_INSTALL_SYSCONFDIR \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_SYSCONFDIR}\")
+    endif()
+    file(INSTALL \"${CMAKE_SOURCE_DIR}/configs/default.toml\" DESTINATION \"\${MQX_INSTALL_SYSCONFDIR}/mqx\" RENAME mqx.toml)
+  ")
   install(FILES ${CMAKE_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
   # The systemd user unit, its paths filled in at install time: the prefix
   # is the one `cmake --install --prefix` was given, not the configured one.
   install(CODE "
     set(MQX_UNIT_BINDIR \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}\")
-    set(MQX_UNIT_SYSCONFDIR \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_SYSCONFDIR}\")
+    set(MQX_UNIT_SYSCONFDIR \"\${MQX_INSTALL_SYSCONFDIR}\")
     set(MQX_UNIT_DOCDIR \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DOCDIR}\")
     configure_file(\"${CMAKE_SOURCE_DIR}/packaging/mqxd.service.in\" \"${CMAKE_BINARY_DIR}/generated/mqxd.service\" @ONLY)
     file(INSTALL \"${CMAKE_BINARY_DIR}/generated/mqxd.service\"
@@ -48,8 +59,9 @@ function(mqx_install_package)
 endfunction()
 
 # mqx_debian_package(): `cpack -G DEB` in the build folder makes mqx_<version>_<arch>.deb
-# of everything above, installed under /usr (configuration under /usr/etc/mqx,
-# the unit under /usr/lib/systemd/user). Its dependencies are the
+# of everything above, installed under /usr (configuration in /etc/mqx, a
+# conffile that an upgrade keeps when the administrator changed it; the unit
+# under /usr/lib/systemd/user; the Python package in /usr/lib/python3/dist-packages). Its dependencies are the
 # distribution's packages of the shared libraries it links, found by
 # dpkg-shlibdeps where installed (dpkg-dev), else stated here; libcuda comes
 # with the NVIDIA driver and is loaded at run time, so it is no dependency.
@@ -68,5 +80,7 @@ function(mqx_debian_package)
   else()
     set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6, libstdc++6, libgcc-s1, libfmt9")
   endif()
+  file(WRITE ${CMAKE_BINARY_DIR}/generated/debian/conffiles "/etc/mqx/mqx.toml\n")
+  set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${CMAKE_BINARY_DIR}/generated/debian/conffiles)
   include(CPack)
 endfunction()

@@ -3,7 +3,8 @@ and, where CUDA is there, libmqx.so into the package (mqx/bin, mqx/lib), where m
 them. Everything comes from the machine: `pip install --no-build-isolation ./python`.
 
 Settings (environment): MQX_PIP_BUILD_DIR (the CMake build folder; default: under build_temp),
-MQX_PIP_CMAKE_ARGS (more -D options), MQX_PIP_JOBS (parallel jobs).
+MQX_PIP_CMAKE_ARGS (more -D options), MQX_PIP_JOBS (parallel jobs), MQX_PIP_SOURCE_DIR (the
+repository; default: the folder above this one, which a copy of the package alone lacks).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-REPOSITORY = Path(__file__).resolve().parent.parent
+REPOSITORY = Path(os.environ.get("MQX_PIP_SOURCE_DIR", Path(__file__).resolve().parent.parent))
 
 
 class CMakeBuild(build_ext):

@@ -5,8 +5,10 @@ Searched in this order, first hit wins:
 1. the ``bin_dir`` argument;
 2. the ``MQX_BIN_DIR`` environment variable;
 3. ``bin/`` inside the installed package (``pip install`` copies mqxd and mqx-run there);
-4. the ``bin/`` folder of the CMake build that built the extension (``mqx._mqx.BUILD_BIN_DIR``);
-5. ``PATH``.
+4. the installed programs' folder, where ``cmake --install`` (or the .deb) installed the package
+   (``mqx._installed.BIN_DIR``);
+5. the ``bin/`` folder of the CMake build that built the extension (``mqx._mqx.BUILD_BIN_DIR``);
+6. ``PATH``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,14 @@ from pathlib import Path
 from typing import Optional, Union
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _installed_bin_dir() -> Optional[str]:
+    try:
+        from . import _installed  # noqa: PLC0415 (written by cmake --install only)
+    except ImportError:
+        return None
+    return getattr(_installed, "BIN_DIR", None)
 
 
 def _build_bin_dir() -> Optional[str]:
@@ -35,6 +45,9 @@ def candidate_dirs(bin_dir: Optional[PathLike] = None) -> list[Path]:
     if os.environ.get("MQX_BIN_DIR"):
         dirs.append(Path(os.environ["MQX_BIN_DIR"]))
     dirs.append(Path(__file__).resolve().parent / "bin")
+    installed = _installed_bin_dir()
+    if installed:
+        dirs.append(Path(installed))
     built = _build_bin_dir()
     if built:
         dirs.append(Path(built))

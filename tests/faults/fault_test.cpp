@@ -126,6 +126,39 @@ TEST_F(Faults, DaemonKilledUnderLoadAndRestarted) {
   ASSERT_TRUE(waitUntilBudgetFree(1000ms)) << "still used: " << usedBytes();
 }
 
+// An upgrade with queries running (issue 18, docs/daemon.md "Upgrading"):
+// the old mqxd is stopped (SIGTERM, as systemctl does) while four clients
+// oversubscribe the node, and a new mqxd is started at once. A clean stop
+// aborts nothing: each running client finishes alone with every byte
+// correct (exit 0, not a call's error as when mqxd is killed), and the new
+// mqxd serves new clients from an empty budget.
+TEST_F(Faults, UpgradeStopsTheOldDaemonWithQueriesRunningAndStartsTheNew) {
+  environment_["MQX_DAEMON_CAPACITY"] = "18MiB";
+  startDaemon();
+  std::vector<std::unique_ptr<ChildProcess>> clients;
+  for (int i = 0; i < 4; ++i)
+    clients.push_back(client({"work", "3", mib(3), "20", std::to_string(i + 21), "4"}));
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (usedBytes() == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  ASSERT_GT(usedBytes(), 0U) << "no client started using the node";
+  std::this_thread::sleep_for(20ms);
+  daemon_->signal(SIGTERM);
+  ASSERT_EQ(daemon_->wait(5s), 0) << "the old mqxd did not stop cleanly";
+  daemon_.reset();
+  segment_.reset();
+  startDaemon(); // the new one, while the old one's clients still run
+  EXPECT_EQ(usedBytes(), 0U) << "the new mqxd took over the old node's accounting";
+  for (int i = 0; i < 4; ++i) {
+    const auto status = clients[i]->wait(60s);
+    ASSERT_TRUE(status.has_value()) << "client " << i << " hangs after the upgrade";
+    EXPECT_EQ(*status, 0) << "client " << i << " was aborted by a clean stop of its mqxd";
+  }
+  auto fresh = client({"work", "2", mib(2), "3", "29", "0"});
+  EXPECT_EQ(fresh->wait(30s), 0) << "the new mqxd did not serve a new client";
+  ASSERT_TRUE(waitUntilBudgetFree(1000ms)) << "still used: " << usedBytes();
+}
+
 // The swap buffer full: the allocation past device budget + swap fails
 // with OutOfMemory and every byte of what was allocated stays intact.
 TEST_F(Faults, SwapBufferFullIsOutOfMemoryWithDataIntact) {

@@ -70,4 +70,19 @@ grep -q '^advice ' "$scratch/consumer.out" || fail "the consumer printed: $(cat 
 out=$(MQX_DAEMON_INSTANCE="install-test-$$" "$prefix/bin/mqx-run" --allow-no-daemon -- /bin/echo installed-run 2>&1) ||
   fail "mqx-run --allow-no-daemon exited $?: $out"
 grep -q installed-run <<<"$out" || fail "mqx-run did not run the program: $out"
+# The Python package, where the build has it: it imports from the installed
+# tree alone, finds the installed programs (not the build's) and names the
+# same version.
+python=$(sed -n 's/^MQX_PYTHON:FILEPATH=//p' "$build/CMakeCache.txt")
+if ls "$build"/python/mqx/_mqx*.so > /dev/null 2>&1; then
+  site=$prefix/lib/python3/dist-packages
+  ls "$site"/mqx/_mqx*.so > /dev/null 2>&1 || fail "the Python module was built but not installed under $site"
+  [ ! -e "$site/mqx/__pycache__" ] || fail "__pycache__ was installed"
+  found=$(cd "$scratch" && PYTHONPATH=$site "$python" -c 'import mqx.binaries as b; print(b.find_binary("mqxd"))') ||
+    fail "import mqx from $site"
+  [ "$found" = "$prefix/bin/mqxd" ] || fail "the installed package finds $found, not $prefix/bin/mqxd"
+  python_version=$(cd "$scratch" && PYTHONPATH=$site "$python" -m mqx --version) || fail "python -m mqx --version exited $?"
+  [ "${python_version#python -m mqx }" = "${daemon_version#mqxd }" ] ||
+    fail "versions differ: '$python_version' / '$daemon_version'"
+fi
 echo "PASS: installed into $prefix; $daemon_version"

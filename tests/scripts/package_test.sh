@@ -21,10 +21,25 @@ grep -q '^Version: [0-9]' <<<"$control" || fail "no version: $control"
 grep -q '^Depends: .*libc6' <<<"$control" || fail "no dependencies: $control"
 
 dpkg -x "$package" "$scratch/root" || fail "dpkg -x"
-for path in usr/bin/mqxd usr/bin/mqx-run usr/lib/libmqx_advice.so usr/include/mqx/advice.h usr/etc/mqx/mqx.toml \
+for path in usr/bin/mqxd usr/bin/mqx-run usr/lib/libmqx_advice.so usr/include/mqx/advice.h etc/mqx/mqx.toml \
             usr/lib/systemd/user/mqxd.service; do
   [ -e "$scratch/root/$path" ] || fail "not in the package: $path"
 done
+[ ! -e "$scratch/root/usr/etc" ] || fail "configuration under /usr/etc: Debian's is in /etc"
+# The configuration is a conffile: an upgrade keeps an administrator's changes.
+dpkg-deb -e "$package" "$scratch/control" || fail "dpkg-deb -e"
+grep -qx /etc/mqx/mqx.toml "$scratch/control/conffiles" 2> /dev/null || fail "/etc/mqx/mqx.toml is no conffile"
+unit=$scratch/root/usr/lib/systemd/user/mqxd.service
+grep -qx "Environment=MQX_CONFIG=/etc/mqx/mqx.toml" "$unit" || fail "the unit reads $(grep MQX_CONFIG "$unit")"
+grep -qx "ExecStart=/usr/bin/mqxd" "$unit" || fail "the unit starts $(grep ExecStart "$unit")"
+# The Python package, where the build has it, in Debian's dist-packages.
+python=$(sed -n 's/^MQX_PYTHON:FILEPATH=//p' "$build/CMakeCache.txt")
+if ls "$build"/python/mqx/_mqx*.so > /dev/null 2>&1; then
+  site=$scratch/root/usr/lib/python3/dist-packages
+  bin_dir=$(cd "$scratch" && PYTHONPATH=$site "$python" -c 'import mqx, mqx._installed as i; print(i.BIN_DIR)') ||
+    fail "import mqx from the package's $site"
+  [ "$bin_dir" = /usr/bin ] || fail "the packaged mqx names $bin_dir for its programs, not /usr/bin"
+fi
 version=$("$scratch/root/usr/bin/mqxd" --version) || fail "the packaged mqxd --version exited $?"
 out=$(MQX_DAEMON_INSTANCE="package-test-$$" "$scratch/root/usr/bin/mqx-run" --allow-no-daemon -- /bin/echo packaged-run 2>&1) ||
   fail "the packaged mqx-run exited $?: $out"
