@@ -3,7 +3,9 @@
 // earlier runs (learned by mqxd from --name), or none; waits; runs the query
 // with libmqx.so preloaded; forwards signals; returns the query's exit status.
 // While it waits it says why on stderr, and it gives up after --timeout
-// (daemon.admission_timeout_s) with exit status 75 (docs/daemon.md).
+// (daemon.admission_timeout_s) with exit status 75 (docs/daemon.md). When
+// mqxd stops while the query waits (a restart or an upgrade), it waits for
+// the next mqxd, at most --daemon-restart-wait seconds, and asks it.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +18,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/log.hpp"
@@ -42,17 +45,21 @@ struct Options {
   bool stats = false;
   bool allowNoDaemon = false;
   std::optional<unsigned> timeoutSeconds; // --timeout; else daemon.admission_timeout_s
+  unsigned restartWaitSeconds = 30;       // --daemon-restart-wait
   std::vector<char*> command;
 };
 
 void usage(FILE* out) {
-  std::fprintf(out, "usage: mqx-run [--plan FILE] [--name NAME] [--timeout SECONDS] [--stats] [--allow-no-daemon] -- "
+  std::fprintf(out, "usage: mqx-run [--plan FILE] [--name NAME] [--timeout SECONDS] [--daemon-restart-wait SECONDS] "
+                    "[--stats] [--allow-no-daemon] -- "
                     "QUERY [ARGS...]\n"
                     "  --plan FILE        the query's operator plan (time and device memory per operator)\n"
                     "  --name NAME        the query's name (demand is learned per name); default: plan name or "
                     "QUERY's file name\n"
                     "  --timeout SECONDS  give up waiting for admission after SECONDS (exit 75); 0: no limit; "
                     "default: daemon.admission_timeout_s\n"
+                    "  --daemon-restart-wait SECONDS  when mqxd stops before admitting the query (a restart, "
+                    "an upgrade), wait that long for the next one (default 30; 0: exit 69 at once)\n"
                     "  --stats            print waiting time, run time and peak device memory at exit\n"
                     "  --allow-no-daemon  run the query alone when no mqxd is running\n"
                     "  --version          print the version and the commit, and exit\n");
@@ -68,16 +75,21 @@ bool parse(int argc, char** argv, Options* options) {
     }
     if ((arg == "--plan" || arg == "--name") && i + 1 < argc) {
       (arg == "--plan" ? options->plan : options->name) = argv[++i];
-    } else if (arg == "--timeout" && i + 1 < argc) {
+    } else if ((arg == "--timeout" || arg == "--daemon-restart-wait") && i + 1 < argc) {
       const std::string text = argv[++i];
       char* end = nullptr;
       errno = 0;
       const unsigned long seconds = std::strtoul(text.c_str(), &end, 10);
       if (text.empty() || *end != '\0' || text[0] == '-' || errno != 0 || seconds > 31'536'000) {
-        std::fprintf(stderr, "mqx-run: --timeout wants whole seconds from 0 to 31536000, not '%s'\n", text.c_str());
+        std::fprintf(stderr, "mqx-run: %s wants whole seconds from 0 to 31536000, not '%s'\n", arg.c_str(),
+                     text.c_str());
         return false;
       }
-      options->timeoutSeconds = static_cast<unsigned>(seconds);
+      if (arg == "--timeout") {
+        options->timeoutSeconds = static_cast<unsigned>(seconds);
+      } else {
+        options->restartWaitSeconds = static_cast<unsigned>(seconds);
+      }
     } else if (arg == "--stats") {
       options->stats = true;
     } else if (arg == "--allow-no-daemon") {
@@ -191,18 +203,49 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "mqx-run: query '%s' (pid %d) waits for admission: %s\n", options.name.c_str(),
                    static_cast<int>(getpid()), why.c_str());
     };
-    switch (client->waitForAdmission(weighted, peak, wait)) {
-    case mqx::ipc::DaemonClient::Admission::Admitted: break;
-    case mqx::ipc::DaemonClient::Admission::DaemonGone:
-      std::fprintf(stderr, "mqx-run: mqxd went away before admitting the query\n");
-      return kNoDaemonExit;
-    case mqx::ipc::DaemonClient::Admission::TimedOut:
-      std::fprintf(stderr,
-                   "mqx-run: query '%s' not admitted within %lld s (--timeout, daemon.admission_timeout_s); giving "
-                   "up: %s\n",
-                   options.name.c_str(), static_cast<long long>(wait.timeout.count()),
-                   client->admissionWaitReason().c_str());
-      return kAdmissionTimeoutExit;
+    const auto admissionTimeout = wait.timeout;
+    for (bool admitted = false; !admitted;) {
+      switch (client->waitForAdmission(weighted, peak, wait)) {
+      case mqx::ipc::DaemonClient::Admission::Admitted: admitted = true; break;
+      case mqx::ipc::DaemonClient::Admission::TimedOut:
+        std::fprintf(stderr,
+                     "mqx-run: query '%s' not admitted within %lld s (--timeout, daemon.admission_timeout_s); giving "
+                     "up: %s\n",
+                     options.name.c_str(), static_cast<long long>(admissionTimeout.count()),
+                     client->admissionWaitReason().c_str());
+        return kAdmissionTimeoutExit;
+      case mqx::ipc::DaemonClient::Admission::DaemonGone:
+        // A restart or an upgrade (docs/daemon.md, "Upgrading with queries
+        // running"): the query has not started, so it asks the next mqxd,
+        // within what is left of its admission wait.
+        client.reset();
+        auto giveUpAt = std::chrono::steady_clock::now() + std::chrono::seconds(options.restartWaitSeconds);
+        if (admissionTimeout.count() != 0) giveUpAt = std::min(giveUpAt, start + admissionTimeout);
+        if (std::chrono::steady_clock::now() < giveUpAt)
+          std::fprintf(
+              stderr,
+              "mqx-run: query '%s' (pid %d): mqxd went away before admitting it; waiting up to %lld s "
+              "for the next mqxd (--daemon-restart-wait)\n",
+              options.name.c_str(), static_cast<int>(getpid()),
+              static_cast<long long>(
+                  std::chrono::ceil<std::chrono::seconds>(giveUpAt - std::chrono::steady_clock::now()).count()));
+        while (client == nullptr && std::chrono::steady_clock::now() < giveUpAt) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          client = mqx::ipc::DaemonClient::connect(config, mqx::ipc::DaemonClient::Role::Query, options.name);
+        }
+        if (client == nullptr) {
+          std::fprintf(stderr, "mqx-run: mqxd went away before admitting the query, and no mqxd came back within "
+                               "the wait (--daemon-restart-wait, --timeout)\n");
+          return kNoDaemonExit;
+        }
+        std::fprintf(stderr, "mqx-run: query '%s' asks the new mqxd (pid %d) for admission\n", options.name.c_str(),
+                     static_cast<int>(client->node().daemonPid));
+        if (admissionTimeout.count() != 0)
+          wait.timeout = std::max(
+              std::chrono::seconds(1),
+              std::chrono::ceil<std::chrono::seconds>(start + admissionTimeout - std::chrono::steady_clock::now()));
+        break;
+      }
     }
     const auto admitted = std::chrono::steady_clock::now();
     const int status = runQuery(options, client->slot());

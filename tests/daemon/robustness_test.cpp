@@ -166,6 +166,45 @@ TEST_F(AdmissionWaits, TheTimeLimitComesFromTheConfigurationToo) {
   EXPECT_TRUE(holder->wait(10s).has_value());
 }
 
+// A restart or an upgrade while a query waits for admission (issue 18): the
+// waiting mqx-run does not give up when its mqxd stops cleanly; it says so,
+// waits for the next mqxd, asks it, and runs. Without one it gives up after
+// --daemon-restart-wait with exit 69 and says why.
+TEST_F(AdmissionWaits, AWaitingQueryAsksTheNextDaemonAfterARestart) {
+  startDaemon();
+  auto holder = run({"--plan", plan("holder", 24), "--", "/bin/sh", "-c", "sleep 30"});
+  ASSERT_TRUE(waitUntilRunning("holder"));
+  auto waiting =
+      run({"--plan", plan("waiting", 16), "--timeout", "0", "--", "/bin/sh", "-c", "echo waited-and-ran"}, {}, true);
+  ASSERT_TRUE(waiting->waitForLineContaining("waits for admission", 3s).has_value());
+  daemon_->signal(SIGTERM);
+  ASSERT_EQ(daemon_->wait(5s), 0);
+  daemon_.reset();
+  segment_.reset();
+  auto gone = waiting->waitForLineContaining("waiting up to 30 s for the next mqxd", 5s);
+  ASSERT_TRUE(gone.has_value()) << "the waiting query must say that mqxd went away and what it waits for";
+  startDaemon(); // the new one; the old holder runs on alone, outside its budget
+  ASSERT_TRUE(
+      waiting->waitForLineContaining("asks the new mqxd (pid " + std::to_string(daemon_->pid()), 5s).has_value());
+  EXPECT_TRUE(waiting->waitForLine("waited-and-ran", 10s));
+  EXPECT_EQ(waiting->wait(10s), 0);
+  // No next mqxd: the wait is bounded and says why it ended.
+  auto second = run({"--plan", plan("second", 24), "--", "/bin/sh", "-c", "sleep 30"});
+  ASSERT_TRUE(waitUntilRunning("second"));
+  auto alone = run({"--plan", plan("alone", 16), "--daemon-restart-wait", "1", "--", "/bin/true"}, {}, true);
+  ASSERT_TRUE(alone->waitForLineContaining("waits for admission", 3s).has_value());
+  daemon_->signal(SIGTERM);
+  ASSERT_EQ(daemon_->wait(5s), 0);
+  daemon_.reset();
+  segment_.reset();
+  EXPECT_EQ(alone->wait(10s), 69);
+  EXPECT_NE(alone->readRest(2s).find("no mqxd came back within the wait"), std::string::npos);
+  for (auto* process : {holder.get(), second.get()}) {
+    process->signal(SIGTERM);
+    EXPECT_TRUE(process->wait(10s).has_value());
+  }
+}
+
 // --- 3. SIGHUP ------------------------------------------------------------------
 
 TEST_F(Robustness, SighupIsACleanExit) {
