@@ -24,7 +24,7 @@
 namespace mqx {
 
 class DeviceBudget;
-class ManagerState;
+struct ManagerState;
 
 // The manager's counters and its swap buffer's use at one moment.
 struct ManagerUsage {

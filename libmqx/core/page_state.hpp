@@ -28,8 +28,8 @@ enum class HostImageKind : std::uint8_t {
 // write-protected (any thread may write them, mqx itself included). Those
 // bytes, under one host page at each end, are saved at copy time; the rest
 // of the page stays in the application's buffer. Without this the whole
-// device page (8 MiB) at each end of every column was copied on the host at
-// copy time (bench/results/overhead-breakdown-H100-d841661.txt).
+// device page (8 MiB) at each end of every column would be copied on the
+// host at copy time.
 struct SourceEdges {
   std::size_t headBytes = 0;          // the page's first bytes
   std::size_t tailBytes = 0;          // the page's last bytes
@@ -87,19 +87,35 @@ struct HostImage {
 // host.slot == backing) or is *pending*: its image (zeros, a fill, a
 // copy-on-write source) is not yet written into the backing, which must
 // happen before any launch that may reach the page.
-struct PageState {
-  HostImage host;
-  bool backed = false;          // physical device memory mapped under the page
-  std::byte* backing = nullptr; // !backed: the host block mapped under the page, if any
-  bool deviceValid = false;     // the device copy holds the current content
-  std::uint32_t pins = 0;       // in-flight operations that use the device copy
-  std::uint64_t lastUse = 0;
-  std::uint64_t useCount = 0;
+//
+// Read access is free; every write is a named transition of PageStore
+// (core/page_store.hpp), which checks the transition's precondition and the
+// invariants above before it changes anything.
+class PageState {
+public:
+  const HostImage& host() const { return host_; }
+  bool backed() const { return backed_; }              // physical device memory mapped under the page
+  std::byte* backing() const { return backing_; }      // !backed: the host block mapped under the page, if any
+  bool deviceValid() const { return deviceValid_; }    // the device copy holds the current content
+  std::uint32_t pins() const { return pins_; }         // in-flight operations that use the device copy
+  std::uint64_t lastUse() const { return lastUse_; }   // logical time of the last launch that used it
+  std::uint64_t useCount() const { return useCount_; } // launches that used it
 
-  bool dirty() const { return deviceValid && host.kind == HostImageKind::None; }
-  bool hostMapped() const { return backing != nullptr; }
-  bool pending() const { return backing != nullptr && host.kind != HostImageKind::Swap; }
-  bool pinned() const { return pins != 0; }
+  bool dirty() const { return deviceValid_ && host_.kind == HostImageKind::None; }
+  bool hostMapped() const { return backing_ != nullptr; }
+  bool pending() const { return backing_ != nullptr && host_.kind != HostImageKind::Swap; }
+  bool pinned() const { return pins_ != 0; }
+
+private:
+  friend class PageStore;
+
+  HostImage host_;
+  bool backed_ = false;
+  std::byte* backing_ = nullptr;
+  bool deviceValid_ = false;
+  std::uint32_t pins_ = 0;
+  std::uint64_t lastUse_ = 0;
+  std::uint64_t useCount_ = 0;
 };
 
 } // namespace mqx

@@ -1,13 +1,14 @@
 #include "core/region_directory.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace mqx {
 
 std::size_t Region::backedBytes() const {
   std::size_t bytes = 0;
   for (std::size_t i = 0; i < pages.size(); ++i)
-    if (pages[i].backed) bytes += pageMappedBytes(i);
+    if (pages[i].backed()) bytes += pageMappedBytes(i);
   return bytes;
 }
 
@@ -62,6 +63,24 @@ Region* RegionDirectory::byId(RegionId id) {
 Region* RegionDirectory::byBase(DevicePtr address) {
   auto it = byBase_.find(address);
   return it == byBase_.end() ? nullptr : it->second.get();
+}
+
+// A copy of at most this many bytes into managed memory is scanned for
+// addresses of managed regions, one range check per 8-byte word. Tables of
+// device pointers (batched BLAS, gathers) are small; bulk data is not scanned.
+constexpr std::size_t kPointerTableScanBytes = std::size_t{1} << 20;
+
+void RegionDirectory::notePointers(Region& table, const std::byte* bytes, std::size_t count) const {
+  if (count > kPointerTableScanBytes) return;
+  for (std::size_t offset = 0; offset + sizeof(DevicePtr) <= count; offset += sizeof(DevicePtr)) {
+    DevicePtr value;
+    std::memcpy(&value, bytes + offset, sizeof value);
+    if (!mayContain(value)) continue;
+    const Region* target = find(value);
+    if (target != nullptr && target != &table &&
+        std::find(table.pointsTo.begin(), table.pointsTo.end(), target->id) == table.pointsTo.end())
+      table.pointsTo.push_back(target->id);
+  }
 }
 
 } // namespace mqx

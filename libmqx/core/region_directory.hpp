@@ -25,6 +25,9 @@ public:
   // Whether `address` may lie in a region: one comparison against the span
   // of all regions, the cheap first test of a pointer-table scan.
   bool mayContain(DevicePtr address) const { return address >= lowest_ && address < highest_; }
+  // Pointer tables (docs/architecture.md): adds to `table` the regions whose
+  // addresses the `count` bytes copied into it hold.
+  void notePointers(Region& table, const std::byte* bytes, std::size_t count) const;
 
   template <typename Function> void forEach(Function&& function) {
     for (auto& [base, region] : byBase_)

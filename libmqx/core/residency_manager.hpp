@@ -1,7 +1,11 @@
 // ResidencyManager: the mechanism that backs pages with device memory, loads
 // their content, pins them while device work uses them and evicts victims
 // that the replacement policy chooses (docs/architecture.md decisions 7 and 8,
-// paper §4 and §6). It knows nothing of the API semantics above it.
+// paper §4 and §6). It knows nothing of the API semantics above it. Its
+// pages change state only through PageStore's transitions; it does their
+// side effects (mapping, transfers, slots). Residency is defined in
+// residency_manager.cpp, eviction (victims, write-backs) in
+// residency_eviction.cpp.
 #pragma once
 
 #include <atomic>
@@ -61,14 +65,18 @@ public:
   // one, else a new slot (over the limit if need be: a live page must be
   // mapped). OutOfMemory when no host block can be had.
   Status mapToHost(Region& region, std::uint32_t page);
+  // A new region (mapsHost()): every page mapped from the start, device
+  // memory while the budget has room (as cuMemAlloc would), else a host
+  // block. Its zeros are written before any launch can read it.
+  Status mapNewRegion(Region& region);
   // Moves a swap image held in pageable memory into a host block, if one
   // can be had (the page can then map it).
-  void adoptBlock(Region& region, std::uint32_t page);
+  Status adoptBlock(Region& region, std::uint32_t page);
   // A page that is not resident got no host block: it stays unmapped.
   void leaveUnmapped(Status why);
   // Writes a pending page's image into its host block, which then holds its
-  // bytes (PageState::pending).
-  void materialize(Region& region, std::uint32_t page);
+  // bytes (PageState::pending). Nothing to do for a page that is not pending.
+  Status materialize(Region& region, std::uint32_t page);
   // Device work enqueued before `fence` may reach any page of the process (a
   // launch whose references are not known): no page is remapped until the
   // fence is reached.
@@ -94,10 +102,14 @@ public:
   // Copies a page's device content into a new swap slot (the page must not
   // be pinned by work that writes it). Used to materialise a host image.
   Status readDeviceToSlot(Region& region, std::uint32_t page, std::byte* slot);
-  // Drops the device backing of every page of `region` (not pinned).
-  void unbackRegion(Region& region);
-  // Releases the page's host image (swap slot, copy-on-write protection).
-  void releaseHostImage(Region& region, std::uint32_t page);
+  // The region is freed: each page (none pinned) lets go of its host image,
+  // its host block and its device memory.
+  Status releaseRegion(Region& region);
+  // Releases what a host image that the page no longer holds kept: its
+  // copy-on-write protection, or its swap slot unless that is the page's
+  // host block (which stays mapped under it). Nothing for an image of kind
+  // None.
+  void releaseHostImage(const Region& region, std::uint32_t page, const HostImage& image);
 
   // A swap slot, reclaiming quarantined slots if the buffer is full; null
   // when there is none (overLimit: past the limit rather than fail).
@@ -144,16 +156,9 @@ private:
                  bool hostFallback);
   // NotReady: this launch must yield to an older process (makeResident).
   Status back(Region& region, std::uint32_t page, const std::vector<RegionId>& keep);
-  void unbackUnloaded(Region& region, std::uint32_t page);
-  // One transfer (or fill) that makes device memory valid.
-  struct Load {
-    DevicePtr address;
-    HostImage image; // where the bytes come from (its first byte for address)
-    std::size_t bytes;
-  };
-  static void addLoads(std::vector<Load>& loads, DevicePtr address, const HostImage& image, std::size_t bytes);
-  static void addLoad(std::vector<Load>& loads, const Load& load);
-  Status issue(const Load& load);
+  Status unbackUnloaded(Region& region, std::uint32_t page);
+  // releaseHostImage for a page whose host block is `backing`.
+  void releaseImageHeld(const Region& region, std::uint32_t page, const HostImage& image, const std::byte* backing);
   // Frees device memory by evicting one victim; NotFound when nothing is
   // evictable, after waiting for in-flight work if there is any.
   // With a node, the victim may be another process's region (paper §6):
@@ -173,9 +178,6 @@ private:
     std::byte* slot;
     device::Fence done;
   };
-  // Unmaps an evicted page and gives its bytes back to the budget; where
-  // pages map host blocks, maps `backing` (which holds its bytes, or is
-  // pending) under it instead.
   // A page leaving device memory: its physical memory goes back to the
   // budget, then (mapBackings) the host block holding its bytes is mapped
   // under it.
@@ -184,9 +186,11 @@ private:
     std::byte* slot; // its swap image's slot; null: mapToHost finds one
   };
   Status releaseDevicePage(Region& region, std::uint32_t index);
-  void mapBackings(Region& region, std::span<const PageBacking> backings);
+  Status mapBackings(Region& region, std::span<const PageBacking> backings);
   void unpin(const PendingWork& work);
-  template <typename Function> void forEachPage(const std::vector<PageKey>& pages, Function&& function);
+  // Calls `function` (which returns false to stop) on each page of `pages`
+  // whose region still exists; returns the position it stopped at.
+  template <typename Function> std::size_t forEachPage(const std::vector<PageKey>& pages, Function&& function);
 
   ResidencyContext context_;
   std::unique_ptr<ReplacementPolicy> policy_;

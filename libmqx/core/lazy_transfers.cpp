@@ -1,0 +1,199 @@
+#include "core/lazy_transfers.hpp"
+
+#include <cstring>
+#include <memory>
+
+#include "core/host_image.hpp"
+#include "core/page_store.hpp"
+
+namespace mqx {
+
+bool LazyTransfers::inFlight(const PageState& page) const {
+  return page.pinned() || (page.hostMapped() && residency_.everyPageReachable());
+}
+
+void LazyTransfers::countAvoidedLoad(const Region& region, std::uint32_t index) {
+  const PageState& page = region.pages[index];
+  const bool lazyData = page.host().kind == HostImageKind::CowSource || page.host().kind == HostImageKind::Swap;
+  if (lazyData && !page.deviceValid()) statistics_.bytesAvoidedLazy += region.pageDataBytes(index);
+}
+
+Status LazyTransfers::replaceHostImage(Region& region, std::uint32_t index, HostImage image) {
+  countAvoidedLoad(region, index);
+  PageState& page = region.pages[index];
+  // A page on a host block keeps its block (which it maps) and takes the
+  // bytes there instead.
+  if (image.kind == HostImageKind::Swap && page.hostMapped() && image.slot != page.backing()) {
+    std::memcpy(page.backing(), image.slot, region.pageDataBytes(index));
+    swap_.release(image.slot, region.pageMappedBytes(index));
+    image = HostImage::inSwap(page.backing());
+  }
+  HostImage previous;
+  MQX_TRY(PageStore::imageReplaced(page, std::move(image), previous));
+  residency_.releaseHostImage(region, index, previous);
+  residency_.noteStateChange();
+  return Status::Success;
+}
+
+Status LazyTransfers::materializeSwap(Region& region, std::uint32_t index, std::byte** slot) {
+  *slot = nullptr;
+  PageState& page = region.pages[index];
+  residency_.noteStateChange();
+  if (page.hostMapped()) { // its host block holds its bytes
+    MQX_TRY(residency_.materialize(region, index));
+    *slot = page.backing();
+    return Status::Success;
+  }
+  if (page.host().kind == HostImageKind::Swap) {
+    *slot = page.host().slot;
+    return Status::Success;
+  }
+  std::byte* acquired = residency_.acquireSlot(region.pageMappedBytes(index));
+  if (acquired == nullptr) return Status::Success;
+  if (page.host().kind == HostImageKind::None) {
+    if (!ok(residency_.readDeviceToSlot(region, index, acquired))) {
+      swap_.release(acquired, region.pageMappedBytes(index));
+      return Status::Success;
+    }
+    MQX_TRY(PageStore::wroteBack(page, acquired));
+  } else {
+    readHostImage(page.host(), 0, region.pageDataBytes(index), acquired);
+    HostImage previous;
+    MQX_TRY(PageStore::imageCopied(page, acquired, previous));
+    residency_.releaseHostImage(region, index, previous);
+  }
+  *slot = acquired;
+  return Status::Success;
+}
+
+std::optional<HostImage> LazyTransfers::cowImage(Region& region, const Piece& piece, const std::byte* source,
+                                                 const CowExtent& extent) {
+  HostImage image = HostImage::inBuffer(source);
+  if (extent.head + extent.tail != 0) {
+    auto edges = std::make_shared<SourceEdges>();
+    edges->headBytes = extent.head;
+    edges->tailBytes = extent.tail;
+    edges->tailStart = piece.bytes - extent.tail;
+    edges->bytes = std::make_unique_for_overwrite<std::byte[]>(extent.head + extent.tail);
+    std::memcpy(edges->bytes.get(), source, extent.head);
+    std::memcpy(edges->bytes.get() + extent.head, source + edges->tailStart, extent.tail);
+    image.edges = std::move(edges);
+  }
+  if (!cow_.protect(image.protectedStart(), image.protectedBytes(piece.bytes), PageKey{region.id, piece.page}))
+    return std::nullopt;
+  statistics_.bytesCopiedOnHost += extent.head + extent.tail;
+  return image;
+}
+
+Status LazyTransfers::copyFromHost(Region& region, const Piece& piece, const std::byte* source, const CowExtent& extent,
+                                   bool* done) {
+  *done = true;
+  PageState& page = region.pages[piece.page];
+  const bool lazy = options_.lazyTransfer && !inFlight(page);
+  if (lazy && coversPage(region, piece)) {
+    // protect() records this page's reference to the source before the old
+    // image (which may be the same source) lets go of its own.
+    if (auto image = extent.allowed ? cowImage(region, piece, source, extent) : std::nullopt)
+      return replaceHostImage(region, piece.page, std::move(*image));
+    if (std::byte* slot = residency_.acquireSlot(region.pageMappedBytes(piece.page))) {
+      std::memcpy(slot, source, piece.bytes);
+      statistics_.bytesCopiedOnHost += piece.bytes;
+      return replaceHostImage(region, piece.page, HostImage::inSwap(slot));
+    }
+  } else if (lazy && !page.dirty()) {
+    std::byte* slot = nullptr;
+    MQX_TRY(materializeSwap(region, piece.page, &slot));
+    if (slot != nullptr) {
+      std::memcpy(slot + piece.offset, source, piece.bytes);
+      statistics_.bytesCopiedOnHost += piece.bytes;
+      return PageStore::writtenOnHost(page);
+    }
+  }
+  *done = false;
+  return Status::Success;
+}
+
+Status LazyTransfers::fill(Region& region, const Piece& piece, std::uint32_t pattern, unsigned elementSize,
+                           bool* done) {
+  *done = true;
+  PageState& page = region.pages[piece.page];
+  const bool lazy = options_.lazyTransfer && !inFlight(page);
+  if (lazy && coversPage(region, piece) && piece.bytes % elementSize == 0) {
+    HostImage image = HostImage::filled(elementSize, pattern);
+    if (elementSize == 1 && pattern == 0) image = HostImage::of(HostImageKind::Zero);
+    return replaceHostImage(region, piece.page, image);
+  }
+  if (lazy && !page.dirty()) {
+    std::byte* slot = nullptr;
+    MQX_TRY(materializeSwap(region, piece.page, &slot));
+    if (slot != nullptr) {
+      const HostImage fill = HostImage::filled(elementSize, pattern);
+      // Fill phase: the memset starts element-aligned, and so does the piece.
+      readHostImage(fill, 0, piece.bytes, slot + piece.offset);
+      return PageStore::writtenOnHost(page);
+    }
+  }
+  *done = false;
+  return Status::Success;
+}
+
+Status LazyTransfers::copyImage(Region& destination, const Piece& piece, Region& source, DevicePtr sourceAddress,
+                                bool* done) {
+  *done = false;
+  if (!options_.lazyTransfer || !coversPage(destination, piece)) return Status::Success;
+  const std::size_t sourceOffset = sourceAddress - source.base;
+  if (sourceOffset % source.pageSize != 0) return Status::Success;
+  const auto sourceIndex = static_cast<std::uint32_t>(sourceOffset / source.pageSize);
+  const PageState& from = source.pages[sourceIndex];
+  const PageState& to = destination.pages[piece.page];
+  if (source.pageDataBytes(sourceIndex) != piece.bytes || from.host().kind == HostImageKind::None || inFlight(to) ||
+      (&source == &destination && sourceIndex == piece.page))
+    return Status::Success;
+  HostImage image = from.host();
+  if (image.kind == HostImageKind::CowSource) {
+    // The destination shares the source's saved edges too.
+    if (!cow_.protect(image.protectedStart(), image.protectedBytes(piece.bytes), PageKey{destination.id, piece.page}))
+      return Status::Success;
+  } else if (image.kind == HostImageKind::Swap) {
+    std::byte* slot = residency_.acquireSlot(destination.pageMappedBytes(piece.page));
+    if (slot == nullptr) return Status::Success;
+    std::memcpy(slot, image.slot, piece.bytes);
+    image.slot = slot;
+  }
+  *done = true;
+  return replaceHostImage(destination, piece.page, image);
+}
+
+Status LazyTransfers::breakCow(const CowRecord& record) {
+  Region* region = directory_.byId(record.owner.region);
+  if (region == nullptr) return Status::Success;
+  const std::uint32_t index = record.owner.page;
+  PageState& page = region->pages[index];
+  residency_.waitForSourceReads(); // a load may still be reading the source
+  HostImage previous;
+  if (page.deviceValid()) { // the device copy is now the only one
+    MQX_TRY(PageStore::imageDropped(page, previous));
+    residency_.releaseHostImage(*region, index, previous);
+    return Status::Success;
+  }
+  // Over the limit if need be: failing here would lose the application's data.
+  const std::size_t bytes = region->pageDataBytes(index);
+  statistics_.cowBytesSaved += bytes;
+  if (page.hostMapped()) return residency_.materialize(*region, index); // its host block takes the bytes
+  std::byte* slot = residency_.acquireSlot(region->pageMappedBytes(index), true);
+  readHostImage(page.host(), 0, bytes, slot); // the saved edges included
+  MQX_TRY(PageStore::imageCopied(page, slot, previous));
+  residency_.releaseHostImage(*region, index, previous);
+  return Status::Success;
+}
+
+Status LazyTransfers::prepareHostWrite(std::uintptr_t address, std::size_t bytes) {
+  if (!cow_.anyProtected() || bytes == 0) return Status::Success;
+  for (const CowRecord& record : cow_.overlapping(address, bytes))
+    MQX_TRY(breakCow(record));
+  // Lingering protection too: whoever writes next is not the application.
+  cow_.releaseLingering(address, bytes);
+  return Status::Success;
+}
+
+} // namespace mqx

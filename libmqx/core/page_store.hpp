@@ -1,0 +1,111 @@
+// PageStore: the one writer of PageState (docs/architecture.md, "The life of
+// a page"). Every change of a page's host image, device copy, mappings and
+// pins is one of the named transitions below, each saying what happened to
+// the page. A transition checks its precondition and that the page stays
+// consistent afterwards; a transition that would break either is refused:
+// it logs what it was asked, leaves the page as it was and returns
+// Status::Unknown (a bug in mqx, as the other invariant failures of the core).
+//
+// The invariants of a live page:
+//   - some copy holds its bytes: deviceValid || host.kind != None;
+//   - a valid device copy lies in device memory: deviceValid => backed;
+//   - it maps one thing: not both backed and a host block (backing);
+//   - a swap image of a page on its host block is that block:
+//     backing && host.kind == Swap => host.slot == backing.
+// A pinned page (in-flight work uses it) keeps what it maps: it is not
+// unbacked, remapped or released, and the host side does not replace or
+// write its content (imageReplaced, writtenOnHost).
+//
+// Transitions change state only. Their side effects (mapping, transfers,
+// releasing slots and copy-on-write protection) stay with the caller: the
+// transitions that let go of a host image hand it back (`previous`), for
+// the caller to release what it holds.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/status.hpp"
+#include "core/page_state.hpp"
+
+namespace mqx {
+
+class PageStore {
+public:
+  // --- Mappings (paper §4, docs/architecture.md decision 2) ---
+
+  // Device memory is now mapped under the page, in place of its host block
+  // if it had one (which no in-flight work may reach). Its device copy is not
+  // valid yet.
+  [[nodiscard]] static Status mappedToDevice(PageState& page);
+  // The page's device memory went back to the budget (an eviction, or a
+  // yielding operation that gives back what it backed): its host image holds
+  // its bytes, and no in-flight work uses it.
+  [[nodiscard]] static Status unbacked(PageState& page);
+  // The host block `slot` is now mapped under the page, which has neither
+  // device memory nor a block. The page is pending unless its swap image is
+  // that block.
+  [[nodiscard]] static Status mappedToBacking(PageState& page, std::byte* slot);
+  // The region is freed: the page maps nothing and holds nothing any more.
+  // `previous` receives what it held (its image, mappings), for the caller to
+  // release. The page must not be pinned. A released page is dead: the
+  // invariants no longer apply to it.
+  [[nodiscard]] static Status released(PageState& page, PageState& previous);
+
+  // --- Device copy ---
+
+  // A load into the page's device memory is enqueued (from its host image):
+  // the device copy is valid in stream order.
+  [[nodiscard]] static Status loaded(PageState& page);
+  // Device work wrote the page in its device memory: the device copy is the
+  // only one. `previous` receives the host image it dropped (kind None if it
+  // had none).
+  [[nodiscard]] static Status writtenOnDevice(PageState& page, HostImage& previous);
+  // Device work wrote the page through its host block, which now holds its
+  // bytes (its swap image). `previous` receives the image that the block
+  // replaced (kind None when the block already was the image).
+  [[nodiscard]] static Status writtenOnBacking(PageState& page, HostImage& previous);
+  // The device copy was written to the swap slot `slot` (a write-back): the
+  // dirty page is clean, its image the slot.
+  [[nodiscard]] static Status wroteBack(PageState& page, std::byte* slot);
+
+  // --- Host image ---
+
+  // The page's content is now `image` alone (a lazy copy or memset of the
+  // whole page): the device copy is stale. `previous` receives the image it
+  // replaced. The page must not be pinned.
+  [[nodiscard]] static Status imageReplaced(PageState& page, HostImage image, HostImage& previous);
+  // The host side wrote part of the page's swap image (a lazy copy or memset
+  // of part of the page): the device copy is stale. The page must not be
+  // pinned.
+  [[nodiscard]] static Status writtenOnHost(PageState& page);
+  // The image's bytes were copied into the swap slot `slot`, which is now
+  // the image; the device copy stays as it was. `previous` receives the
+  // image it replaced.
+  [[nodiscard]] static Status imageCopied(PageState& page, std::byte* slot, HostImage& previous);
+  // A pending page's image was written into its host block, which is now its
+  // image. `previous` receives the image it replaced.
+  [[nodiscard]] static Status materialized(PageState& page, HostImage& previous);
+  // The host image goes and the device copy, which is valid, stays as the
+  // only one (the application is about to change a copy-on-write source
+  // whose bytes the device already holds). `previous` receives the image.
+  [[nodiscard]] static Status imageDropped(PageState& page, HostImage& previous);
+
+  // --- Use ---
+
+  // In-flight device work uses the page (until a fence is reached).
+  [[nodiscard]] static Status pin(PageState& page);
+  // Work that pinned the page completed.
+  [[nodiscard]] static Status unpin(PageState& page);
+  // A launch used the page at logical time `now` (replacement policy inputs).
+  static void used(PageState& page, std::uint64_t now);
+
+  // Why a page with these fields would be inconsistent (the invariants
+  // above), or null when it would not.
+  static const char* inconsistency(const HostImage& host, bool backed, const std::byte* backing, bool deviceValid);
+  static const char* inconsistency(const PageState& page) {
+    return inconsistency(page.host_, page.backed_, page.backing_, page.deviceValid_);
+  }
+};
+
+} // namespace mqx
