@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import fnmatch
 import importlib.util
+import os
 import re
 import shutil
 import subprocess
@@ -30,6 +31,7 @@ from typing import Any, Callable, Optional
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "deploy" / "kubernetes"
 DOCKERFILE = ROOT / "deploy" / "docker" / "Dockerfile"
+BUILD_DIR = Path(os.environ.get("MQXTEST_BUILD_DIR", ROOT / "build"))
 SKIP = 77
 
 try:
@@ -215,6 +217,23 @@ def check_job(documents: list[Document]) -> None:
     assert any(e["key"] == keys["free-mib"] and e["operator"] == "Gt" for e in required), "no room is required"
 
 
+def check_hardening(documents: list[Document]) -> None:
+    """What docs/cluster.md promises of the pods that share the host's namespaces: no root, no
+    capability, no escalation; mqxd and the advertiser on read-only root filesystems."""
+    for document in documents:
+        if document["kind"] not in ("DaemonSet", "Job"):
+            continue
+        pod = pod_of(document)
+        for c in pod.get("initContainers", []) + pod["containers"]:
+            security = c.get("securityContext", {})
+            where = f"{document['kind']} container {c['name']}"
+            assert not security.get("privileged"), f"{where} is privileged"
+            assert security.get("allowPrivilegeEscalation") is False, f"{where} may escalate privileges"
+            assert "ALL" in security.get("capabilities", {}).get("drop", []), f"{where} keeps capabilities"
+            if document["kind"] == "DaemonSet":
+                assert security.get("readOnlyRootFilesystem") is True, f"{where} may write its root filesystem"
+
+
 def advertiser_prefix(daemon_pod: Document) -> str:
     command = container(daemon_pod, "capacity-advertiser")["command"]
     return command[command.index("--prefix") + 1] if "--prefix" in command else "mqx"
@@ -239,34 +258,83 @@ def check_kustomization(documents: list[Document]) -> None:
                 assert c["image"].split(":")[0] in images, f"{c['image']} is not set by the kustomization"
 
 
-def dockerfile_programs() -> tuple[set[str], str]:
-    """The names (glob patterns) of the programs the image's install lines put on PATH, and the
-    image's USER; the stages the COPY lines name must exist."""
-    text = re.sub(r"\\\n", " ", DOCKERFILE.read_text())
-    stages = set(re.findall(r"^FROM\s+\S+\s+AS\s+(\S+)", text, re.MULTILINE | re.IGNORECASE))
-    for source in re.findall(r"^COPY\s+--from=(\S+)", text, re.MULTILINE):
-        assert source in stages, f"the Dockerfile copies from stage {source!r}, which it does not define"
-    assert "cmake --install /build" in text, "the image is not made by the project's install rules"
-    names = set()
-    for line in re.findall(r"install -m 0755 ([^&\n]+)", text):
-        *sources, destination = line.split()
-        for source in sources:
-            if source.startswith("deploy/"):
-                assert (ROOT / source).is_file(), f"the Dockerfile installs {source}, which does not exist"
-        if destination.endswith("/"):
-            names.update(Path(source).name for source in sources)
-        else:
-            names.add(Path(destination).name)
-    user = re.findall(r"^USER\s+(\S+)", text, re.MULTILINE)
-    return names, user[-1] if user else ""
+class Image:
+    """What deploy/docker/Dockerfile puts in the image: the `install -m 0755 SOURCES... DESTINATION`
+    lines (sources in the build stage's /build/ or the repository) and the project's install
+    rules (`cmake --install`: every install(TARGETS) of the CMake files), and its USER."""
+
+    def __init__(self, text: str) -> None:
+        text = re.sub(r"\\\n", " ", text)
+        stages = set(re.findall(r"^FROM\s+\S+\s+AS\s+(\S+)", text, re.MULTILINE | re.IGNORECASE))
+        for source in re.findall(r"^COPY\s+--from=(\S+)", text, re.MULTILINE):
+            assert source in stages, f"the Dockerfile copies from stage {source!r}, which it does not define"
+        assert "cmake --install /build" in text, "the image is not made by the project's install rules"
+        self.copies: list[tuple[list[str], str]] = []
+        for line in re.findall(r"install -m 0755 ([^&\n]+)", text):
+            *sources, destination = line.split()
+            self.copies.append((sources, destination))
+        users = re.findall(r"^USER\s+(\S+)", text, re.MULTILINE)
+        self.user = users[-1] if users else ""
+        self.cmake_programs: set[str] = set()
+        self.cmake_libraries: set[str] = set()
+        for cmake_lists in ROOT.glob("**/CMakeLists.txt"):
+            if "build" in cmake_lists.relative_to(ROOT).parts[0]:
+                continue
+            for targets, kind in re.findall(r"install\(TARGETS ([^)]*?) (?:EXPORT \S+ )?(RUNTIME|LIBRARY)",
+                                            cmake_lists.read_text()):
+                if kind == "RUNTIME":
+                    self.cmake_programs.update(targets.split())
+                else:
+                    self.cmake_libraries.update(f"lib{target}.so" for target in targets.split())
+
+    def installed(self, directory: str) -> set[str]:
+        """Names (glob patterns) the install lines put in /usr/local/<directory>."""
+        names = set()
+        for sources, destination in self.copies:
+            for source in sources:
+                if source.startswith("deploy/"):
+                    assert (ROOT / source).is_file(), f"the Dockerfile installs {source}, which does not exist"
+            if destination.rstrip("/") == f"/stage/usr/local/{directory}":
+                names.update(Path(source).name for source in sources)
+            elif Path(destination).parent == Path(f"/stage/usr/local/{directory}"):
+                names.add(Path(destination).name)
+        return names
+
+    def programs(self) -> set[str]:
+        return self.installed("bin") | self.cmake_programs
+
+    def libraries(self) -> set[str]:
+        return self.installed("lib") | self.cmake_libraries
+
+    def built_programs(self, build: Path) -> list[Path]:
+        """The build's files of the image's programs (those built in /build)."""
+        paths = [build / "bin" / name for name in sorted(self.cmake_programs)]
+        for sources, destination in self.copies:
+            if destination.rstrip("/") == "/stage/usr/local/bin":
+                for source in sources:
+                    if source.startswith("/build/"):
+                        found = sorted(build.glob(source[len("/build/"):]))
+                        paths.extend(found or [build / source[len("/build/"):]])
+        return paths
+
+
+def missing_libraries(image: Image, build: Path) -> list[str]:
+    """The build's own shared libraries that a program of the image loads but the image lacks."""
+    missing = []
+    for program in image.built_programs(build):
+        assert program.is_file(), f"{program} is not built"
+        linked = subprocess.run(["ldd", str(program)], capture_output=True, text=True, check=True).stdout
+        for library in re.findall(r"=>\s+(\S+)", linked):
+            if Path(library).resolve().is_relative_to(build.resolve()) and not any(
+                    fnmatch.fnmatchcase(Path(library).name, name) for name in image.libraries()):
+                missing.append(f"{program.name} needs {Path(library).name}")
+    return missing
 
 
 def check_dockerfile(documents: list[Document]) -> None:
     """Every program a manifest runs is in the image, which runs as the pods' uid."""
-    names, user = dockerfile_programs()
-    # What `cmake --install` puts in bin/.
-    for targets in re.findall(r"install\(TARGETS ([^)]*?) RUNTIME", (ROOT / "daemon" / "CMakeLists.txt").read_text()):
-        names.update(targets.split())
+    image = Image(DOCKERFILE.read_text())
+    names, user = image.programs(), image.user
     for document in documents:
         if document["kind"] not in ("DaemonSet", "Job"):
             continue
@@ -281,7 +349,8 @@ def check_dockerfile(documents: list[Document]) -> None:
                     f"{program} is not installed in the image"
 
 
-STRUCTURE_CHECKS = [check_documents, check_daemonset, check_rbac, check_job, check_kustomization, check_dockerfile]
+STRUCTURE_CHECKS = [check_documents, check_daemonset, check_rbac, check_job, check_hardening, check_kustomization,
+                    check_dockerfile]
 
 
 def break_it(documents: list[Document], kind: str, change: Callable[[Document], None]) -> list[Document]:
@@ -324,6 +393,12 @@ BREAKAGES: list[Breakage] = [
     ("NODE_NAME not the node", check_daemonset, "DaemonSet",
      lambda d: daemon_container(d, "capacity-advertiser").update(env=[{"name": "NODE_NAME", "value": "x"}]),
      "NODE_NAME"),
+    ("a capability kept", check_hardening, "Job",
+     lambda d: pod_of(d)["initContainers"][0]["securityContext"]["capabilities"].update(drop=[]),
+     "container ssb-data keeps capabilities"),
+    ("a writable root", check_hardening, "DaemonSet",
+     lambda d: daemon_container(d, "capacity-advertiser")["securityContext"].pop("readOnlyRootFilesystem"),
+     "capacity-advertiser may write its root filesystem"),
     ("a program not in the image", check_dockerfile, "Job",
      lambda d: container(pod_of(d), "query").update(command=["mqx-run", "--", "tpch-q1"]),
      "tpch-q1 is not installed"),
@@ -343,6 +418,19 @@ class StructureTest(unittest.TestCase):
         for check in STRUCTURE_CHECKS:
             with self.subTest(check=check.__name__):
                 self.assertIsNone(problems_of(check, self.documents))
+
+    def test_the_image_has_the_libraries_its_programs_load(self) -> None:
+        image = Image(DOCKERFILE.read_text())
+        try:
+            missing = missing_libraries(image, BUILD_DIR)
+        except AssertionError as error:
+            self.skipTest(f"the image's programs are not built in {BUILD_DIR} ({error})")
+        self.assertEqual(missing, [])
+        # Without the simulated device's library the SSB programs would not start.
+        line = " && install -m 0755 /build/lib/libmqx_sim_device.so /stage/usr/local/lib/ \\\n"
+        self.assertIn(line, DOCKERFILE.read_text())
+        without = Image(DOCKERFILE.read_text().replace(line, ""))
+        self.assertIn("ssb-q2.1 needs libmqx_sim_device.so", missing_libraries(without, BUILD_DIR))
 
     def test_each_check_refuses_a_broken_manifest(self) -> None:
         for what, check, kind, change, says in BREAKAGES:
