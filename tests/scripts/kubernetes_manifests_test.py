@@ -521,6 +521,9 @@ def main() -> int:
     if len(sys.argv) != 2 or sys.argv[1] not in MODES:
         print(f"usage: {sys.argv[0]} {'|'.join(MODES)}", file=sys.stderr)
         return 2
+    if not __debug__:
+        print("the checks are assert statements: run without python -O", file=sys.stderr)
+        return 2
     why = missing_tool(sys.argv[1])
     if why:
         print(f"SKIP: {why}")
