@@ -407,6 +407,9 @@ const std::set<std::string>& otherVariables() {
       "MQX_PIP_BUILD_DIR",           // python/setup.py
       "MQX_PIP_CMAKE_ARGS",          // python/setup.py
       "MQX_PIP_JOBS",                // python/setup.py
+      "MQX_PIP_SOURCE_DIR",          // python/setup.py
+      "MQX_WHEEL_PYTHON",            // tests/scripts/wheel_test.sh
+      "MQX_WHEEL_BUILD_DIR",         // tests/scripts/wheel_test.sh
       "MQX_FAULT_SEED",              // tests/faults
       "MQX_SSB_GPU_TEST_DATA",       // tests/ssb_gpu
       "MQX_TEST_VERBOSE",            // tests/unit/differential_test
