@@ -28,6 +28,7 @@
 #include "config/config.hpp"
 #include "core/memory_manager.hpp"
 #include "device/sim/sim_backend.hpp"
+#include "embedded/backend_options.hpp"
 #include "ipc/daemon_client.hpp"
 #include "ipc/node_state.hpp"
 #include "ipc/shared_segment.hpp"
@@ -81,7 +82,7 @@ double threadCpuNanoseconds() {
 class LaunchBench {
 public:
   LaunchBench(const mqx::Config& config, std::shared_ptr<mqx::DeviceBudget> budget)
-      : backend_(config), manager_(config, backend_, std::move(budget)) {
+      : backend_(mqx::embedded::simBackendOptions(config)), manager_(config, backend_, std::move(budget)) {
     std::vector<mqx::device::ParamInfo> layout;
     for (int i = 0; i < kMaxReferenced; ++i)
       layout.push_back({static_cast<std::size_t>(i) * 8, 8});

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/memory_manager.hpp"
+#include "embedded/backend_options.hpp"
 #include "hook/host_memory_hooks.hpp"
 
 namespace mqx::bench {
@@ -49,7 +50,7 @@ struct Query {
 class TraceRun {
 public:
   TraceRun(const Config& config, const TraceShape& shape)
-      : shape_(shape), random_(shape.seed), backend_(config), manager_(config, backend_) {
+      : shape_(shape), random_(shape.seed), backend_(embedded::simBackendOptions(config)), manager_(config, backend_) {
     hook::registerHostMemoryManager(&manager_);
     kernel_ = backend_.registerKernel(
         [](const device::SimKernelContext&, void** p) {

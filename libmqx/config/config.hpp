@@ -12,21 +12,15 @@
 #include <vector>
 
 #include "common/log.hpp"
+#include "config/config_choices.hpp"
 
 namespace mqx {
-
-enum class ReplacementKind { Cdr, Lru, Mru, Lfu, Random };
-enum class EvictionGranularity { Region, Page };
-enum class ReferenceDetection { Auto, Advice, Scan, All };
-enum class BackendKind { Auto, Cuda, Sim };
-enum class AdmissionKind { Weight, Peak, Fix };
-enum class MpsMode { Off, Detect, Manage };
 
 struct Config {
   // [memory]
   std::size_t pageSize = 8 * 1024 * 1024;
   std::size_t deviceMemoryLimit = 0; // 0: what the device has
-  std::size_t swapBufferLimit = 0; // 0: half of the host's physical memory
+  std::size_t swapBufferLimit = 0;   // 0: half of the host's physical memory
   bool pinnedSwap = true;
   // [policy]
   ReplacementKind replacement = ReplacementKind::Cdr;
@@ -51,16 +45,16 @@ struct Config {
   double simDeviceBandwidthGBps = 1000.0;
   bool simRealtime = false;
   // [daemon] (mqxd, mqx-run and the processes of a node: docs/daemon.md)
-  std::string daemonInstance;         // suffix of the node's IPC names
-  std::size_t daemonCapacity = 0;     // node budget; 0: memory.device_memory_limit, else sim.capacity
+  std::string daemonInstance;     // suffix of the node's IPC names
+  std::size_t daemonCapacity = 0; // node budget; 0: memory.device_memory_limit, else sim.capacity
   AdmissionKind admission = AdmissionKind::Weight;
-  unsigned admissionFixN = 2;         // FIX-n: at most n queries at once
+  unsigned admissionFixN = 2; // FIX-n: at most n queries at once
   unsigned livenessIntervalMilliseconds = 100;
   unsigned evictionTimeoutMilliseconds = 2000;
   unsigned demandReportIntervalMilliseconds = 100; // a query's observed demand goes to mqxd at most this often
-  std::string demandStateFile;        // learned demands; "": $HOME/.mqx-demand
-  bool allowNoDaemon = false;         // mqx-run without mqxd runs the query alone
-  unsigned admissionTimeoutSeconds = 3600; // mqx-run gives up waiting for admission after this; 0: no limit
+  std::string demandStateFile;                     // learned demands; "": $HOME/.mqx-demand
+  bool allowNoDaemon = false;                      // mqx-run without mqxd runs the query alone
+  unsigned admissionTimeoutSeconds = 3600;         // mqx-run gives up waiting for admission after this; 0: no limit
   // [daemon] MPS (docs/kernelopt.md, "MPS"): off, detect a running control
   // daemon, or manage (start one when none runs, stop it at shutdown).
   MpsMode mps = MpsMode::Off;
@@ -72,8 +66,8 @@ struct Config {
   unsigned launchReplyTimeoutMilliseconds = 20;
   unsigned launchLeaseMilliseconds = 2000;
   // [daemon] metrics (docs/hardening.md, "Metrics"): Prometheus text format.
-  std::string metricsFile;               // "": none; else rewritten atomically every metrics_interval_ms
-  unsigned metricsPort = 0;              // 0: none; else served on 127.0.0.1:<port>
+  std::string metricsFile;  // "": none; else rewritten atomically every metrics_interval_ms
+  unsigned metricsPort = 0; // 0: none; else served on 127.0.0.1:<port>
   unsigned metricsIntervalMilliseconds = 1000;
   // [trace] (docs/hardening.md, "Trace"): Chrome trace-event JSON per process.
   std::string traceFile;                 // "": off; "%p" becomes the pid
@@ -134,9 +128,5 @@ void requireAsciiToml(const std::string& tomlText, const std::string& where);
 // Parses "8MiB", "512KiB", "2GiB", "4096" into bytes. Throws ConfigError naming
 // `key`.
 std::size_t parseSize(const std::string& text, const std::string& key);
-
-std::string toString(ReplacementKind kind);
-std::string toString(AdmissionKind kind);
-std::string toString(MpsMode mode);
 
 } // namespace mqx

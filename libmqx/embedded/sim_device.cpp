@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "embedded/backend_options.hpp"
 #include "hook/host_memory_hooks.hpp"
 #include "ipc/daemon_client.hpp"
 #include "ipc/manager_activity.hpp"
@@ -18,7 +19,7 @@ constexpr std::chrono::milliseconds kEvictionPatience{200};
 
 SimDevice::SimDevice(const Config& config, const std::string& clientName, bool joinNode) : config_(config) {
   if (joinNode) client_ = ipc::DaemonClient::connect(config_, ipc::DaemonClient::Role::Memory, clientName);
-  backend_ = std::make_unique<device::SimBackend>(config_);
+  backend_ = std::make_unique<device::SimBackend>(simBackendOptions(config_));
   manager_ = std::make_unique<MemoryManager>(config_, *backend_, client_ ? client_->budget() : nullptr);
   // Copy-on-write faults and releases of lazily copied host buffers go to
   // the manager, as in libmqx.so.

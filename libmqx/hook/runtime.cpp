@@ -193,7 +193,8 @@ void Runtime::startLaunchTuning(const DriverApi& api) {
   try {
     if (auto tuner = ipc::LaunchTuningClient::connect(config_)) {
       launchTuningClient_ = tuner;
-      launchTuningStorage_ = std::make_unique<device::cuda::CudaLaunchTuning>(api, config_, std::move(tuner));
+      launchTuningStorage_ =
+          std::make_unique<device::cuda::CudaLaunchTuning>(api, config_.resizableKernels, std::move(tuner));
       for (FunctionHandle function : declaredFunctions_)
         launchTuningStorage_->launches().declare(function);
       for (const std::string& name : declaredNames_)

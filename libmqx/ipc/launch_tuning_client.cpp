@@ -26,7 +26,8 @@ void LaunchTuningClient::leave() {
   if (getpid() == createdBy_) replies_.reset(); // unlinks the queue
 }
 
-std::optional<TunedLaunch> LaunchTuningClient::tune(const TuningRequest& request, std::uint64_t* ticket) {
+std::optional<device::TunedLaunch> LaunchTuningClient::tune(const device::TuningRequest& request,
+                                                            std::uint64_t* ticket) {
   *ticket = 0;
   // A fork() child inherits the object but not the queue's name.
   if (getpid() != createdBy_) return std::nullopt;
@@ -68,8 +69,8 @@ std::optional<TunedLaunch> LaunchTuningClient::tune(const TuningRequest& request
     // A late answer to an earlier request that timed out is skipped.
     if (reply.kind != MessageKind::LaunchParameters || reply.sequence != message.sequence) continue;
     if (reply.launch.threadsPerBlock == 0) return std::nullopt;
-    return TunedLaunch{message.sequence, reply.launch.gridBlocks, reply.launch.threadsPerBlock,
-                       reply.launch.kernelsSolved};
+    return device::TunedLaunch{message.sequence, reply.launch.gridBlocks, reply.launch.threadsPerBlock,
+                               reply.launch.kernelsSolved};
   }
   log(LogLevel::Info,
       "mqxd's launch service did not answer within {} ms (kernelopt.reply_timeout_ms): '{}' keeps "

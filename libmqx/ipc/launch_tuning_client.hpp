@@ -15,7 +15,7 @@
 #include <string>
 
 #include "config/config.hpp"
-#include "core/launch_tuner.hpp"
+#include "device/launch_tuner.hpp"
 #include "ipc/ipc_names.hpp"
 #include "ipc/message_queue.hpp"
 
@@ -24,12 +24,12 @@ namespace mqx::ipc {
 // The queue on which process `pid` receives launch parameters.
 std::string launchReplyQueue(const IpcNames& names, pid_t pid);
 
-class LaunchTuningClient final : public LaunchTuner {
+class LaunchTuningClient final : public device::LaunchTuner {
 public:
   // Null when no mqxd runs for this user and instance.
   static std::shared_ptr<LaunchTuningClient> connect(const Config& config);
 
-  std::optional<TunedLaunch> tune(const TuningRequest& request, std::uint64_t* ticket) override;
+  std::optional<device::TunedLaunch> tune(const device::TuningRequest& request, std::uint64_t* ticket) override;
   void finished(std::uint64_t ticket) override;
   // Removes the reply queue; later requests keep their own parameters. At
   // exit: the hook layer's runtime is never destroyed.

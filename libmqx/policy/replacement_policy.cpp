@@ -1,5 +1,7 @@
 #include "policy/replacement_policy.hpp"
 
+#include "config/config.hpp"
+
 namespace mqx {
 
 std::size_t leastRecentlyUsed(std::span<const EvictionCandidate> candidates) {
@@ -9,15 +11,19 @@ std::size_t leastRecentlyUsed(std::span<const EvictionCandidate> candidates) {
   return best;
 }
 
-std::unique_ptr<ReplacementPolicy> makeReplacementPolicy(const Config& config) {
-  switch (config.replacement) {
-  case ReplacementKind::Cdr: return makeCdrPolicy(config.latencyFactor);
+std::unique_ptr<ReplacementPolicy> makeReplacementPolicy(const PolicyOptions& options) {
+  switch (options.replacement) {
+  case ReplacementKind::Cdr: return makeCdrPolicy(options.latencyFactor);
   case ReplacementKind::Lru: return makeLruPolicy();
   case ReplacementKind::Mru: return makeMruPolicy();
   case ReplacementKind::Lfu: return makeLfuPolicy();
-  case ReplacementKind::Random: return makeRandomPolicy(config.randomSeed);
+  case ReplacementKind::Random: return makeRandomPolicy(options.randomSeed);
   }
-  return makeCdrPolicy(config.latencyFactor);
+  return makeCdrPolicy(options.latencyFactor);
+}
+
+std::unique_ptr<ReplacementPolicy> makeReplacementPolicy(const Config& config) {
+  return makeReplacementPolicy(PolicyOptions{config.replacement, config.latencyFactor, config.randomSeed});
 }
 
 } // namespace mqx

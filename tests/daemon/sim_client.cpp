@@ -61,6 +61,7 @@
 #include "config/config.hpp"
 #include "core/memory_manager.hpp"
 #include "device/sim/sim_backend.hpp"
+#include "embedded/backend_options.hpp"
 #include "hook/host_memory_hooks.hpp"
 #include "ipc/daemon_client.hpp"
 #include "ipc/manager_activity.hpp"
@@ -106,7 +107,7 @@ int work(const mqx::Config& config, mqx::ipc::DaemonClient& client, const WorkOp
   const std::size_t bytes = options.bytes;
   const int rounds = options.rounds;
   const unsigned seed = options.seed;
-  mqx::device::SimBackend backend(config);
+  mqx::device::SimBackend backend(mqx::embedded::simBackendOptions(config));
   const mqx::FunctionHandle readAll = backend.registerKernel(
       [](const mqx::device::SimKernelContext&, void** params) {
         const auto* data = *static_cast<const std::uint8_t**>(params[0]);
@@ -207,7 +208,7 @@ constexpr int kSetSize = 4;
 int launchSet(const mqx::Config& config, mqx::ipc::DaemonClient& client, int kept, std::size_t bytes, int idle,
               std::size_t newBytes, unsigned seed) {
   if (kept < 1 || kept + 1 > kSetSize || idle < 0 || bytes == 0 || newBytes == 0) return 2;
-  mqx::device::SimBackend backend(config);
+  mqx::device::SimBackend backend(mqx::embedded::simBackendOptions(config));
   std::vector<mqx::device::ParamInfo> layout;
   for (std::size_t i = 0; i < 2 * kSetSize + 1; ++i)
     layout.push_back({i * 8, i < 2 * kSetSize ? 8u : 1u});
@@ -307,7 +308,7 @@ int launchSet(const mqx::Config& config, mqx::ipc::DaemonClient& client, int kep
 
 int footprints(const mqx::Config& config, mqx::ipc::DaemonClient& client, long intervalMs, long holdMs,
                const std::vector<std::pair<std::size_t, long>>& phases) {
-  mqx::device::SimBackend backend(config);
+  mqx::device::SimBackend backend(mqx::embedded::simBackendOptions(config));
   const mqx::FunctionHandle transform = backend.registerKernel(
       [](const mqx::device::SimKernelContext&, void** params) {
         transformReference(*static_cast<std::uint8_t**>(params[0]), *static_cast<std::uint64_t*>(params[1]), 1);

@@ -33,6 +33,7 @@
 #include "config/config.hpp"
 #include "core/memory_manager.hpp"
 #include "device/sim/sim_backend.hpp"
+#include "embedded/backend_options.hpp"
 #include "hook/host_memory_hooks.hpp"
 #include "ipc/daemon_client.hpp"
 #include "ipc/manager_activity.hpp"
@@ -53,7 +54,7 @@ struct Process {
   mqx::ipc::DaemonClient& client;
 
   Process(const mqx::Config& config, mqx::ipc::DaemonClient& member, bool killServingEviction)
-      : backend(config), client(member) {
+      : backend(mqx::embedded::simBackendOptions(config)), client(member) {
     transform = backend.registerKernel(
         [](const mqx::device::SimKernelContext&, void** params) {
           transformReference(*static_cast<std::uint8_t**>(params[0]), *static_cast<std::uint64_t*>(params[1]),

@@ -29,8 +29,9 @@
 
 #include "config/config.hpp"
 #include "core/memory_manager.hpp"
-#include "core/resizable_launches.hpp"
+#include "device/resizable_launches.hpp"
 #include "device/sim/sim_backend.hpp"
+#include "embedded/backend_options.hpp"
 #include "ipc/daemon_client.hpp"
 #include "ipc/launch_tuning_client.hpp"
 
@@ -70,14 +71,14 @@ int run(int argc, char** argv) {
   const mqx::Config config = mqx::loadConfig();
   mqx::setLogLevel(config.logLevel);
   auto node = mqx::ipc::DaemonClient::connect(config, mqx::ipc::DaemonClient::Role::Memory, "launch-client");
-  mqx::device::SimBackend backend(config);
+  mqx::device::SimBackend backend(mqx::embedded::simBackendOptions(config));
   auto manager = std::make_unique<mqx::MemoryManager>(config, backend, node ? node->budget() : nullptr);
   const mqx::FunctionHandle kernel =
       backend.registerKernel(gridStrideKernel(hold), {{0, 8}, {8, 8}}, {name, registers, shared, 1024});
   // As the hook does: launch tuning only with a tuner (mqxd) to ask.
-  std::unique_ptr<mqx::ResizableLaunches> resizable;
+  std::unique_ptr<mqx::device::ResizableLaunches> resizable;
   if (auto tuner = mqx::ipc::LaunchTuningClient::connect(config))
-    resizable = std::make_unique<mqx::ResizableLaunches>(config.resizableKernels, tuner);
+    resizable = std::make_unique<mqx::device::ResizableLaunches>(config.resizableKernels, tuner);
   if (resizable && mode == "declare") resizable->declare(kernel);
 
   std::vector<std::uint8_t> host(elements), expected(elements);
@@ -101,7 +102,7 @@ int run(int argc, char** argv) {
   launch.params = params;
   std::uint64_t ticket = 0;
   unsigned solved = 0;
-  mqx::KernelProperties properties;
+  mqx::device::KernelProperties properties;
   if (resizable && backend.kernelProperties(kernel, &properties) == Status::Success &&
       resizable->isResizable(kernel, properties.name))
     ticket = resizable->tune(launch, properties, mqx::device::SimBackend::deviceAttributes(), &solved);
@@ -109,7 +110,7 @@ int run(int argc, char** argv) {
   if (resizable) {
     mqx::device::Fence fence;
     const bool fenced = launched == Status::Success && backend.enqueueFence(stream, &fence) == Status::Success;
-    resizable->launched(ticket, fenced ? mqx::ResizableLaunches::CompletionProbe(
+    resizable->launched(ticket, fenced ? mqx::device::ResizableLaunches::CompletionProbe(
                                              [&backend, fence] { return backend.fenceReached(fence); })
                                        : nullptr);
   }

@@ -197,7 +197,7 @@ void faultOnForeignPage(bool ownHandler) {
     sigaction(SIGSEGV, &action, nullptr);
   }
   Config config = smallConfig();
-  device::SimBackend backend(config);
+  device::SimBackend backend(embedded::simBackendOptions(config));
   MemoryManager manager(config, backend);
   hook::registerHostMemoryManager(&manager);
   std::vector<std::uint8_t> source(64 * 1024, 1); // something protected, so the handler looks

@@ -14,6 +14,7 @@
 
 #include "core/memory_manager.hpp"
 #include "device/sim/sim_backend.hpp"
+#include "embedded/backend_options.hpp"
 #include "hook/host_memory_hooks.hpp"
 #include "sim_kernels.hpp"
 
@@ -39,7 +40,7 @@ public:
   // pages stay mapped (with pointers_in_parameters, the table is found by
   // the scan of the host-to-device copy that wrote it).
   Sequence(const Config& config, std::uint64_t seed)
-      : random_(seed), backend_(config), kernels_(backend_), indirect_(config.pinnedSwap) {
+      : random_(seed), backend_(embedded::simBackendOptions(config)), kernels_(backend_), indirect_(config.pinnedSwap) {
     if (std::getenv("MQX_TEST_VERBOSE") != nullptr || std::getenv("MQX_TEST_LOG") != nullptr)
       setLogLevel(LogLevel::Debug);
     manager_ = std::make_unique<MemoryManager>(config, backend_);

@@ -9,6 +9,7 @@
 
 #include "core/memory_manager.hpp"
 #include "device/sim/sim_backend.hpp"
+#include "embedded/backend_options.hpp"
 #include "hook/host_memory_hooks.hpp"
 #include "sim_kernels.hpp"
 
@@ -33,7 +34,7 @@ protected:
     manager_.reset();
     kernels_.reset();
     config_ = config;
-    backend_ = std::make_unique<device::SimBackend>(config_);
+    backend_ = std::make_unique<device::SimBackend>(embedded::simBackendOptions(config_));
     kernels_ = std::make_unique<SimKernels>(*backend_);
     manager_ = std::make_unique<MemoryManager>(config_, *backend_);
     hook::registerHostMemoryManager(manager_.get());

@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "config/config.hpp"
 #include "policy/replacement_policy.hpp"
 
 namespace mqx {
@@ -82,7 +83,40 @@ TEST(PolicyFactory, FollowsTheConfiguration) {
                     ReplacementKind::Random}) {
     config.replacement = kind;
     EXPECT_EQ(makeReplacementPolicy(config)->name(), toString(kind));
+    EXPECT_EQ(makeReplacementPolicy(PolicyOptions{kind, 0.01, 0})->name(), toString(kind));
   }
+}
+
+TEST(PolicyFactory, PassesTheLatencyFactorOn) {
+  // A large clean cold region against a small dirty hot one: with f = 0 only
+  // e counts (the clean one goes); with f = 1 the reuse term f·s·l of the
+  // large one (4 MiB·1/2) outweighs the small one's 64 KiB + 64 KiB·1.
+  std::vector<EvictionCandidate> list{candidate(0, 4 * MiB, 0, 1), candidate(1, 64 * 1024, 64 * 1024, 2)};
+  Config config;
+  config.latencyFactor = 0;
+  EXPECT_EQ(makeReplacementPolicy(config)->chooseVictim(list), 0U);
+  EXPECT_EQ(makeReplacementPolicy(PolicyOptions{ReplacementKind::Cdr, 0, 0})->chooseVictim(list), 0U);
+  config.latencyFactor = 1;
+  EXPECT_EQ(makeReplacementPolicy(config)->chooseVictim(list), 1U);
+  EXPECT_EQ(makeReplacementPolicy(PolicyOptions{ReplacementKind::Cdr, 1, 0})->chooseVictim(list), 1U);
+}
+
+TEST(PolicyFactory, PassesTheRandomSeedOn) {
+  std::vector<EvictionCandidate> list;
+  for (std::uint64_t id = 0; id < 16; ++id)
+    list.push_back(candidate(id, MiB, 0, id));
+  auto choices = [&](std::unique_ptr<ReplacementPolicy> policy) {
+    std::vector<std::size_t> chosen;
+    for (int i = 0; i < 32; ++i)
+      chosen.push_back(policy->chooseVictim(list));
+    return chosen;
+  };
+  Config config;
+  config.replacement = ReplacementKind::Random;
+  config.randomSeed = 7;
+  const auto seven = choices(makeReplacementPolicy(PolicyOptions{ReplacementKind::Random, 0.01, 7}));
+  EXPECT_EQ(choices(makeReplacementPolicy(config)), seven);
+  EXPECT_NE(choices(makeReplacementPolicy(PolicyOptions{ReplacementKind::Random, 0.01, 8})), seven);
 }
 
 } // namespace

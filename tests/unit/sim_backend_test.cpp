@@ -13,12 +13,11 @@
 namespace mqx::device {
 namespace {
 
-Config smallDevice() {
-  Config config;
-  config.simCapacity = 4 << 20;
-  config.simGranularity = 1 << 20;
-  config.pageSize = 1 << 20;
-  return config;
+SimBackendOptions smallDevice() {
+  SimBackendOptions options;
+  options.capacity = 4 << 20;
+  options.granularity = 1 << 20;
+  return options;
 }
 
 TEST(SimBackend, EnforcesCapacityLikeTheGpu) {
@@ -131,9 +130,9 @@ TEST(SimBackend, KernelParametersAreCopiedAtLaunch) {
 }
 
 TEST(SimBackend, ChargesTransfersAtTheConfiguredBandwidth) {
-  Config config = smallDevice();
-  config.simCopyBandwidthGBps = 1.0;
-  SimBackend backend(config);
+  SimBackendOptions options = smallDevice();
+  options.copyBandwidthGBps = 1.0;
+  SimBackend backend(options);
   DevicePtr base = 0;
   ASSERT_EQ(backend.reserve(1 << 20, &base), Status::Success);
   ASSERT_EQ(backend.map(base, 1 << 20), Status::Success);

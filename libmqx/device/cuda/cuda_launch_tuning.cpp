@@ -6,8 +6,9 @@
 
 namespace mqx::device::cuda {
 
-CudaLaunchTuning::CudaLaunchTuning(const DriverApi& api, const Config& config, std::shared_ptr<LaunchTuner> tuner)
-    : api_(api), launches_(config.resizableKernels, std::move(tuner)) {}
+CudaLaunchTuning::CudaLaunchTuning(const DriverApi& api, const std::vector<std::string>& resizableKernels,
+                                   std::shared_ptr<LaunchTuner> tuner)
+    : api_(api), launches_(resizableKernels, std::move(tuner)) {}
 
 CudaLaunchTuning::Kernel CudaLaunchTuning::query(CUfunction function) const {
   Kernel kernel;

@@ -9,17 +9,20 @@
 
 #include <memory>
 #include <shared_mutex>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
-#include "config/config.hpp"
-#include "core/resizable_launches.hpp"
 #include "device/cuda/driver_api.hpp"
+#include "device/resizable_launches.hpp"
 
 namespace mqx::device::cuda {
 
 class CudaLaunchTuning {
 public:
-  CudaLaunchTuning(const DriverApi& api, const Config& config, std::shared_ptr<LaunchTuner> tuner);
+  // `resizableKernels`: the kernels resizable by name (kernelopt.resizable_kernels).
+  CudaLaunchTuning(const DriverApi& api, const std::vector<std::string>& resizableKernels,
+                   std::shared_ptr<LaunchTuner> tuner);
 
   ResizableLaunches& launches() { return launches_; }
   // Tunes `launch` of `function` when it is resizable; the ticket for

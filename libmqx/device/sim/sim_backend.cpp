@@ -24,9 +24,9 @@ void* toPointer(DevicePtr address) { return reinterpret_cast<void*>(static_cast<
 
 } // namespace
 
-SimBackend::SimBackend(const Config& config)
-    : capacity_(config.simCapacity), granularity_(config.simGranularity), copyBandwidth_(config.simCopyBandwidthGBps),
-      deviceBandwidth_(config.simDeviceBandwidthGBps), realtime_(config.simRealtime),
+SimBackend::SimBackend(const SimBackendOptions& options)
+    : capacity_(options.capacity), granularity_(options.granularity), copyBandwidth_(options.copyBandwidthGBps),
+      deviceBandwidth_(options.deviceBandwidthGBps), realtime_(options.realtime),
       fenceWords_(new std::atomic<std::uint64_t>[kMaxFenceSlots]) {
   for (std::uint32_t i = 0; i < kMaxFenceSlots; ++i)
     fenceWords_[i].store(0);
@@ -230,8 +230,8 @@ Status SimBackend::mapHostBlocks(std::span<const HostMapping> mappings) {
     if (result == MAP_FAILED) {
       for (std::size_t undo = 0; undo < i; ++undo) {
         const std::size_t bytes = mappings[undo].block.bytes;
-        ::mmap(toPointer(mappings[undo].address), bytes, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-               -1, 0);
+        ::mmap(toPointer(mappings[undo].address), bytes, PROT_NONE,
+               MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         mappings_.erase(mappings[undo].address);
         hostMapped_ -= bytes;
       }

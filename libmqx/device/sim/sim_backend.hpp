@@ -5,7 +5,9 @@
 // mapping past it fails with OutOfMemory. Streams run in order on their own
 // threads; kernels are host functions run on a stream with their parameters.
 // Copies are charged at a configured bandwidth so that benchmarks see
-// transfer costs; with `realtime` they also take that long.
+// transfer costs; with `realtime` they also take that long. The backend gets
+// its own options (the configuration's [sim] section), built from Config
+// where the runtime is assembled (embedded/backend_options.hpp).
 #pragma once
 
 #include <atomic>
@@ -15,9 +17,8 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "config/config.hpp"
-#include "core/resizable_launches.hpp"
 #include "device/device_backend.hpp"
+#include "device/resizable_launches.hpp"
 #include "device/sim/sim_stream.hpp"
 
 namespace mqx::device {
@@ -30,6 +31,16 @@ struct SimKernelContext {
 // A simulated kernel: reads its parameters like a CUDA kernel would, from
 // an array of pointers to parameter values.
 using SimKernel = std::function<void(const SimKernelContext&, void** params)>;
+
+// The simulated device's shape and speed (sim.* in configs/default.toml, whose
+// defaults these are).
+struct SimBackendOptions {
+  std::size_t capacity = std::size_t{1} << 30; // device memory, bytes
+  std::size_t granularity = 2 * 1024 * 1024;   // of reservations and mappings
+  double copyBandwidthGBps = 25.0;             // host <-> device copies
+  double deviceBandwidthGBps = 1000.0;         // copies and fills on the device
+  bool realtime = false;                       // transfers take their charged time
+};
 
 struct SimTransferTotals {
   std::uint64_t bytesToDevice = 0;
@@ -52,7 +63,7 @@ struct SimFaults {
 
 class SimBackend final : public DeviceBackend {
 public:
-  explicit SimBackend(const Config& config);
+  explicit SimBackend(const SimBackendOptions& options);
   ~SimBackend() override;
 
   // Application-side helpers (what cuStreamCreate and module loading are on a

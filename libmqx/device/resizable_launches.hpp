@@ -20,10 +20,10 @@
 #include <vector>
 
 #include "common/types.hpp"
-#include "core/launch_tuner.hpp"
 #include "device/device_backend.hpp"
+#include "device/launch_tuner.hpp"
 
-namespace mqx {
+namespace mqx::device {
 
 // A kernel's own resources, as its binary declares them.
 struct KernelProperties {
@@ -54,8 +54,8 @@ public:
   // tuned (a grid-stride loop over x). Returns the ticket to hand to
   // launched() (0: nothing to report); `kernelsSolved`, when given, the
   // kernels the optimizer placed together (0: the launch kept its own).
-  std::uint64_t tune(device::KernelLaunch& launch, const KernelProperties& kernel,
-                     const kernelopt::DeviceAttributes& device, unsigned* kernelsSolved = nullptr);
+  std::uint64_t tune(KernelLaunch& launch, const KernelProperties& kernel, const kernelopt::DeviceAttributes& device,
+                     unsigned* kernelsSolved = nullptr);
   // After the launch of `ticket` was enqueued: `probe` says when it
   // completed. A null probe means it did not launch (or already completed).
   void launched(std::uint64_t ticket, CompletionProbe probe);
@@ -78,4 +78,4 @@ private:
   std::vector<Pending> pending_;
 };
 
-} // namespace mqx
+} // namespace mqx::device

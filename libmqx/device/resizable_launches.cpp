@@ -1,8 +1,8 @@
-#include "core/resizable_launches.hpp"
+#include "device/resizable_launches.hpp"
 
 #include "common/log.hpp"
 
-namespace mqx {
+namespace mqx::device {
 
 ResizableLaunches::ResizableLaunches(const std::vector<std::string>& resizableNames, std::shared_ptr<LaunchTuner> tuner)
     : names_(resizableNames.begin(), resizableNames.end()), tuner_(std::move(tuner)) {}
@@ -30,7 +30,7 @@ bool ResizableLaunches::isResizable(FunctionHandle function, std::string_view na
   return declared_.contains(function) || (!name.empty() && names_.contains(name));
 }
 
-std::uint64_t ResizableLaunches::tune(device::KernelLaunch& launch, const KernelProperties& kernel,
+std::uint64_t ResizableLaunches::tune(KernelLaunch& launch, const KernelProperties& kernel,
                                       const kernelopt::DeviceAttributes& device, unsigned* kernelsSolved) {
   if (kernelsSolved != nullptr) *kernelsSolved = 0;
   poll();
@@ -93,4 +93,4 @@ std::size_t ResizableLaunches::pending() const {
   return pending_.size();
 }
 
-} // namespace mqx
+} // namespace mqx::device

@@ -1,8 +1,10 @@
 // LaunchTuner: where a resizable kernel's launch parameters come from when
-// kernels of several queries share the GPU (docs/architecture.md decision 11). The
-// core only knows this interface; the multi-process mode answers it through
-// mqxd's launch service (ipc/launch_tuning_client.hpp), as DeviceBudget is
-// answered through SharedDeviceBudget. No answer means "keep your own".
+// kernels of several queries share the GPU (docs/architecture.md decision 11).
+// The backends' launch paths (ResizableLaunches) only know this interface,
+// which is why it lives in the device layer; the multi-process mode answers
+// it through mqxd's launch service (ipc/launch_tuning_client.hpp), as
+// DeviceBudget is answered through SharedDeviceBudget. No answer means "keep
+// your own".
 #pragma once
 
 #include <cstdint>
@@ -11,7 +13,7 @@
 
 #include "kernelopt/device_attributes.hpp"
 
-namespace mqx {
+namespace mqx::device {
 
 // What the launch optimizer needs to know of one launch of a resizable kernel.
 struct TuningRequest {
@@ -43,4 +45,4 @@ public:
   virtual void finished(std::uint64_t ticket) = 0;
 };
 
-} // namespace mqx
+} // namespace mqx::device

@@ -1,0 +1,23 @@
+// The configuration's choices (the values of its choice keys), apart from
+// Config itself: a component's options struct names the choice it takes
+// (PolicyOptions a ReplacementKind) without including the whole
+// configuration (STYLE.md section 3).
+#pragma once
+
+#include <string>
+
+namespace mqx {
+
+enum class ReplacementKind { Cdr, Lru, Mru, Lfu, Random };
+enum class EvictionGranularity { Region, Page };
+enum class ReferenceDetection { Auto, Advice, Scan, All };
+enum class BackendKind { Auto, Cuda, Sim };
+enum class AdmissionKind { Weight, Peak, Fix };
+enum class MpsMode { Off, Detect, Manage };
+
+// The lower-case names of the configuration file ("cdr", "weight", ...).
+std::string toString(ReplacementKind kind);
+std::string toString(AdmissionKind kind);
+std::string toString(MpsMode mode);
+
+} // namespace mqx
