@@ -28,6 +28,19 @@ add_library(mqx_tomlplusplus INTERFACE)
 target_include_directories(mqx_tomlplusplus SYSTEM INTERFACE ${MQX_TOMLPP_INCLUDE})
 target_compile_definitions(mqx_tomlplusplus INTERFACE TOML_HEADER_ONLY=1 TOML_EXCEPTIONS=1)
 
+# nlohmann/json, header-only: the one JSON reader and writer of the project
+# (statistics, traces, SSB manifests, benchmark results).
+find_path(MQX_NLOHMANN_JSON_INCLUDE nlohmann/json.hpp HINTS ${MQX_CARRY_INCLUDE})
+if(NOT MQX_NLOHMANN_JSON_INCLUDE)
+  message(FATAL_ERROR "nlohmann/json not found (nlohmann/json.hpp): apt-get install nlohmann-json3-dev, "
+                      "or run scripts/install-deps (tools/prepare-carry for a host without a package registry)")
+endif()
+add_library(mqx_nlohmann_json INTERFACE)
+target_include_directories(mqx_nlohmann_json SYSTEM INTERFACE ${MQX_NLOHMANN_JSON_INCLUDE})
+# Values are read with get<T>() only: an implicit conversion would turn a
+# number of the wrong kind (1.5 for a row count) silently into another.
+target_compile_definitions(mqx_nlohmann_json INTERFACE JSON_USE_IMPLICIT_CONVERSIONS=0)
+
 # Boost.Interprocess is header-only.
 find_path(MQX_BOOST_INCLUDE boost/interprocess/managed_shared_memory.hpp HINTS ${MQX_CARRY_INCLUDE})
 if(NOT MQX_BOOST_INCLUDE)

@@ -33,4 +33,13 @@ inline std::string utcNow() {
   return text;
 }
 
+// Where and when a run happened: the first fields of its results file.
+struct RunInfo {
+  std::string host;
+  std::string date;
+  std::string commit;
+};
+
+inline RunInfo thisRun() { return {runHost(), utcNow(), gitCommit()}; }
+
 } // namespace mqx::bench

@@ -18,13 +18,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "../common/run_info.hpp"
 #include "config/config.hpp"
 #include "core/memory_manager.hpp"
 #include "device/sim/sim_backend.hpp"
@@ -32,6 +30,7 @@
 #include "ipc/daemon_client.hpp"
 #include "ipc/node_state.hpp"
 #include "ipc/shared_segment.hpp"
+#include "launch_path_report.hpp"
 
 extern char** environ;
 
@@ -162,12 +161,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  struct Row {
-    int referenced;
-    double alone;
-    double node;
-  };
-  std::vector<Row> rows;
+  mqx::bench::LaunchPathRun results{mqx::bench::thisRun(), launches, kRuns, kRegions, {}};
   std::printf("host launch path on the simulated device: CPU time of the launching thread, %d launches x %d runs "
               "(median), %d resident regions\n\n",
               launches, kRuns, kRegions);
@@ -182,25 +176,16 @@ int main(int argc, char** argv) {
       aloneRuns.push_back(alone.measure(referenced, launches));
       nodeRuns.push_back(member.measure(referenced, launches));
     }
-    rows.push_back({referenced, median(aloneRuns), median(nodeRuns)});
-    const Row& row = rows.back();
-    std::printf("| %d | %.0f | %.0f | %+.0f ns (%+.1f%%) |\n", referenced, row.alone, row.node, row.node - row.alone,
-                100.0 * (row.node - row.alone) / row.alone);
+    results.rows.push_back({referenced, median(aloneRuns), median(nodeRuns)});
+    const double aloneNs = results.rows.back().aloneNanoseconds;
+    const double nodeNs = results.rows.back().withDaemonNanoseconds;
+    std::printf("| %d | %.0f | %.0f | %+.0f ns (%+.1f%%) |\n", referenced, aloneNs, nodeNs, nodeNs - aloneNs,
+                100.0 * (nodeNs - aloneNs) / aloneNs);
     std::fflush(stdout);
   }
   client->leave();
   if (!jsonPath.empty()) {
-    std::ofstream out(jsonPath);
-    out << "{\n  \"benchmark\": \"mqx-launch-path-bench\",\n  \"device\": \"simulated (host memory)\",\n"
-        << "  \"host\": \"" << mqx::bench::runHost() << "\",\n  \"date\": \"" << mqx::bench::utcNow()
-        << "\",\n  \"commit\": \"" << mqx::bench::gitCommit() << "\",\n  \"launches_per_run\": " << launches
-        << ",\n  \"runs\": " << kRuns
-        << ",\n  \"statistic\": \"median CPU ns of the launching thread per launch\",\n  \"resident_regions\": "
-        << kRegions << ",\n  \"results\": [\n";
-    for (std::size_t i = 0; i < rows.size(); ++i)
-      out << "    {\"regions_per_launch\": " << rows[i].referenced << ", \"alone_ns\": " << rows[i].alone
-          << ", \"with_mqxd_ns\": " << rows[i].node << "}" << (i + 1 < rows.size() ? ",\n" : "\n");
-    out << "  ]\n}\n";
+    if (!mqx::bench::writeJsonFile(jsonPath, mqx::bench::launchPathJson(results))) return 1;
     std::printf("\nresults written to %s\n", jsonPath.c_str());
   }
   return 0;

@@ -1,9 +1,8 @@
 #include "bench_results.hpp"
 
-#include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <limits>
-#include <sstream>
 
 namespace mqx::bench {
 
@@ -12,62 +11,63 @@ double Results::get(const std::string& name) const {
   return it != numbers_.end() ? it->second : std::numeric_limits<double>::quiet_NaN();
 }
 
-bool Results::save(const std::string& path) const {
-  std::ofstream out(path);
-  for (const auto& [name, value] : numbers_)
-    out << name << ' ' << value << '\n';
+Json Results::toJson() const {
+  Json object = Json::object();
   for (const auto& [name, text] : texts_)
-    out << name << " =" << text << '\n';
-  return static_cast<bool>(out);
+    object[name] = text;
+  for (const auto& [name, value] : numbers_)
+    object[name] = value; // printed as null when not finite
+  return object;
 }
+
+bool Results::save(const std::string& path) const { return writeJsonFile(path, toJson()); }
 
 bool Results::load(const std::string& path) {
   std::ifstream in(path);
-  if (!in) return false;
-  std::string line;
-  while (std::getline(in, line)) {
-    auto space = line.find(' ');
-    if (space == std::string::npos) continue;
-    std::string name = line.substr(0, space);
-    std::string rest = line.substr(space + 1);
-    if (!rest.empty() && rest[0] == '=') {
-      texts_[name] = rest.substr(1);
+  if (!in) {
+    std::fprintf(stderr, "cannot read %s\n", path.c_str());
+    return false;
+  }
+  Json object;
+  try {
+    object = Json::parse(in);
+  } catch (const Json::exception& error) {
+    std::fprintf(stderr, "%s: %s\n", path.c_str(), error.what());
+    return false;
+  }
+  if (!object.is_object()) {
+    std::fprintf(stderr, "%s: not a JSON object of results but %s\n", path.c_str(), object.type_name());
+    return false;
+  }
+  for (const auto& [name, value] : object.items()) {
+    if (value.is_string()) {
+      texts_[name] = value.get<std::string>();
+    } else if (value.is_number()) {
+      numbers_[name] = value.get<double>();
+    } else if (value.is_null()) {
+      numbers_[name] = std::numeric_limits<double>::quiet_NaN();
     } else {
-      numbers_[name] = std::stod(rest);
+      std::fprintf(stderr, "%s: \"%s\" is neither a text nor a number but %s\n", path.c_str(), name.c_str(),
+                   value.type_name());
+      return false;
     }
   }
   return true;
 }
 
-std::string quote(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) out += c;
-  }
-  return out + "\"";
-}
-
-std::string Results::json(int indent) const {
-  std::string pad(indent + 2, ' ');
-  std::ostringstream out;
-  out << "{";
-  const char* separator = "\n";
-  for (const auto& [name, text] : texts_) {
-    out << separator << pad << quote(name) << ": " << quote(text);
-    separator = ",\n";
-  }
-  for (const auto& [name, value] : numbers_) {
-    out << separator << pad << quote(name) << ": ";
-    if (std::isfinite(value)) {
-      out << value;
-    } else {
-      out << "null";
-    }
-    separator = ",\n";
-  }
-  out << "\n" << std::string(indent, ' ') << "}";
-  return out.str();
+Json gpuBenchJson(const GpuBenchRun& run) {
+  auto optional = [](const std::optional<Results>& results) { return results ? results->toJson() : Json(); };
+  return {{"benchmark", "mqx-gpu-bench"},
+          {"device", run.native.text("device")},
+          {"date", run.date},
+          {"commit", run.commit},
+          {"transfer_bytes", run.transferBytes},
+          {"repetitions", run.repetitions},
+          {"mqx_device_memory_limit", run.memoryLimit},
+          {"native", run.native.toJson()},
+          {"mqx", optional(run.mqx)},
+          {"mqx_page_64MiB", optional(run.mqxPage64MiB)},
+          {"derived", run.derived.toJson()}};
 }
 
 } // namespace mqx::bench

@@ -1,10 +1,14 @@
 // Named measurements of one benchmark run and their JSON form. A child
-// process writes "name value" lines; the parent reads them back and writes
-// one JSON document.
+// process saves its results as a JSON object; the parent loads them back and
+// writes one document (gpuBenchJson) with every run's.
 #pragma once
 
+#include <cstddef>
 #include <map>
+#include <optional>
 #include <string>
+
+#include "../common/json_output.hpp"
 
 namespace mqx::bench {
 
@@ -21,19 +25,33 @@ public:
     return it != texts_.end() ? it->second : std::string();
   }
 
-  // "name value" / "name =text" lines.
+  // {"name": "text" ..., "name": value ...}: texts, then numbers, each by
+  // name; a number that is not finite is null (NaN again when loaded).
+  Json toJson() const;
   bool save(const std::string& path) const;
+  // Adds what `path` holds; false, with a line on stderr naming the file,
+  // when it is unreadable or not such an object.
   bool load(const std::string& path);
-
-  // {"name": value, ...}, texts quoted.
-  std::string json(int indent) const;
 
 private:
   std::map<std::string, double> numbers_;
   std::map<std::string, std::string> texts_;
 };
 
-// A JSON string literal.
-std::string quote(const std::string& text);
+// What mqx-gpu-bench's parent writes (bench/results/gpu-bench-*.json): the
+// runs it started, each absent (null) when that run failed.
+struct GpuBenchRun {
+  std::string date;
+  std::string commit;
+  std::size_t transferBytes = 0;
+  int repetitions = 0;
+  std::string memoryLimit; // MQX_MEMORY_DEVICE_MEMORY_LIMIT of the mqx runs
+  Results native;          // also names the device
+  std::optional<Results> mqx;
+  std::optional<Results> mqxPage64MiB;
+  Results derived;
+};
+
+Json gpuBenchJson(const GpuBenchRun& run);
 
 } // namespace mqx::bench

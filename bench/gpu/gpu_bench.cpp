@@ -5,7 +5,7 @@
 //
 // The parent starts itself three times: natively, with libmqx preloaded
 // (default page size) and with libmqx and 64 MiB pages; each child measures
-// through the same driver calls and writes "name value" lines; the parent
+// through the same driver calls and saves its results as JSON; the parent
 // writes one JSON document with the device, the date, the commit, every
 // measurement and the ratios the issue sets targets for:
 //   launch overhead added per kernel, everything resident   < 1 us
@@ -19,11 +19,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
-#include <fstream>
 #include <string>
 #include <vector>
 
+#include "../common/run_info.hpp"
 #include "bench_results.hpp"
 #include "measurements.hpp"
 
@@ -39,7 +38,7 @@ struct Options {
   std::size_t sizeMiB = 1024;
   int repetitions = 3;
   std::string child;    // "", native, mqx
-  std::string childOut; // where a child writes its lines
+  std::string childOut; // where a child saves its results
 };
 
 Options parse(int argc, char** argv) {
@@ -147,13 +146,6 @@ bool spawn(const char* self, const Options& options, const std::string& mode,
   return ok;
 }
 
-std::string utcNow() {
-  std::time_t now = std::time(nullptr);
-  char text[64];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  return text;
-}
-
 std::string verdict(double value, double target, bool atMost) {
   if (!std::isfinite(value)) return "not measured";
   return (atMost ? value <= target : value >= target) ? "met" : "missed";
@@ -202,17 +194,17 @@ int runParent(const char* self, const Options& options) {
       self, options, "mqx_page_64MiB",
       {{"LD_PRELOAD", options.libmqx}, {"MQX_MEMORY_DEVICE_MEMORY_LIMIT", limit}, {"MQX_MEMORY_PAGE_SIZE", "64MiB"}},
       mqx64);
-  Results derived = derive(native, mqx, mqx64);
-  std::ofstream out(options.out);
-  out << "{\n  \"benchmark\": \"mqx-gpu-bench\",\n";
-  out << "  \"device\": " << quote(native.text("device")) << ",\n";
-  out << "  \"date\": " << quote(utcNow()) << ",\n  \"commit\": " << quote(options.commit) << ",\n";
-  out << "  \"transfer_bytes\": " << (options.sizeMiB << 20) << ",\n  \"repetitions\": " << options.repetitions
-      << ",\n  \"mqx_device_memory_limit\": " << quote(limit) << ",\n";
-  out << "  \"native\": " << native.json(2) << ",\n";
-  out << "  \"mqx\": " << (mqxOk ? mqx.json(2) : "null") << ",\n";
-  out << "  \"mqx_page_64MiB\": " << (mqx64Ok ? mqx64.json(2) : "null") << ",\n";
-  out << "  \"derived\": " << derived.json(2) << "\n}\n";
+  GpuBenchRun run;
+  run.date = utcNow();
+  run.commit = options.commit;
+  run.transferBytes = options.sizeMiB << 20;
+  run.repetitions = options.repetitions;
+  run.memoryLimit = limit;
+  run.native = native;
+  run.derived = derive(native, mqx, mqx64);
+  if (mqxOk) run.mqx = mqx;
+  if (mqx64Ok) run.mqxPage64MiB = mqx64;
+  if (!writeJsonFile(options.out, gpuBenchJson(run))) return 1;
   std::printf("mqx-gpu-bench: wrote %s\n", options.out.c_str());
   return mqxOk && mqx64Ok ? 0 : 1;
 }

@@ -5,9 +5,12 @@
 // through a second mapping of the same handle, and a page remapped between
 // device and host memory with its bytes copied across. Prints one JSON
 // object; exits non-zero when a step the design needs fails.
-// Build: nvcc -O2 -arch=sm_90 host_backing_probe.cu -lcuda
+// Build: nvcc -O2 -arch=sm_90 -std=c++17 host_backing_probe.cu -lcuda (nlohmann/json
+// from nlohmann-json3-dev, or -I.carry/include on a host without it)
 #include <cuda.h>
 #include <cuda_runtime.h>
+
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -18,19 +21,18 @@
 
 namespace {
 
-std::string results;
+nlohmann::ordered_json results = nlohmann::ordered_json::object();
 int failures = 0;
 
-void record(const char* key, const std::string& value) {
-  results += (results.empty() ? "" : ",\n") + std::string("  \"") + key + "\": " + value;
-}
+// A number, true or false, or the name of a driver error.
+void record(const char* key, nlohmann::ordered_json value) { results[key] = std::move(value); }
 
 bool step(CUresult result, const char* what) {
   if (result == CUDA_SUCCESS) return true;
   const char* name = nullptr;
   cuGetErrorName(result, &name);
   std::fprintf(stderr, "%s failed: %s\n", what, name ? name : "?");
-  record(what, std::string("\"") + (name ? name : "?") + "\"");
+  record(what, name ? name : "?");
   ++failures;
   return false;
 }
@@ -76,14 +78,14 @@ int main() {
   host.location.id = 0;
   std::size_t granularity = 0;
   step(cuMemGetAllocationGranularity(&granularity, &host, CU_MEM_ALLOC_GRANULARITY_MINIMUM), "host granularity");
-  record("host_granularity", std::to_string(granularity));
+  record("host_granularity", granularity);
 
   // Creating host-located memory pins it: what one page costs.
   std::vector<CUmemGenericAllocationHandle> blocks(16);
   double start = now();
   for (auto& block : blocks)
     if (!step(cuMemCreate(&block, page, &host, 0), "cuMemCreate host")) return 1;
-  record("create_host_ms_per_8MiB", std::to_string((now() - start) * 1e3 / blocks.size()));
+  record("create_host_ms_per_8MiB", (now() - start) * 1e3 / blocks.size());
 
   // The CPU's view: the block mapped with access for the device and the host.
   CUdeviceptr view = 0, pageRange = 0;
@@ -103,7 +105,7 @@ int main() {
     hostAccess = step(cuMemSetAccess(view, page, access, 2), "set access device+host");
   }
   if (!hostAccess) step(cuMemSetAccess(view, page, access, 1), "set access device only");
-  record("cpu_access_through_view", hostAccess ? "true" : "false");
+  record("cpu_access_through_view", hostAccess);
 
   // Second mapping of the same block: the page's own range.
   step(cuMemMap(pageRange, page, 0, blocks[0], 0), "map page to host block");
@@ -115,22 +117,23 @@ int main() {
       cpu[i] = static_cast<unsigned>(i * 7);
       expected += static_cast<unsigned>(i * 7);
     }
-    record("kernel_reads_cpu_bytes_through_page", deviceSum(pageRange, words) == expected ? "true" : "false");
+    record("kernel_reads_cpu_bytes_through_page", deviceSum(pageRange, words) == expected);
     writeWords<<<264, 256>>>(reinterpret_cast<unsigned*>(pageRange), words, 5);
     cudaDeviceSynchronize();
     bool seen = true;
     for (std::size_t i = 0; i < words; ++i)
       seen = seen && cpu[i] == 5 + static_cast<unsigned>(i);
-    record("cpu_sees_kernel_writes_through_view", seen ? "true" : "false");
+    record("cpu_sees_kernel_writes_through_view", seen);
   }
 
   // Pointer attributes and a driver copy into the host-mapped page.
   CUmemorytype type{};
   CUresult attribute = cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, pageRange);
-  record("pointer_attribute_result", std::to_string(attribute));
-  record("pointer_memory_type", std::to_string(type));
+  record("pointer_attribute_result", attribute);
+  record("pointer_memory_type", type);
   std::vector<unsigned> hostWords(words, 3);
-  record("htod_into_host_mapped_page", step(cuMemcpyHtoD(pageRange, hostWords.data(), page), "cuMemcpyHtoD host-mapped") ? "true" : "false");
+  record("htod_into_host_mapped_page",
+         step(cuMemcpyHtoD(pageRange, hostWords.data(), page), "cuMemcpyHtoD host-mapped"));
 
   // A graph memcpy node whose destination is the host-mapped page.
   {
@@ -148,7 +151,7 @@ int main() {
     CUcontext context = nullptr;
     cuCtxGetCurrent(&context);
     record("graph_memcpy_node_host_mapped",
-           step(cuGraphAddMemcpyNode(&node, graph, nullptr, 0, &copy, context), "graph memcpy node") ? "true" : "false");
+           step(cuGraphAddMemcpyNode(&node, graph, nullptr, 0, &copy, context), "graph memcpy node"));
     cuGraphDestroy(graph);
   }
 
@@ -173,8 +176,8 @@ int main() {
                   step(cuMemSetAccess(pageRange, page, access, 1), "access device") &&
                   step(cuMemcpyAsync(pageRange, view, page, stream), "copy view to device") &&
                   step(cuStreamSynchronize(stream), "sync load");
-  record("remap_to_device_ms", std::to_string((now() - start) * 1e3));
-  record("load_keeps_bytes", remapped && deviceSum(pageRange, words) == expected ? "true" : "false");
+  record("remap_to_device_ms", (now() - start) * 1e3);
+  record("load_keeps_bytes", remapped && deviceSum(pageRange, words) == expected);
 
   // Remap device -> host: write back into the block, unmap, map the block.
   writeWords<<<264, 256>>>(reinterpret_cast<unsigned*>(pageRange), words, 11);
@@ -184,12 +187,12 @@ int main() {
     expected += 11 + static_cast<unsigned>(i);
   start = now();
   remapped = step(cuMemcpyAsync(view, pageRange, page, stream), "copy device to view") &&
-             step(cuStreamSynchronize(stream), "sync write-back") && step(cuMemUnmap(pageRange, page), "unmap device") &&
-             step(cuMemRelease(deviceBlock), "release device") &&
+             step(cuStreamSynchronize(stream), "sync write-back") &&
+             step(cuMemUnmap(pageRange, page), "unmap device") && step(cuMemRelease(deviceBlock), "release device") &&
              step(cuMemMap(pageRange, page, 0, blocks[0], 0), "map host again") &&
              step(cuMemSetAccess(pageRange, page, access, 1), "access host again");
-  record("remap_to_host_ms", std::to_string((now() - start) * 1e3));
-  record("evict_keeps_bytes", remapped && deviceSum(pageRange, words) == expected ? "true" : "false");
+  record("remap_to_host_ms", (now() - start) * 1e3);
+  record("evict_keeps_bytes", remapped && deviceSum(pageRange, words) == expected);
 
   // Bandwidth: device memory -> host block through the view vs pinned D2H.
   const std::size_t big = 256u << 20;
@@ -206,12 +209,12 @@ int main() {
     for (int i = 0; i < 4; ++i)
       cuMemcpyAsync(hostBig, source, big, stream);
     cuStreamSynchronize(stream);
-    record("device_to_host_block_GBps", std::to_string(4.0 * big / (now() - start) / 1e9));
+    record("device_to_host_block_GBps", 4.0 * big / (now() - start) / 1e9);
     start = now();
     for (int i = 0; i < 4; ++i)
       cuMemcpyAsync(source, hostBig, big, stream);
     cuStreamSynchronize(stream);
-    record("host_block_to_device_GBps", std::to_string(4.0 * big / (now() - start) / 1e9));
+    record("host_block_to_device_GBps", 4.0 * big / (now() - start) / 1e9);
   }
   void* pinned = nullptr;
   cuMemAllocHost(&pinned, big);
@@ -219,8 +222,8 @@ int main() {
   for (int i = 0; i < 4; ++i)
     cuMemcpyDtoHAsync(pinned, source, big, stream);
   cuStreamSynchronize(stream);
-  record("device_to_pinned_GBps", std::to_string(4.0 * big / (now() - start) / 1e9));
+  record("device_to_pinned_GBps", 4.0 * big / (now() - start) / 1e9);
 
-  std::printf("{\n%s\n}\n", results.c_str());
+  std::printf("%s\n", results.dump(2).c_str());
   return failures == 0 ? 0 : 1;
 }

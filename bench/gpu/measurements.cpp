@@ -96,15 +96,17 @@ void adviseOutput(CUdeviceptr pointer) {
   if (advise != nullptr && advise(pointer, 2) != 0) std::fprintf(stderr, "mqx_advise failed\n");
 }
 
+// One counter of libmqx's statistics; -1 when libmqx is absent, its answer is
+// not JSON or the counter unknown.
 long long mqxCounter(const char* name) {
-  using Json = std::size_t (*)(char*, std::size_t);
-  static auto json = reinterpret_cast<Json>(dlsym(RTLD_DEFAULT, "mqx_statistics_json"));
-  if (json == nullptr) return -1;
-  char buffer[4096];
-  json(buffer, sizeof(buffer));
-  std::string key = std::string("\"") + name + "\":";
-  const char* at = std::strstr(buffer, key.c_str());
-  return at != nullptr ? std::strtoll(at + key.size(), nullptr, 10) : -1;
+  using StatisticsJson = std::size_t (*)(char*, std::size_t);
+  static auto statisticsJson = reinterpret_cast<StatisticsJson>(dlsym(RTLD_DEFAULT, "mqx_statistics_json"));
+  if (statisticsJson == nullptr) return -1;
+  std::vector<char> text(statisticsJson(nullptr, 0) + 1); // the length, then the text
+  statisticsJson(text.data(), text.size());
+  const Json counters = Json::parse(text.data(), nullptr, /*allow_exceptions=*/false);
+  const auto counter = counters.find(name);
+  return counter != counters.end() && counter->is_number_integer() ? counter->get<long long>() : -1;
 }
 
 } // namespace

@@ -7,13 +7,15 @@
 //  - mapping host-located blocks (the always-mapped design's host backing,
 //    docs/architecture.md decision 2) under device ranges: one
 //    cuMemSetAccess per page vs one over a run, idle and during a copy.
-// Prints one JSON object. Build: nvcc -O2 vmm_costs.cpp -lcuda.
+// Prints one JSON object (vmm_costs_report.hpp).
 #include <cuda.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
+
+#include "vmm_costs_report.hpp"
 
 namespace {
 
@@ -190,19 +192,23 @@ int main() {
   for (auto block : hostBlocks)
     check(cuMemRelease(block), "release host");
 
-  std::printf("{\"device\": \"%s\", \"page_MiB\": %zu, \"pages\": %zu,\n", name, pageBytes >> 20, count);
-  std::printf(" \"host_block_map_access_ms_per_page\": %.4f,\n", hostMapEach * 1e3);
-  std::printf(" \"host_block_map_only_ms_per_page\": %.4f,\n", hostMapOnly * 1e3);
-  std::printf(" \"host_block_access_over_range_ms_per_page\": %.4f,\n", hostAccessRange * 1e3);
-  std::printf(" \"host_block_map_access_during_copy_ms_per_page\": %.4f,\n", hostMapDuringCopy * 1e3);
-  std::printf(" \"unmap_during_copy_ms_per_page_of_%zu\": %.4f,\n", count, unmapEachDuringCopy * 1e3);
-  std::printf(" \"map_create_access_ms_per_page\": %.4f,\n", mapEach * 1e3);
-  std::printf(" \"unmap_ms_per_page_one_call_each\": %.4f,\n", unmapEach * 1e3);
-  std::printf(" \"release_ms_per_page\": %.4f,\n", releaseEach * 1e3);
-  std::printf(" \"unmap_ms_per_page_one_call_over_range\": %.4f,\n", unmapRangePerPage * 1e3);
-  std::printf(" \"d2h_1GiB_copy_ms\": %.3f,\n", copySeconds * 1e3);
-  std::printf(" \"unmap_during_copy_ms\": %.3f,\n", unmapDuringCopy * 1e3);
-  std::printf(" \"release_during_copy_ms\": %.3f,\n", releaseDuringCopy * 1e3);
-  std::printf(" \"map_during_copy_ms\": %.3f}\n", mapDuringCopy * 1e3);
+  mqx::bench::VmmCosts costs;
+  costs.device = name;
+  costs.pageMiB = pageBytes >> 20;
+  costs.pages = count;
+  costs.hostMapEach = hostMapEach;
+  costs.hostMapOnly = hostMapOnly;
+  costs.hostAccessRange = hostAccessRange;
+  costs.hostMapDuringCopy = hostMapDuringCopy;
+  costs.unmapEachDuringCopy = unmapEachDuringCopy;
+  costs.mapEach = mapEach;
+  costs.unmapEach = unmapEach;
+  costs.releaseEach = releaseEach;
+  costs.unmapRangePerPage = unmapRangePerPage;
+  costs.copySeconds = copySeconds;
+  costs.unmapDuringCopy = unmapDuringCopy;
+  costs.releaseDuringCopy = releaseDuringCopy;
+  costs.mapDuringCopy = mapDuringCopy;
+  std::fputs(mqx::bench::jsonText(mqx::bench::vmmCostsJson(costs)).c_str(), stdout);
   return 0;
 }

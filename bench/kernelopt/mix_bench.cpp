@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -24,6 +23,7 @@
 #include "kernelopt/cudart_device_attributes.hpp"
 #include "kernelopt/kernel_level_optimizer.hpp"
 #include "kernelopt/occupancy.hpp"
+#include "mix_bench_report.hpp"
 #include "mix_kernels.hpp"
 
 namespace {
@@ -34,7 +34,7 @@ constexpr unsigned kDefaultBlock = 256;
 
 struct Spec {
   Phase phase;
-  const char *query;
+  const char* query;
   int elements;
 };
 struct Mix {
@@ -42,7 +42,7 @@ struct Mix {
   std::vector<Spec> kernels;
 };
 
-const char *phaseName(Phase phase) { return phase == Phase::Build ? "build" : phase == Phase::Scan ? "scan" : "probe"; }
+const char* phaseName(Phase phase) { return phase == Phase::Build ? "build" : phase == Phase::Scan ? "scan" : "probe"; }
 
 // Sizes after the SSB scale-factor-1 tables the paper's queries join
 // (dimension builds of 2.5K-200K rows, fact scans and probes of 0.5M-6M),
@@ -85,18 +85,15 @@ std::vector<Mix> mixes() {
   };
 }
 
-struct Launch {
-  unsigned grid;
-  unsigned block;
-};
+using Launch = mqx::bench::MixLaunch;
 
 struct Prepared {
   std::vector<PhaseKernel> kernels;
-  std::vector<std::uint32_t *> buffers;
+  std::vector<std::uint32_t*> buffers;
   std::vector<std::vector<std::uint32_t>> builtTables; // the tables probes use, to restore
 };
 
-void check(cudaError_t error, const char *what) {
+void check(cudaError_t error, const char* what) {
   if (error != cudaSuccess) {
     std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(error));
     std::exit(2);
@@ -105,16 +102,16 @@ void check(cudaError_t error, const char *what) {
 
 int capacityFor(int elements) { return 2 * elements + 1; }
 
-Prepared prepare(const Mix &mix) {
+Prepared prepare(const Mix& mix) {
   Prepared prepared;
   std::uint32_t seed = 12345;
   auto next = [&] { return seed = seed * 1664525u + 1013904223u; };
-  for (const Spec &spec : mix.kernels) {
+  for (const Spec& spec : mix.kernels) {
     PhaseKernel kernel;
     kernel.phase = spec.phase;
     kernel.elements = spec.elements;
     std::vector<std::uint32_t> input(spec.elements);
-    for (auto &value : input)
+    for (auto& value : input)
       value = next() % 1000000;
     check(cudaMalloc(&kernel.input, input.size() * 4), "cudaMalloc");
     check(cudaMemcpy(kernel.input, input.data(), input.size() * 4, cudaMemcpyHostToDevice), "copy");
@@ -130,11 +127,10 @@ Prepared prepare(const Mix &mix) {
 
 // Before each run: empty build tables, probe tables built from the probe's
 // own keys' first half (so about half the probes match), zero counters.
-void reset(Prepared &prepared) {
-  for (PhaseKernel &kernel : prepared.kernels) {
+void reset(Prepared& prepared) {
+  for (PhaseKernel& kernel : prepared.kernels) {
     check(cudaMemset(kernel.counter, 0, 8), "memset");
-    if (kernel.table == nullptr)
-      continue;
+    if (kernel.table == nullptr) continue;
     check(cudaMemset(kernel.table, 0xff, std::size_t(kernel.capacity) * 4), "memset");
     if (kernel.phase == Phase::Probe) {
       PhaseKernel build = kernel;
@@ -147,9 +143,9 @@ void reset(Prepared &prepared) {
 }
 
 // What each kernel left: its counter, or the filled slots of its table.
-std::vector<unsigned long long> results(const Prepared &prepared) {
+std::vector<unsigned long long> results(const Prepared& prepared) {
   std::vector<unsigned long long> out;
-  for (const PhaseKernel &kernel : prepared.kernels) {
+  for (const PhaseKernel& kernel : prepared.kernels) {
     if (kernel.phase == Phase::Build) {
       std::vector<std::uint32_t> table(kernel.capacity);
       check(cudaMemcpy(table.data(), kernel.table, table.size() * 4, cudaMemcpyDeviceToHost), "copy");
@@ -163,7 +159,7 @@ std::vector<unsigned long long> results(const Prepared &prepared) {
   return out;
 }
 
-double runOnce(Prepared &prepared, const std::vector<Launch> &launches, const std::vector<cudaStream_t> &streams,
+double runOnce(Prepared& prepared, const std::vector<Launch>& launches, const std::vector<cudaStream_t>& streams,
                bool concurrent) {
   reset(prepared);
   cudaEvent_t start, stop;
@@ -174,8 +170,7 @@ double runOnce(Prepared &prepared, const std::vector<Launch> &launches, const st
   std::vector<cudaEvent_t> done(prepared.kernels.size());
   for (std::size_t i = 0; i < prepared.kernels.size(); ++i) {
     cudaStream_t stream = concurrent ? streams[i + 1] : streams[0];
-    if (concurrent)
-      cudaStreamWaitEvent(stream, start, 0);
+    if (concurrent) cudaStreamWaitEvent(stream, start, 0);
     launchPhase(prepared.kernels[i], launches[i].grid, launches[i].block, stream);
     cudaEventCreateWithFlags(&done[i], cudaEventDisableTiming);
     cudaEventRecord(done[i], stream);
@@ -195,9 +190,9 @@ double runOnce(Prepared &prepared, const std::vector<Launch> &launches, const st
 // The optimizer's launches, with the demand mqxd's launch service gives a
 // kernel: its threads, at most what it keeps resident alone at the default
 // block size. Kernels in no batch keep the default.
-std::vector<Launch> optimised(const DeviceLimits &limits, const Mix &mix, std::string *method) {
+std::vector<Launch> optimised(const DeviceLimits& limits, const Mix& mix, std::string* method) {
   std::vector<KernelDemand> demands;
-  for (const Spec &spec : mix.kernels) {
+  for (const Spec& spec : mix.kernels) {
     cudaFuncAttributes attributes{};
     cudaFuncGetAttributes(&attributes, phaseSymbol(spec.phase));
     KernelDemand demand;
@@ -210,7 +205,7 @@ std::vector<Launch> optimised(const DeviceLimits &limits, const Mix &mix, std::s
     demands.push_back(demand);
   }
   std::vector<Launch> launches;
-  for (const Spec &spec : mix.kernels)
+  for (const Spec& spec : mix.kernels)
     launches.push_back({unsigned((spec.elements + kDefaultBlock - 1) / kDefaultBlock), kDefaultBlock});
   KernelLevelOptimizer together(limits);
   const auto solution = together.solve(demands);
@@ -223,7 +218,7 @@ std::vector<Launch> optimised(const DeviceLimits &limits, const Mix &mix, std::s
   BatchOptimizer batches(limits);
   const auto plan = batches.plan(demands);
   *method = "batch-level (" + std::to_string(plan.batches.size()) + " batches)";
-  for (const Batch &batch : plan.batches)
+  for (const Batch& batch : plan.batches)
     for (std::size_t j = 0; j < batch.kernels.size(); ++j)
       launches[batch.kernels[j]] = {unsigned(batch.solution.launches[j].gridBlocks),
                                     unsigned(batch.solution.launches[j].threadsPerBlock)};
@@ -237,7 +232,7 @@ double median(std::vector<double> values) {
 
 } // namespace
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   std::string jsonPath, commit = "unknown";
   int repeats = 30;
   for (int i = 1; i < argc; ++i) {
@@ -264,18 +259,17 @@ int main(int argc, char **argv) {
   std::printf("device: %s, %d repeats, median ms\n", properties.name, repeats);
   std::printf("%-22s %-28s %10s %10s %10s %8s %8s\n", "mix", "optimizer", "sequential", "streams", "optimised",
               "vs seq", "vs strm");
-  std::string json = "{\n  \"device\": \"" + std::string(properties.name) + "\",\n  \"commit\": \"" + commit +
-                     "\",\n  \"repeats\": " + std::to_string(repeats) + ",\n  \"mixes\": [\n";
+  mqx::bench::MixBenchRun run{properties.name, commit, repeats, {}, false};
   bool allSame = true;
   const auto all = mixes();
   for (std::size_t m = 0; m < all.size(); ++m) {
-    const Mix &mix = all[m];
+    const Mix& mix = all[m];
     Prepared prepared = prepare(mix);
     std::vector<cudaStream_t> streams(mix.kernels.size() + 1);
-    for (auto &stream : streams)
+    for (auto& stream : streams)
       cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
     std::vector<Launch> defaults;
-    for (const Spec &spec : mix.kernels)
+    for (const Spec& spec : mix.kernels)
       defaults.push_back({unsigned((spec.elements + kDefaultBlock - 1) / kDefaultBlock), kDefaultBlock});
     std::string method;
     const std::vector<Launch> tuned = optimised(limits, mix, &method);
@@ -293,32 +287,21 @@ int main(int argc, char **argv) {
     const double s = median(sequential), c = median(concurrent), o = median(optimisedTimes);
     std::printf("%-22s %-28s %10.4f %10.4f %10.4f %8.2f %8.2f\n", mix.name.c_str(), method.c_str(), s, c, o, s / o,
                 c / o);
-    json += "    {\"name\": \"" + mix.name + "\", \"optimizer\": \"" + method + "\", \"kernels\": [";
-    for (std::size_t i = 0; i < mix.kernels.size(); ++i) {
-      json += std::string(i ? ", " : "") + "{\"query\": \"" + mix.kernels[i].query + "\", \"phase\": \"" +
-              phaseName(mix.kernels[i].phase) + "\", \"elements\": " + std::to_string(mix.kernels[i].elements) +
-              ", \"default\": [" + std::to_string(defaults[i].grid) + ", " + std::to_string(defaults[i].block) +
-              "], \"optimised\": [" + std::to_string(tuned[i].grid) + ", " + std::to_string(tuned[i].block) + "]}";
-    }
-    char numbers[256];
-    std::snprintf(numbers, sizeof numbers,
-                  "], \"sequential_ms\": %.5f, \"streams_default_ms\": %.5f, \"streams_optimised_ms\": %.5f, "
-                  "\"speedup_vs_sequential\": %.3f, \"speedup_vs_streams\": %.3f}",
-                  s, c, o, s / o, c / o);
-    json += numbers;
-    json += m + 1 < all.size() ? ",\n" : "\n";
+    mqx::bench::MixResult result{mix.name, method, {}, s, c, o};
+    for (std::size_t i = 0; i < mix.kernels.size(); ++i)
+      result.kernels.push_back(
+          {mix.kernels[i].query, phaseName(mix.kernels[i].phase), mix.kernels[i].elements, defaults[i], tuned[i]});
+    run.mixes.push_back(std::move(result));
     for (auto stream : streams)
       cudaStreamDestroy(stream);
-    for (auto &kernel : prepared.kernels) {
+    for (auto& kernel : prepared.kernels) {
       cudaFree(kernel.input);
       cudaFree(kernel.table);
       cudaFree(kernel.counter);
     }
   }
-  json += "  ],\n  \"results_equal\": " + std::string(allSame ? "true" : "false") + "\n}\n";
-  if (!jsonPath.empty())
-    std::ofstream(jsonPath) << json;
-  if (!allSame)
-    std::fprintf(stderr, "results differ between modes\n");
+  run.resultsEqual = allSame;
+  if (!jsonPath.empty() && !mqx::bench::writeJsonFile(jsonPath, mqx::bench::mixBenchJson(run))) return 1;
+  if (!allSame) std::fprintf(stderr, "results differ between modes\n");
   return allSame ? 0 : 1;
 }

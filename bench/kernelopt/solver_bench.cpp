@@ -12,9 +12,8 @@
 #include "kernelopt/architectures.hpp"
 #include "kernelopt/kernel_level_optimizer.hpp"
 
-#include "../common/run_info.hpp"
+#include "solver_bench_report.hpp"
 #include <fmt/format.h>
-#include <fmt/os.h>
 
 #include <algorithm>
 #include <chrono>
@@ -27,9 +26,8 @@
 
 namespace {
 
-using mqx::bench::gitCommit;
-using mqx::bench::runHost;
-using mqx::bench::utcNow;
+using mqx::bench::SolverBenchRow;
+using mqx::bench::SolverTimes;
 
 using mqx::kernelopt::DeviceLimits;
 using mqx::kernelopt::KernelDemand;
@@ -42,17 +40,16 @@ struct Options {
   std::uint64_t seed = 1;
 };
 
-[[noreturn]] void usage(const char *program) {
+[[noreturn]] void usage(const char* program) {
   std::fprintf(stderr, "usage: %s [--json PATH] [--instances N] [--repeats R] [--seed S]\n", program);
   std::exit(2);
 }
 
-Options parse(int argc, char **argv) {
+Options parse(int argc, char** argv) {
   Options options;
   for (int i = 1; i < argc; ++i) {
-    auto value = [&]() -> const char * {
-      if (i + 1 >= argc)
-        usage(argv[0]);
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) usage(argv[0]);
       return argv[++i];
     };
     if (!std::strcmp(argv[i], "--json"))
@@ -66,8 +63,7 @@ Options parse(int argc, char **argv) {
     else
       usage(argv[0]);
   }
-  if (options.instances <= 0 || options.repeats <= 0)
-    usage(argv[0]);
+  if (options.instances <= 0 || options.repeats <= 0) usage(argv[0]);
   return options;
 }
 
@@ -83,18 +79,18 @@ Options parse(int argc, char **argv) {
 //    two of the 32 block slots, so beyond 16 kernels no instance fits.
 enum class Family { Mixed, Flexible };
 
-const char *name(Family family) { return family == Family::Mixed ? "mixed" : "flexible"; }
+const char* name(Family family) { return family == Family::Mixed ? "mixed" : "flexible"; }
 
-std::vector<KernelDemand> draw(std::mt19937_64 &rng, const DeviceLimits &limits, int n, Family family) {
+std::vector<KernelDemand> draw(std::mt19937_64& rng, const DeviceLimits& limits, int n, Family family) {
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   const double load = family == Family::Mixed ? 0.3 + 0.6 * unit(rng) : 0.2 + 0.5 * unit(rng);
   std::vector<double> weights(n);
   double total = 0.0;
-  for (double &w : weights)
+  for (double& w : weights)
     total += (w = 0.2 + unit(rng));
   std::vector<KernelDemand> kernels(n);
   for (int i = 0; i < n; ++i) {
-    KernelDemand &k = kernels[i];
+    KernelDemand& k = kernels[i];
     const double perSm = load * limits.maxThreadsPerSm * weights[i] / total;
     k.registersPerThread = 16 + static_cast<int>(25 * unit(rng));
     if (family == Family::Mixed) {
@@ -109,18 +105,14 @@ std::vector<KernelDemand> draw(std::mt19937_64 &rng, const DeviceLimits &limits,
   return kernels;
 }
 
-struct Summary {
-  double median = 0, p90 = 0, max = 0;
-};
-
-Summary summarise(std::vector<double> samples) {
+SolverTimes summarise(std::vector<double> samples) {
   std::sort(samples.begin(), samples.end());
   auto at = [&](double q) { return samples[static_cast<std::size_t>(q * (samples.size() - 1) + 0.5)]; };
   return {at(0.5), at(0.9), samples.back()};
 }
 
 // Microseconds per call of `solve`, averaged over `repeats` back-to-back calls.
-template <typename Solve> double timePerCall(int repeats, Solve &&solve) {
+template <typename Solve> double timePerCall(int repeats, Solve&& solve) {
   const auto start = std::chrono::steady_clock::now();
   for (int r = 0; r < repeats; ++r)
     solve();
@@ -128,14 +120,7 @@ template <typename Solve> double timePerCall(int repeats, Solve &&solve) {
   return elapsed.count() / repeats;
 }
 
-struct Row {
-  int n = 0;
-  Family family = Family::Mixed;
-  Summary full, algorithmOne;
-  double feasible = 0, extension = 0;
-};
-
-Row measure(const Options &options, const DeviceLimits &limits, int n, Family family) {
+SolverBenchRow measure(const Options& options, const DeviceLimits& limits, int n, Family family) {
   KernelLevelOptimizer optimizer(limits);
   std::mt19937_64 rng(options.seed * 1000003 + n * 2 + (family == Family::Flexible));
   std::vector<double> full, algorithmOne;
@@ -151,52 +136,34 @@ Row measure(const Options &options, const DeviceLimits &limits, int n, Family fa
         timePerCall(options.repeats, [&] { sink = sink + optimizer.minimumSharedMemory(kernels).value_or(-1); }));
   }
   return {n,
-          family,
+          name(family),
           summarise(full),
           summarise(algorithmOne),
           100.0 * feasible / options.instances,
           100.0 * extension / options.instances};
 }
 
-void writeJson(const std::string &path, const Options &options, const DeviceLimits &limits,
-               const std::vector<Row> &rows) {
-  auto out = fmt::output_file(path);
-  out.print("{{\n  \"benchmark\": \"kernelopt kernel-level solver time\",\n  \"device\": \"{}\",\n", limits.name);
-  out.print("  \"host\": \"{}\",\n  \"date\": \"{}\",\n  \"commit\": \"{}\",\n", runHost(), utcNow(), gitCommit());
-  out.print("  \"instances\": {},\n  \"repeats\": {},\n  \"seed\": {},\n  \"unit\": \"microseconds\",\n",
-            options.instances, options.repeats, options.seed);
-  out.print("  \"rows\": [\n");
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const Row &r = rows[i];
-    out.print("    {{\"n\": {}, \"family\": \"{}\", \"solve_median\": {:.3f}, \"solve_p90\": {:.3f}, "
-              "\"solve_max\": {:.3f}, \"algorithm1_median\": {:.3f}, \"feasible_percent\": {:.1f}, "
-              "\"register_extension_percent\": {:.1f}}}{}\n",
-              r.n, name(r.family), r.full.median, r.full.p90, r.full.max, r.algorithmOne.median, r.feasible,
-              r.extension, i + 1 < rows.size() ? "," : "");
-  }
-  out.print("  ]\n}}\n");
-}
-
 } // namespace
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   const Options options = parse(argc, argv);
-  const DeviceLimits &limits = mqx::kernelopt::deviceLimits(mqx::kernelopt::Architecture::Sm90);
+  const DeviceLimits& limits = mqx::kernelopt::deviceLimits(mqx::kernelopt::Architecture::Sm90);
   fmt::print("kernel-level solver time, {} ({} instances x {} repeats per row, seed {})\n", limits.name,
              options.instances, options.repeats, options.seed);
   fmt::print("{:>3} {:>9} | {:>10} {:>10} {:>10} | {:>12} | {:>9} {:>10}\n", "n", "family", "median us", "p90 us",
              "max us", "alg.1 med us", "feasible%", "reg.ext.%");
-  std::vector<Row> rows;
+  mqx::bench::SolverBenchRun run{mqx::bench::thisRun(), limits.name,  options.instances,
+                                 options.repeats,       options.seed, {}};
   for (int n = 1; n <= 32; ++n)
     for (Family family : {Family::Mixed, Family::Flexible}) {
-      const Row row = measure(options, limits, n, family);
-      fmt::print("{:>3} {:>9} | {:>10.2f} {:>10.2f} {:>10.2f} | {:>12.2f} | {:>9.1f} {:>10.1f}\n", row.n,
-                 name(row.family), row.full.median, row.full.p90, row.full.max, row.algorithmOne.median, row.feasible,
-                 row.extension);
-      rows.push_back(row);
+      const SolverBenchRow row = measure(options, limits, n, family);
+      fmt::print("{:>3} {:>9} | {:>10.2f} {:>10.2f} {:>10.2f} | {:>12.2f} | {:>9.1f} {:>10.1f}\n", row.n, row.family,
+                 row.full.median, row.full.p90, row.full.max, row.algorithmOne.median, row.feasiblePercent,
+                 row.registerExtensionPercent);
+      run.rows.push_back(row);
     }
   if (!options.jsonPath.empty()) {
-    writeJson(options.jsonPath, options, limits, rows);
+    if (!mqx::bench::writeJsonFile(options.jsonPath, mqx::bench::solverBenchJson(run))) return 1;
     fmt::print("wrote {}\n", options.jsonPath);
   }
   return 0;

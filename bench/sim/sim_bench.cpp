@@ -12,13 +12,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
-#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
 
-#include "../common/run_info.hpp"
 #include "query_trace.hpp"
+#include "sim_bench_report.hpp"
 
 namespace {
 
@@ -66,14 +65,6 @@ std::string row(const mqx::bench::TraceResult& r) {
                      r.name, t.bytesToDevice / gib, t.bytesToHost / gib, t.secondsToDevice + t.secondsToHost,
                      r.statistics.evictions, r.statistics.bytesWrittenBack / gib, r.statistics.bytesAvoidedLazy / gib,
                      r.statistics.bytesCopiedOnHost / gib, r.correct ? "yes" : "NO");
-}
-
-std::string json(const mqx::bench::TraceResult& r) {
-  const auto& t = r.transfers;
-  return fmt::format("    {{\"variant\": \"{}\", \"correct\": {}, \"bytes_to_device\": {}, \"bytes_to_host\": {}, "
-                     "\"simulated_transfer_seconds\": {:.6f}, \"wall_seconds\": {:.3f}, \"statistics\": {}}}",
-                     r.name, r.correct ? "true" : "false", t.bytesToDevice, t.bytesToHost,
-                     t.secondsToDevice + t.secondsToHost, r.wallSeconds, r.statistics.toJson());
 }
 
 const char* const kUsage =
@@ -172,16 +163,9 @@ int main(int argc, char** argv) {
   }
   std::printf("\n%s\n", allCorrect ? "every query result matched the host reference" : "SOME QUERY RESULTS WERE WRONG");
   if (!jsonPath.empty()) {
-    std::ofstream out(jsonPath);
-    out << "{\n  \"benchmark\": \"mqx-sim-bench\",\n  \"device\": \"simulated (host memory)\",\n"
-        << "  \"host\": \"" << mqx::bench::runHost() << "\",\n  \"date\": \"" << mqx::bench::utcNow()
-        << "\",\n  \"commit\": \"" << mqx::bench::gitCommit() << "\",\n  \"queries\": " << shape.queries
-        << ",\n  \"repetitions\": " << shape.repetitions << ",\n  \"column_mib\": " << shape.columnMiB
-        << ",\n  \"device_budget_bytes\": " << base.deviceMemoryLimit
-        << ",\n  \"copy_bandwidth_gbps\": " << base.simCopyBandwidthGBps << ",\n  \"results\": [\n";
-    for (std::size_t i = 0; i < results.size(); ++i)
-      out << json(results[i]) << (i + 1 < results.size() ? ",\n" : "\n");
-    out << "  ]\n}\n";
+    mqx::bench::SimBenchRun run{mqx::bench::thisRun(), shape, base.deviceMemoryLimit, base.simCopyBandwidthGBps,
+                                std::move(results)};
+    if (!mqx::bench::writeJsonFile(jsonPath, mqx::bench::simBenchJson(run))) return 1;
     std::printf("results written to %s\n", jsonPath.c_str());
   }
   return allCorrect ? 0 : 1;

@@ -1,23 +1,34 @@
 #include "core/statistics.hpp"
 
-#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 namespace mqx {
 
 std::string Statistics::toJson() const {
-  return fmt::format("{{\"bytes_to_device\": {}, \"bytes_to_host\": {}, "
-                     "\"bytes_on_device\": {}, \"bytes_filled_on_device\": {}, "
-                     "\"bytes_requested_to_device\": {}, "
-                     "\"bytes_avoided_lazy\": {}, \"bytes_written_back\": {}, "
-                     "\"bytes_dropped_clean\": {}, \"bytes_copied_on_host\": {}, \"evictions\": {}, "
-                     "\"pages_evicted\": {}, \"cow_faults\": {}, "
-                     "\"cow_bytes_saved\": {}, \"launches\": {}, "
-                     "\"residency_wait_ns\": {}, \"fence_waits\": {}, \"peer_evictions\": {}, "
-                     "\"launch_yields\": {}, \"bytes_evicted_while_yielding\": {}}}",
-                     bytesToDevice, bytesToHost, bytesOnDevice, bytesFilledOnDevice, bytesRequestedToDevice,
-                     bytesAvoidedLazy, bytesWrittenBack, bytesDroppedClean, bytesCopiedOnHost, evictions, pagesEvicted,
-                     cowFaults, cowBytesSaved, launches, residencyWaitNanoseconds, fenceWaits, peerEvictions,
-                     launchYields, bytesEvictedWhileYielding);
+  // ordered_json: the keys stay in this order in the log line and in the
+  // results files that embed them.
+  const nlohmann::ordered_json counters = {
+      {"bytes_to_device", bytesToDevice},
+      {"bytes_to_host", bytesToHost},
+      {"bytes_on_device", bytesOnDevice},
+      {"bytes_filled_on_device", bytesFilledOnDevice},
+      {"bytes_requested_to_device", bytesRequestedToDevice},
+      {"bytes_avoided_lazy", bytesAvoidedLazy},
+      {"bytes_written_back", bytesWrittenBack},
+      {"bytes_dropped_clean", bytesDroppedClean},
+      {"bytes_copied_on_host", bytesCopiedOnHost},
+      {"evictions", evictions},
+      {"pages_evicted", pagesEvicted},
+      {"cow_faults", cowFaults},
+      {"cow_bytes_saved", cowBytesSaved},
+      {"launches", launches},
+      {"residency_wait_ns", residencyWaitNanoseconds},
+      {"fence_waits", fenceWaits},
+      {"peer_evictions", peerEvictions},
+      {"launch_yields", launchYields},
+      {"bytes_evicted_while_yielding", bytesEvictedWhileYielding},
+  };
+  return counters.dump();
 }
 
 } // namespace mqx

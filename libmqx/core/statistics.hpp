@@ -28,6 +28,7 @@ struct Statistics {
   std::uint64_t launchYields = 0;  // operations that gave back their backing to an older process (deadlock avoidance)
   std::uint64_t bytesEvictedWhileYielding = 0; // evicted for an older process while an operation yielded to it
 
+  // One line of JSON, {"bytes_to_device":N,...}: every counter, keyed in snake_case.
   std::string toJson() const;
 };
 

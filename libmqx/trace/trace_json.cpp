@@ -1,74 +1,48 @@
 #include "trace/trace_json.hpp"
 
-#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 namespace mqx::trace {
 namespace {
 
-// Microseconds with nanosecond digits: what the viewers read as "ts".
-void appendMicroseconds(std::string& out, std::uint64_t nanoseconds) {
-  fmt::format_to(std::back_inserter(out), "{}.{:03}", nanoseconds / 1000, nanoseconds % 1000);
+using Json = nlohmann::ordered_json;
+
+// Microseconds, what the viewers read as "ts". A double holds the nanosecond
+// digits exactly while CLOCK_MONOTONIC is below 2^52 ns (52 days of uptime),
+// and to within a few nanoseconds after.
+double microseconds(std::uint64_t nanoseconds) { return static_cast<double>(nanoseconds) / 1000.0; }
+
+// One line. Labels are cut at a byte count and names come from the command
+// line: bytes that are not UTF-8 become U+FFFD instead of failing the trace.
+void appendLine(std::string& out, const Json& object) {
+  out += object.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+Json metadataEvent(const char* kind, long pid, std::uint64_t track, std::string_view name) {
+  return {{"name", kind}, {"ph", "M"}, {"pid", pid}, {"tid", track}, {"args", {{"name", name}}}};
 }
 
 } // namespace
 
-void appendJsonString(std::string& out, std::string_view text) {
-  out += '"';
-  for (unsigned char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c >= 0x7f) {
-      fmt::format_to(std::back_inserter(out), "\\u{:04x}", c); // bytes beyond ASCII as code points, valid JSON
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  out += '"';
-}
-
 void appendEventJson(std::string& out, const TraceEvent& event, long pid) {
-  out += "{\"name\":";
-  appendJsonString(out, event.name);
-  out += ",\"cat\":";
-  appendJsonString(out, event.category);
-  fmt::format_to(std::back_inserter(out),
-                 ",\"ph\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":", static_cast<char>(event.phase), pid, event.track);
-  appendMicroseconds(out, event.timestampNs);
-  if (event.phase == Phase::Complete) {
-    out += ",\"dur\":";
-    appendMicroseconds(out, event.durationNs);
-  }
-  if (event.phase == Phase::Instant) out += ",\"s\":\"t\""; // scope: the track
-  out += ",\"args\":{";
-  bool first = true;
-  for (const auto& argument : event.arguments) {
-    if (argument.key == nullptr) continue;
-    if (!first) out += ',';
-    first = false;
-    appendJsonString(out, argument.key);
-    fmt::format_to(std::back_inserter(out), ":{}", argument.value);
-  }
-  if (event.label[0] != '\0') {
-    if (!first) out += ',';
-    out += "\"label\":";
-    appendJsonString(out, event.label);
-  }
-  out += "}}";
+  Json object = {{"name", event.name}, {"cat", event.category}, {"ph", std::string(1, static_cast<char>(event.phase))},
+                 {"pid", pid},         {"tid", event.track},    {"ts", microseconds(event.timestampNs)}};
+  if (event.phase == Phase::Complete) object["dur"] = microseconds(event.durationNs);
+  if (event.phase == Phase::Instant) object["s"] = "t"; // scope: the track
+  Json arguments = Json::object();
+  for (const auto& argument : event.arguments)
+    if (argument.key != nullptr) arguments[argument.key] = argument.value;
+  if (event.label[0] != '\0') arguments["label"] = event.label;
+  object["args"] = std::move(arguments);
+  appendLine(out, object);
 }
 
 void appendProcessNameJson(std::string& out, long pid, std::string_view name) {
-  fmt::format_to(std::back_inserter(out),
-                 "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{},\"tid\":0,\"args\":{{\"name\":", pid);
-  appendJsonString(out, name);
-  out += "}}";
+  appendLine(out, metadataEvent("process_name", pid, 0, name));
 }
 
 void appendTrackNameJson(std::string& out, long pid, std::uint64_t track, std::string_view name) {
-  fmt::format_to(std::back_inserter(out),
-                 "{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":", pid, track);
-  appendJsonString(out, name);
-  out += "}}";
+  appendLine(out, metadataEvent("thread_name", pid, track, name));
 }
 
 } // namespace mqx::trace

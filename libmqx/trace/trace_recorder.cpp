@@ -14,7 +14,7 @@ std::unique_ptr<TraceRecorder> TraceRecorder::open(const std::string& pathPatter
                                                    std::size_t bufferEvents) {
   if (pathPattern.empty()) return nullptr;
   std::unique_ptr<TraceRecorder> recorder(new TraceRecorder(expandTracePath(pathPattern, getpid()), bufferEvents));
-  std::string header = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  std::string header(kTraceFileStart);
   appendProcessNameJson(header, recorder->owner_, processName);
   header += ",\n";
   appendTrackNameJson(header, recorder->owner_, kToDeviceTrack, "H2D stream (loads)");
@@ -36,7 +36,7 @@ void TraceRecorder::finish() {
   std::lock_guard lock(mutex_);
   if (getpid() != owner_ || finished_) return;
   writeBuffered();
-  writeJson("\n]}\n");
+  writeJson(std::string(kTraceFileEnd));
   finished_ = true;
   log(LogLevel::Info, "trace: {} events written to {}", recorded_, file_.path());
 }

@@ -16,11 +16,13 @@
 // fixture's SF 1 data). Every wait is bounded: a round that runs past its
 // bound kills its processes and fails.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -209,26 +211,30 @@ std::vector<RoundResult> soak(const std::vector<std::string>& budgets, int round
 }
 
 void writeResults(const fs::path& path, const std::vector<RoundResult>& results, double totalSeconds) {
-  std::ofstream out(path);
   int failures = 0;
-  for (const auto& result : results)
-    failures += result.failures;
-  out << "{\n  \"what\": \"SSB soak: the 13 queries at once under mqxd on the simulated device, every result "
-         "checked (tests/faults/ssb_soak_test.cpp, SsbSoak.Long)\",\n";
-  out << "  \"date\": \"" << utcNow() << "\",\n  \"commit\": \"" << commitOfSources() << "\",\n";
-  out << "  \"host_cpus\": " << std::thread::hardware_concurrency() << ",\n";
-  out << "  \"data\": \"" << dataDirectory().filename().string() << "\",\n";
-  out << "  \"rounds\": " << results.size() << ",\n  \"queries_per_round\": " << kQueries.size() << ",\n";
-  out << "  \"failed_queries\": " << failures << ",\n  \"total_seconds\": " << totalSeconds << ",\n";
-  out << "  \"per_round\": [\n";
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    const auto& r = results[i];
-    out << "    {\"round\": " << r.round << ", \"budget\": \"" << r.budget
-        << "\", \"eviction_timeout_ms\": " << r.evictionTimeout << ", \"failed\": " << r.failures
-        << ", \"wall_s\": " << r.wallSeconds << ", \"cross_process_evictions\": " << r.crossProcessEvictions << "}"
-        << (i + 1 < results.size() ? "," : "") << "\n";
+  nlohmann::ordered_json perRound = nlohmann::ordered_json::array();
+  for (const auto& r : results) {
+    failures += r.failures;
+    perRound.push_back({{"round", r.round},
+                        {"budget", r.budget},
+                        {"eviction_timeout_ms", std::stoi(r.evictionTimeout)},
+                        {"failed", r.failures},
+                        {"wall_s", std::round(r.wallSeconds * 1e3) / 1e3},
+                        {"cross_process_evictions", r.crossProcessEvictions}});
   }
-  out << "  ]\n}\n";
+  const nlohmann::ordered_json document = {
+      {"what", "SSB soak: the 13 queries at once under mqxd on the simulated device, every result checked "
+               "(tests/faults/ssb_soak_test.cpp, SsbSoak.Long)"},
+      {"date", utcNow()},
+      {"commit", commitOfSources()},
+      {"host_cpus", std::thread::hardware_concurrency()},
+      {"data", dataDirectory().filename().string()},
+      {"rounds", results.size()},
+      {"queries_per_round", kQueries.size()},
+      {"failed_queries", failures},
+      {"total_seconds", std::round(totalSeconds * 1e3) / 1e3},
+      {"per_round", std::move(perRound)}};
+  std::ofstream(path) << document.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
 }
 
 class SsbSoak : public ::testing::Test {

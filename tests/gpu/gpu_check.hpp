@@ -5,11 +5,14 @@
 
 #include <dlfcn.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #define GPU_CHECK(condition)                                                                                           \
   do {                                                                                                                 \
@@ -56,19 +59,17 @@ inline bool mqxActive() {
 
 inline bool mqxPreloaded() { return dlsym(RTLD_DEFAULT, "mqx_active") != nullptr; }
 
-// One counter of libmqx's statistics ("evictions", "bytesWrittenBack", ...);
-// -1 when libmqx is absent or the counter unknown.
+// One counter of libmqx's statistics ("evictions", "bytes_written_back", ...);
+// -1 when libmqx is absent, its answer is not JSON or the counter unknown.
 inline long long mqxStatistic(const char* name) {
-  using Json = std::size_t (*)(char*, std::size_t);
-  auto json = reinterpret_cast<Json>(dlsym(RTLD_DEFAULT, "mqx_statistics_json"));
-  if (json == nullptr) return -1;
-  char buffer[4096];
-  json(buffer, sizeof(buffer));
-  std::string key = std::string("\"") + name + "\"";
-  const char* at = std::strstr(buffer, key.c_str());
-  if (at == nullptr) return -1;
-  at = std::strchr(at + key.size(), ':');
-  return at != nullptr ? std::strtoll(at + 1, nullptr, 10) : -1;
+  using StatisticsJson = std::size_t (*)(char*, std::size_t);
+  auto statisticsJson = reinterpret_cast<StatisticsJson>(dlsym(RTLD_DEFAULT, "mqx_statistics_json"));
+  if (statisticsJson == nullptr) return -1;
+  std::vector<char> text(statisticsJson(nullptr, 0) + 1); // the length, then the text
+  statisticsJson(text.data(), text.size());
+  const nlohmann::json counters = nlohmann::json::parse(text.data(), nullptr, /*allow_exceptions=*/false);
+  const auto counter = counters.find(name);
+  return counter != counters.end() && counter->is_number_integer() ? counter->get<long long>() : -1;
 }
 
 // A deterministic 32-bit pattern for element i of buffer `seed`.

@@ -11,6 +11,8 @@
 #                         one line naming cmake, the minimum and what was found
 #   no_header             include dirs without toml++: exit 3, one line naming toml++
 #   carried_header        the same, with toml++ in the scratch .carry/include: exit 0
+#   no_json_header        include dirs without nlohmann/json: exit 3, one line
+#                         naming nlohmann/json and its package
 #   installs_only_missing PATH without cmake, an apt-get that installs it:
 #                         exit 0 after asking apt-get for cmake alone (root only,
 #                         as install-deps asks apt-get only as root; else skipped)
@@ -31,16 +33,22 @@ cp "$source_dir/CMakeLists.txt" "$repo/CMakeLists.txt"
 
 # A GPU host without a package registry meets the header-only needs through
 # the checkout's .carry/ (tools/prepare-carry): the scratch tree gets links to
-# what it holds, except toml++, which no_header and carried_header take away
-# or bring themselves.
+# what it holds, except the header folder the case takes away (toml++ for
+# no_header and carried_header, which bring it themselves, nlohmann for
+# no_json_header).
+case $case in
+  no_json_header) taken=nlohmann ;;
+  *) taken=toml++ ;;
+esac
 if [ -d "$source_dir/.carry" ]; then
   mkdir -p "$repo/.carry/include"
   for entry in "$source_dir/.carry/include"/*; do
-    [ -e "$entry" ] && [ "$(basename "$entry")" != toml++ ] && ln -s "$entry" "$repo/.carry/include/"
+    [ -e "$entry" ] && [ "$(basename "$entry")" != "$taken" ] && ln -s "$entry" "$repo/.carry/include/"
   done
   [ -d "$source_dir/.carry/gtest" ] && ln -s "$source_dir/.carry/gtest" "$repo/.carry/gtest"
 fi
-if [ "$case" != no_header ] && [ "$case" != carried_header ] && [ -e "$source_dir/.carry/include/toml++" ]; then
+if [ "$taken" = toml++ ] && [ "$case" != no_header ] && [ "$case" != carried_header ] &&
+  [ -e "$source_dir/.carry/include/toml++" ]; then
   ln -s "$source_dir/.carry/include/toml++" "$repo/.carry/include/toml++"
 fi
 
@@ -166,6 +174,12 @@ case $case in
     run_install_deps PATH="$fake:$PATH" MQX_DEPS_INCLUDE_DIRS="$dirs"
     [ "$rc" = 3 ] || fail "expected exit 3 (a need missing), got $rc"
     expect_one_missing_line toml++
+    ;;
+  no_json_header)
+    dirs=$(include_dirs_without nlohmann)
+    run_install_deps PATH="$fake:$PATH" MQX_DEPS_INCLUDE_DIRS="$dirs"
+    [ "$rc" = 3 ] || fail "expected exit 3 (nlohmann/json missing), got $rc"
+    expect_one_missing_line "nlohmann/json headers (nlohmann/json.hpp): apt-get install nlohmann-json3-dev"
     ;;
   carried_header)
     dirs=$(include_dirs_without toml++)

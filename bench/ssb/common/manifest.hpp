@@ -2,9 +2,12 @@
 // factor and seed it was generated with, and for every table its row count
 // and its columns with their type, column file and dictionary file. Paths are
 // relative to the data directory, so a directory can be moved or copied.
+// Objects keep their insertion order (nlohmann::ordered_json), so that a
+// manifest written twice from the same data is byte-identical (the
+// determinism tests rely on it).
 #pragma once
 
-#include "ssb/common/json.hpp"
+#include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
 #include <filesystem>
@@ -33,8 +36,8 @@ struct TableEntry {
   std::int64_t rows = 0;
   std::vector<ColumnEntry> columns;
 
-  const ColumnEntry *find(std::string_view column) const;
-  const ColumnEntry &column(std::string_view column) const; // throws DataError
+  const ColumnEntry* find(std::string_view column) const;
+  const ColumnEntry& column(std::string_view column) const; // throws DataError
 };
 
 struct Manifest {
@@ -43,15 +46,17 @@ struct Manifest {
   std::string generator;
   std::vector<TableEntry> tables;
 
-  const TableEntry *find(std::string_view table) const;
-  const TableEntry &table(std::string_view table) const; // throws DataError
+  const TableEntry* find(std::string_view table) const;
+  const TableEntry& table(std::string_view table) const; // throws DataError
 
-  Json toJson() const;
-  static Manifest fromJson(const Json &json); // throws DataError
+  nlohmann::ordered_json toJson() const;
+  static Manifest fromJson(const nlohmann::ordered_json& json); // throws DataError
 };
 
-Manifest readManifest(const std::filesystem::path &dataDir);
+// Throws DataError naming the file when it is missing, not JSON or not a
+// manifest.
+Manifest readManifest(const std::filesystem::path& dataDir);
 // Atomic: a reader sees the old manifest, none, or the complete new one.
-void writeManifest(const std::filesystem::path &dataDir, const Manifest &manifest);
+void writeManifest(const std::filesystem::path& dataDir, const Manifest& manifest);
 
 } // namespace mqx::ssb

@@ -1,0 +1,35 @@
+// What mqx-vmm-costs prints (bench/results/vmm-costs-*.json): the device, the
+// page size and count, and each cost in milliseconds.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "../common/json_output.hpp"
+
+namespace mqx::bench {
+
+struct VmmCosts {
+  std::string device;
+  std::size_t pageMiB = 0;
+  std::size_t pages = 0;
+  // Seconds per page.
+  double hostMapEach = 0;         // map a host block under a device page and set its access
+  double hostMapOnly = 0;         // map only (access set once over the run)
+  double hostAccessRange = 0;     // one cuMemSetAccess over the run
+  double hostMapDuringCopy = 0;   // map and access while a copy runs
+  double unmapEachDuringCopy = 0; // unmap while a copy runs
+  double mapEach = 0;             // create, map and set access of a device page
+  double unmapEach = 0;           // one cuMemUnmap per page
+  double releaseEach = 0;
+  double unmapRangePerPage = 0; // one cuMemUnmap over the run
+  // Seconds in all.
+  double copySeconds = 0; // a 1 GiB device-to-host copy
+  double unmapDuringCopy = 0;
+  double releaseDuringCopy = 0;
+  double mapDuringCopy = 0;
+};
+
+Json vmmCostsJson(const VmmCosts& costs);
+
+} // namespace mqx::bench

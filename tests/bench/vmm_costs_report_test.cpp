@@ -1,0 +1,50 @@
+// bench/gpu/vmm_costs_report: what mqx-vmm-costs prints.
+#include "vmm_costs_report.hpp"
+
+#include <gtest/gtest.h>
+
+#include "awkward_text.hpp"
+
+namespace mqx::bench {
+namespace {
+
+TEST(VmmCostsReport, EveryFieldParsesBackInMilliseconds) {
+  VmmCosts costs;
+  costs.device = "NVIDIA H100 " + test::kAwkwardText;
+  costs.pageMiB = 8;
+  costs.pages = 64;
+  costs.hostMapEach = 0.0000348123;
+  costs.hostMapOnly = 0.00001;
+  costs.hostAccessRange = 0.00002;
+  costs.hostMapDuringCopy = 0.00003;
+  costs.unmapEachDuringCopy = 0.00004;
+  costs.mapEach = 0.00005;
+  costs.unmapEach = 0.0000165;
+  costs.releaseEach = 0.0000125;
+  costs.unmapRangePerPage = 0.0000157;
+  costs.copySeconds = 0.0194904999;
+  costs.unmapDuringCopy = 0.000161;
+  costs.releaseDuringCopy = 0.000114;
+  costs.mapDuringCopy = 0.001075;
+  const Json parsed = Json::parse(jsonText(vmmCostsJson(costs)));
+  EXPECT_EQ(parsed.size(), 16u);
+  EXPECT_EQ(parsed["device"], costs.device);
+  EXPECT_EQ(parsed["page_MiB"], 8);
+  EXPECT_EQ(parsed["pages"], 64);
+  EXPECT_EQ(parsed["host_block_map_access_ms_per_page"], 0.0348);
+  EXPECT_EQ(parsed["host_block_map_only_ms_per_page"], 0.01);
+  EXPECT_EQ(parsed["host_block_access_over_range_ms_per_page"], 0.02);
+  EXPECT_EQ(parsed["host_block_map_access_during_copy_ms_per_page"], 0.03);
+  EXPECT_EQ(parsed["unmap_during_copy_ms_per_page_of_64"], 0.04);
+  EXPECT_EQ(parsed["map_create_access_ms_per_page"], 0.05);
+  EXPECT_EQ(parsed["unmap_ms_per_page_one_call_each"], 0.0165);
+  EXPECT_EQ(parsed["release_ms_per_page"], 0.0125);
+  EXPECT_EQ(parsed["unmap_ms_per_page_one_call_over_range"], 0.0157);
+  EXPECT_EQ(parsed["d2h_1GiB_copy_ms"], 19.49);
+  EXPECT_EQ(parsed["unmap_during_copy_ms"], 0.161);
+  EXPECT_EQ(parsed["release_during_copy_ms"], 0.114);
+  EXPECT_EQ(parsed["map_during_copy_ms"], 1.075);
+}
+
+} // namespace
+} // namespace mqx::bench
