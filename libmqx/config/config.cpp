@@ -1,5 +1,6 @@
 #include "config/config.hpp"
 #include "config/config_keys.hpp"
+#include "config/installed_config.hpp"
 
 #include <toml++/toml.h>
 
@@ -684,19 +685,28 @@ std::string readConfigFile(const std::string& path, const std::string& key) {
   return text;
 }
 
-Config loadConfig(const std::map<std::string, std::string>& environment, const std::optional<std::string>& path) {
+Config loadConfig(const std::map<std::string, std::string>& environment, const std::optional<std::string>& path,
+                  const std::optional<std::string>& installedFile) {
   Config config;
   if (path) {
     config = parseConfig(readConfigFile(*path, "path"), *path);
   } else if (auto it = environment.find("MQX_CONFIG"); it != environment.end() && !it->second.empty()) {
     config = parseConfig(readConfigFile(it->second, "MQX_CONFIG"), it->second);
+  } else if (installedFile) {
+    // Nobody named this file: say which one it was.
+    try {
+      config = parseConfig(readConfigFile(*installedFile, "the installed configuration"), *installedFile);
+    } catch (const ConfigError& error) {
+      throw ConfigError(fmt::format("{} (in {}, the installed configuration; MQX_CONFIG names another)", error.what(),
+                                    *installedFile));
+    }
   }
   applyEnvironment(config, environment);
   warnAboutUnknownVariables(environment, config.logLevel);
   return config;
 }
 
-Config loadConfig() { return loadConfig(processEnvironment()); }
+Config loadConfig() { return loadConfig(processEnvironment(), std::nullopt, installedConfigFile()); }
 
 std::string toString(ReplacementKind kind) { return choiceName(kind); }
 

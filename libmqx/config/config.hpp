@@ -91,14 +91,18 @@ void applyEnvironment(Config& config, const std::map<std::string, std::string>& 
 std::map<std::string, std::string> processEnvironment();
 
 // Loads the configuration the way a process does at start: the file named by
-// MQX_CONFIG (if set), then environment overrides. Throws ConfigError.
+// MQX_CONFIG (if set), else the one installed with mqx (installedConfigFile:
+// PREFIX/etc/mqx/mqx.toml, /etc/mqx/mqx.toml for /usr; none in a build
+// tree), then environment overrides. Throws ConfigError.
 Config loadConfig();
 
 // The same from `environment`, with the file `path` in place of MQX_CONFIG
-// when given (Python's mqx.load_config). Warns once per process about each
-// MQX_* variable that names no key (unknownVariables).
+// when given (Python's mqx.load_config), and `installedFile` read when
+// neither names one. Warns once per process about each MQX_* variable that
+// names no key (unknownVariables).
 Config loadConfig(const std::map<std::string, std::string>& environment,
-                  const std::optional<std::string>& path = std::nullopt);
+                  const std::optional<std::string>& path = std::nullopt,
+                  const std::optional<std::string>& installedFile = std::nullopt);
 
 // The largest configuration file mqx reads. The default file is about 8 KiB;
 // the bound keeps a mistaken MQX_CONFIG (/dev/zero, a log file) from reading

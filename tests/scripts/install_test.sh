@@ -70,6 +70,16 @@ grep -q '^advice ' "$scratch/consumer.out" || fail "the consumer printed: $(cat 
 out=$(MQX_DAEMON_INSTANCE="install-test-$$" "$prefix/bin/mqx-run" --allow-no-daemon -- /bin/echo installed-run 2>&1) ||
   fail "mqx-run --allow-no-daemon exited $?: $out"
 grep -q installed-run <<<"$out" || fail "mqx-run did not run the program: $out"
+# The installed programs read the installed configuration with no MQX_CONFIG:
+# a key broken on purpose there stops mqx-run with a line naming the file.
+cp "$prefix/etc/mqx/mqx.toml" "$scratch/mqx.toml.saved"
+printf '[no_such_section]\nkey = 1\n' >> "$prefix/etc/mqx/mqx.toml"
+if out=$(env -u MQX_CONFIG MQX_DAEMON_INSTANCE="install-test-$$" "$prefix/bin/mqx-run" --allow-no-daemon -- /bin/true 2>&1); then
+  fail "mqx-run ignored the installed configuration $prefix/etc/mqx/mqx.toml: $out"
+fi
+grep -q "no_such_section.*$prefix/etc/mqx/mqx.toml" <<<"$out" || fail "the error does not name the installed file: $out"
+cp "$scratch/mqx.toml.saved" "$prefix/etc/mqx/mqx.toml"
+
 # The Python package, where the build has it: it imports from the installed
 # tree alone, finds the installed programs (not the build's) and names the
 # same version.

@@ -13,6 +13,7 @@
 
 #include "config/config.hpp"
 #include "config/config_keys.hpp"
+#include "config/installed_config.hpp"
 
 namespace mqx {
 namespace {
@@ -239,6 +240,45 @@ TEST(ConfigFile, DirectoryIsAnErrorNotTheDefaults) {
     EXPECT_NE(std::string(error.what()).find("mqx config: path: '" + directory.path().string() + "'"),
               std::string::npos)
         << error.what();
+  }
+}
+
+// An installed mqx (cmake --install, the .deb) reads PREFIX/etc/mqx/mqx.toml
+// when MQX_CONFIG names no file; a build tree keeps the defaults (issue 18).
+TEST(ConfigFile, TheInstalledConfigurationIsFoundNextToTheInstalledPrograms) {
+  ScratchDirectory directory;
+  const auto prefix = directory.path() / "prefix";
+  std::filesystem::create_directories(prefix / "bin");
+  std::filesystem::create_directories(prefix / "lib" / "x86_64-linux-gnu");
+  EXPECT_EQ(installedConfigFileFor(prefix / "bin" / "mqxd"), std::nullopt) << "no file installed yet";
+  std::filesystem::create_directories(prefix / "etc" / "mqx");
+  const auto file = prefix / "etc" / "mqx" / "mqx.toml";
+  std::ofstream(file) << "[daemon]\ncapacity = \"24MiB\"\n";
+  for (const auto& object : {prefix / "bin" / "mqxd", prefix / "bin" / "mqx-run", prefix / "lib" / "libmqx.so",
+                             prefix / "lib" / "x86_64-linux-gnu" / "libmqx.so"})
+    EXPECT_EQ(installedConfigFileFor(object), std::optional(file.string())) << object;
+  EXPECT_EQ(installedConfigFileFor(prefix / "share" / "mqxd"), std::nullopt) << "only bin/ and lib/ are installed";
+  EXPECT_EQ(installedConfigFileFor(directory.path() / "build" / "bin" / "mqxd"), std::nullopt)
+      << "a build tree has no etc/";
+  // The prefix /usr keeps its configuration in /etc.
+  const bool etcHasOne = std::filesystem::exists("/etc/mqx/mqx.toml");
+  EXPECT_EQ(installedConfigFileFor("/usr/bin/mqxd").has_value(), etcHasOne);
+
+  // MQX_CONFIG (or Python's path) wins over the installed file; without
+  // them the installed file is read, and the environment still overrides.
+  const std::string other = (directory.path() / "other.toml").string();
+  std::ofstream(other) << "[daemon]\ncapacity = \"8MiB\"\n";
+  EXPECT_EQ(loadConfig({}, std::nullopt, file.string()).daemonCapacity, 24u << 20);
+  EXPECT_EQ(loadConfig({{"MQX_CONFIG", other}}, std::nullopt, file.string()).daemonCapacity, 8u << 20);
+  EXPECT_EQ(loadConfig({}, other, file.string()).daemonCapacity, 8u << 20);
+  EXPECT_EQ(loadConfig({{"MQX_DAEMON_CAPACITY", "4MiB"}}, std::nullopt, file.string()).daemonCapacity, 4u << 20);
+  // A broken installed file is an error naming it, not the defaults.
+  std::ofstream(file) << "[daemon]\ncapacty = 1\n";
+  try {
+    loadConfig({}, std::nullopt, file.string());
+    FAIL() << "a broken installed configuration loaded";
+  } catch (const ConfigError& error) {
+    EXPECT_NE(std::string(error.what()).find(file.string()), std::string::npos) << error.what();
   }
 }
 
