@@ -17,4 +17,6 @@ err=$("$run_peers" --systems native,bogus --out "$scratch/x.json" 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -q "unknown system 'bogus'" <<<"$err" || fail "--systems bogus: exit $rc, $err"
 err=$("$run_peers" --fractions 0.5,abc --out "$scratch/x.json" 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -q "fractions" <<<"$err" || fail "--fractions abc: exit $rc, $err"
+err=$("$run_peers" --workloads matrix,bogus --out "$scratch/x.json" 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -q "unknown workload" <<<"$err" || fail "--workloads bogus: exit $rc, $err"
 echo PASS
