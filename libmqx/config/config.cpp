@@ -1,6 +1,6 @@
 #include "config/config.hpp"
 #include "config/config_keys.hpp"
-#include "config/installed_config.hpp"
+#include "config/config_names.hpp"
 
 #include <toml++/toml.h>
 
@@ -381,51 +381,6 @@ const std::map<std::string, KeyHandler>& keyTable() {
   return table;
 }
 
-// The project's MQX_* environment variables that are not configuration keys:
-// unknownVariables warns about every other MQX_* variable that names no key,
-// so a variable the project starts to read belongs here.
-const std::set<std::string>& otherVariables() {
-  static const std::set<std::string> names = {
-      "MQX_CONFIG",                  // the configuration file (loadConfig)
-      "MQX_LIBRARY",                 // mqx-run: the libmqx.so it preloads
-      "MQX_QUERY_SLOT",              // mqx-run to its query: the admission record
-      "MQX_BIN_DIR",                 // python/mqx/binaries.py: where mqxd and mqx-run are
-      "MQX_BUILD_DIR",               // scripts/build, scripts/test, scripts/demo
-      "MQX_JOBS",                    // scripts/build, scripts/test
-      "MQX_GPU_BUILD",               // tools/gpu-check, tools/gpu-samples
-      "MQX_REBUILD",                 // tools/gpu-samples
-      "MQX_GPU_CHECK_SAMPLES",       // tools/gpu-check
-      "MQX_GPU_CHECK_PYTHON",        // tools/gpu-check
-      "MQX_SAMPLES_BUILD",           // tools/gpu-samples
-      "MQX_SAMPLES_SKIP",            // tools/gpu-samples
-      "MQX_CUDA_SAMPLES",            // scripts/test: where the cuda-samples are
-      "MQX_CUDA_SAMPLES_LIMIT",      // scripts/test
-      "MQX_SOAK_LONG",               // tests/faults/ssb_soak_test
-      "MQX_SOAK_ROUNDS",             // tests/faults/ssb_soak_test
-      "MQX_SOAK_RESULTS",            // tests/faults/ssb_soak_test
-      "MQX_SSB_SOAK_DATA",           // tests/faults/ssb_soak_test
-      "MQX_COMMIT",                  // bench/ssb/experiments
-      "MQX_PIP_BUILD_DIR",           // python/setup.py
-      "MQX_PIP_CMAKE_ARGS",          // python/setup.py
-      "MQX_PIP_JOBS",                // python/setup.py
-      "MQX_PIP_SOURCE_DIR",          // python/setup.py
-      "MQX_WHEEL_PYTHON",            // tests/scripts/wheel_test.sh
-      "MQX_WHEEL_BUILD_DIR",         // tests/scripts/wheel_test.sh
-      "MQX_FAULT_SEED",              // tests/faults
-      "MQX_SSB_GPU_TEST_DATA",       // tests/ssb_gpu
-      "MQX_TEST_VERBOSE",            // tests/unit/differential_test
-      "MQX_TEST_LOG",                // tests/unit/differential_test
-      "MQX_TEST_CHECK_EVERY_STEP",   // tests/unit/differential_test
-      "MQX_DIFFERENTIAL_SEQUENCES",  // tests/unit/differential_test
-      "MQX_DIFFERENTIAL_FIRST_SEED", // tests/unit/differential_test
-      "MQX_PEERS_DEVICE_GIB",        // tools/gpu-peers
-      "MQX_PEERS_PYTHON",            // tools/gpu-peers
-      "MQX_PEERS_STEPS",             // tools/gpu-peers
-      "MQX_PEERS_TIMEOUT",           // tools/gpu-peers
-  };
-  return names;
-}
-
 std::string upper(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::toupper(c); });
   return text;
@@ -451,68 +406,6 @@ std::string variableOf(const std::string& key) {
   return name;
 }
 
-std::size_t editDistance(const std::string& from, const std::string& to) {
-  std::vector<std::size_t> previous(to.size() + 1), current(to.size() + 1);
-  for (std::size_t j = 0; j <= to.size(); ++j)
-    previous[j] = j;
-  for (std::size_t i = 1; i <= from.size(); ++i) {
-    current[0] = i;
-    for (std::size_t j = 1; j <= to.size(); ++j)
-      current[j] =
-          std::min({previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (from[i - 1] == to[j - 1] ? 0 : 1)});
-    std::swap(previous, current);
-  }
-  return previous[to.size()];
-}
-
-// The key variable closest to a misspelled `name`, when one is close (a
-// quarter of its letters or fewer changed); else "".
-std::string closestVariable(const std::string& name) {
-  std::string best;
-  std::size_t bestDistance = name.size() / 4 + 1;
-  for (const auto& [key, handler] : keyTable()) {
-    const std::string variable = variableOf(key);
-    if (const std::size_t distance = editDistance(name, variable); distance < bestDistance) {
-      best = variable;
-      bestDistance = distance;
-    }
-  }
-  return best;
-}
-
-// Each unknown variable is reported once per process, however often the
-// process loads its configuration (libmqx.so does, from the hooks and from
-// the advice API).
-void warnAboutUnknownVariables(const std::map<std::string, std::string>& environment, LogLevel level) {
-  static std::mutex mutex;
-  static std::set<std::string> warned;
-  for (const std::string& name : unknownVariables(environment)) {
-    {
-      std::lock_guard lock(mutex);
-      if (!warned.insert(name).second) continue;
-    }
-    if (static_cast<int>(level) < static_cast<int>(LogLevel::Warn)) continue;
-    const std::string closest = closestVariable(name);
-    writeLog(LogLevel::Warn, oneLine(fmt::format("mqx config: {}: names no configuration key, ignored{}", name,
-                                                 closest.empty() ? "" : " (did you mean " + closest + "?)")));
-  }
-}
-
-// Closes a descriptor when it goes out of scope.
-class FileDescriptor {
-public:
-  explicit FileDescriptor(int descriptor) : descriptor_(descriptor) {}
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  ~FileDescriptor() {
-    if (descriptor_ >= 0) ::close(descriptor_);
-  }
-  int get() const { return descriptor_; }
-
-private:
-  int descriptor_;
-};
-
 void validate(const Config& config) {
   // Both are powers of two, so "not larger" means "divides".
   if (config.simGranularity > config.pageSize) fail("sim.granularity", "must not exceed memory.page_size");
@@ -533,6 +426,18 @@ void applyTable(Config& config, const toml::table& table, const std::string& pre
 }
 
 } // namespace
+
+namespace config_detail {
+const std::map<std::string, std::string>& sectionPrefixes() { return mqx::sectionPrefixes(); }
+std::string variableOf(const std::string& key) { return mqx::variableOf(key); }
+std::string oneLine(const std::string& text) { return mqx::oneLine(text); }
+std::vector<std::string> configKeys() {
+  std::vector<std::string> keys;
+  for (const auto& [key, handler] : keyTable())
+    keys.push_back(key);
+  return keys;
+}
+} // namespace config_detail
 
 std::size_t parseSize(const std::string& text, const std::string& key) {
   static const std::vector<std::pair<std::string, std::size_t>> units = {
@@ -639,74 +544,6 @@ std::map<std::string, std::string> processEnvironment() {
   }
   return result;
 }
-
-std::vector<std::string> unknownVariables(const std::map<std::string, std::string>& environment) {
-  std::vector<std::string> unknown;
-  for (const auto& entry : environment) {
-    // Not a structured binding: clang 14 (the fuzzers' compiler) cannot
-    // capture one in a lambda.
-    const std::string& name = entry.first;
-    if (!name.starts_with("MQX_") || otherVariables().contains(name)) continue;
-    const bool namesASection = std::any_of(sectionPrefixes().begin(), sectionPrefixes().end(),
-                                           [&](const auto& prefix) { return name.starts_with(prefix.first); });
-    if (!namesASection) unknown.push_back(name);
-  }
-  return unknown;
-}
-
-std::string readConfigFile(const std::string& path, const std::string& key) {
-  // Opened without blocking (a FIFO would wait for a writer) and checked on
-  // the descriptor, so that what is read is what was checked.
-  const FileDescriptor file(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
-  if (file.get() < 0) fail(key, fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
-  struct stat status {};
-  if (::fstat(file.get(), &status) != 0) fail(key, fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
-  if (S_ISDIR(status.st_mode)) fail(key, fmt::format("'{}' is a directory, not a configuration file", path));
-  if (!S_ISREG(status.st_mode))
-    fail(key, fmt::format("'{}' is not a regular file (a device, pipe or socket), not a configuration file", path));
-  const std::string tooLarge =
-      fmt::format("'{}' is larger than {} KiB, not a configuration file", path, kMaxConfigFileBytes >> 10);
-  if (static_cast<std::uintmax_t>(status.st_size) > kMaxConfigFileBytes) fail(key, tooLarge);
-  // Read up to one byte past the bound: a regular file may still grow, and
-  // some (in /proc) claim a size of 0.
-  std::string text(kMaxConfigFileBytes + 1, '\0');
-  std::size_t used = 0;
-  while (used < text.size()) {
-    const ssize_t count = ::read(file.get(), text.data() + used, text.size() - used);
-    if (count == 0) break;
-    if (count < 0) {
-      if (errno == EINTR) continue;
-      fail(key, fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
-    }
-    used += static_cast<std::size_t>(count);
-  }
-  if (used > kMaxConfigFileBytes) fail(key, tooLarge);
-  text.resize(used);
-  return text;
-}
-
-Config loadConfig(const std::map<std::string, std::string>& environment, const std::optional<std::string>& path,
-                  const std::optional<std::string>& installedFile) {
-  Config config;
-  if (path) {
-    config = parseConfig(readConfigFile(*path, "path"), *path);
-  } else if (auto it = environment.find("MQX_CONFIG"); it != environment.end() && !it->second.empty()) {
-    config = parseConfig(readConfigFile(it->second, "MQX_CONFIG"), it->second);
-  } else if (installedFile) {
-    // Nobody named this file: say which one it was.
-    try {
-      config = parseConfig(readConfigFile(*installedFile, "the installed configuration"), *installedFile);
-    } catch (const ConfigError& error) {
-      throw ConfigError(fmt::format("{} (in {}, the installed configuration; MQX_CONFIG names another)", error.what(),
-                                    *installedFile));
-    }
-  }
-  applyEnvironment(config, environment);
-  warnAboutUnknownVariables(environment, config.logLevel);
-  return config;
-}
-
-Config loadConfig() { return loadConfig(processEnvironment(), std::nullopt, installedConfigFile()); }
 
 std::string toString(ReplacementKind kind) { return choiceName(kind); }
 

@@ -122,6 +122,11 @@ std::string readConfigFile(const std::string& path, const std::string& key);
 // (MQX_DAEMON_CAPACTIY) is not here: applyEnvironment refuses it.
 std::vector<std::string> unknownVariables(const std::map<std::string, std::string>& environment);
 
+// Warns about each of unknownVariables(environment) once per process
+// (libmqx.so loads its configuration from the hooks and the advice API),
+// naming the closest key variable, when `level` lets warnings through.
+void warnAboutUnknownVariables(const std::map<std::string, std::string>& environment, LogLevel level);
+
 // TOML text mqx accepts: ASCII only. Throws ConfigError "<where>:line:column:
 // ..." at the first other byte. toml++ 3.3 (Debian 12) reaches
 // __builtin_unreachable on some non-ASCII characters (U+00A1..U+0499 among
