@@ -6,6 +6,7 @@
 # its program runs (a no-op without libmqx), and a query under the installed
 # mqx-run runs with --allow-no-daemon. Issue 18.
 set -uo pipefail
+source "$(dirname "$0")/sim_query.sh"
 build=$(realpath "${1:?build folder}")
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
@@ -95,4 +96,5 @@ if ls "$build"/python/mqx/_mqx*.so > /dev/null 2>&1; then
   [ "${python_version#python -m mqx }" = "${daemon_version#mqxd }" ] ||
     fail "versions differ: '$python_version' / '$daemon_version'"
 fi
+run_sim_query "$prefix/bin" "$build" || fail "a query on the simulated device under the installed programs"
 echo "PASS: installed into $prefix; $daemon_version"

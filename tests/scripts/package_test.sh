@@ -5,6 +5,7 @@
 # their version and mqx-run runs a program. Issue 18. Skips (77) without
 # dpkg-deb.
 set -uo pipefail
+source "$(dirname "$0")/sim_query.sh"
 build=$(realpath "${1:?build folder}")
 command -v dpkg-deb > /dev/null || { echo "skipped: no dpkg-deb"; exit 77; }
 scratch=$(mktemp -d)
@@ -44,4 +45,5 @@ version=$("$scratch/root/usr/bin/mqxd" --version) || fail "the packaged mqxd --v
 out=$(MQX_DAEMON_INSTANCE="package-test-$$" "$scratch/root/usr/bin/mqx-run" --allow-no-daemon -- /bin/echo packaged-run 2>&1) ||
   fail "the packaged mqx-run exited $?: $out"
 grep -q packaged-run <<<"$out" || fail "the packaged mqx-run did not run the program: $out"
+run_sim_query "$scratch/root/usr/bin" "$build" || fail "a query on the simulated device under the packaged programs"
 echo "PASS: $(basename "$package"): $version; $(grep '^Depends:' <<<"$control")"
