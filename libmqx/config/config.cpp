@@ -200,11 +200,9 @@ std::uint64_t readBoundedInteger(const RawValue& value, const std::string& key, 
 // The names of every choice key's values: the parser reads them, toString and
 // configValues write them.
 const Choices<ReplacementKind>& choicesOf(ReplacementKind) {
-  static const Choices<ReplacementKind> choices = {{"cdr", ReplacementKind::Cdr},
-                                                   {"lru", ReplacementKind::Lru},
-                                                   {"mru", ReplacementKind::Mru},
-                                                   {"lfu", ReplacementKind::Lfu},
-                                                   {"random", ReplacementKind::Random}};
+  static const Choices<ReplacementKind> choices = {
+      {"cdr", ReplacementKind::Cdr}, {"lru", ReplacementKind::Lru},       {"mru", ReplacementKind::Mru},
+      {"lfu", ReplacementKind::Lfu}, {"random", ReplacementKind::Random}, {"adaptive", ReplacementKind::Adaptive}};
   return choices;
 }
 

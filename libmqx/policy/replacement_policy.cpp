@@ -18,6 +18,7 @@ std::unique_ptr<ReplacementPolicy> makeReplacementPolicy(const PolicyOptions& op
   case ReplacementKind::Mru: return makeMruPolicy();
   case ReplacementKind::Lfu: return makeLfuPolicy();
   case ReplacementKind::Random: return makeRandomPolicy(options.randomSeed);
+  case ReplacementKind::Adaptive: return makeScanResistantPolicy(makeCdrPolicy(options.latencyFactor));
   }
   return makeCdrPolicy(options.latencyFactor);
 }

@@ -34,6 +34,9 @@ std::unique_ptr<ReplacementPolicy> makeLruPolicy();
 std::unique_ptr<ReplacementPolicy> makeMruPolicy();
 std::unique_ptr<ReplacementPolicy> makeLfuPolicy();
 std::unique_ptr<ReplacementPolicy> makeRandomPolicy(std::uint64_t seed);
+// `base`, switching to MRU while the references form a scan larger than the
+// device (scan_resistant_policy.cpp): policy.replacement = "adaptive" wraps CDR.
+std::unique_ptr<ReplacementPolicy> makeScanResistantPolicy(std::unique_ptr<ReplacementPolicy> base);
 
 // Which policy to make, with its parameters (policy.* in configs/default.toml,
 // whose defaults these are).

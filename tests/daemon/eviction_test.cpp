@@ -29,7 +29,7 @@ TEST_P(Oversubscribed, EightProcessesAtThreeTimesTheBudgetFinishCorrectly) {
   EXPECT_GT(segment_->state().bytesEvictedForOthers, 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Policies, Oversubscribed, ::testing::Values("cdr", "lru", "mru", "lfu", "random"));
+INSTANTIATE_TEST_SUITE_P(Policies, Oversubscribed, ::testing::Values("cdr", "lru", "mru", "lfu", "random", "adaptive"));
 
 // Global victim selection (paper §6): the victim is chosen among every
 // process's regions. A holds one cold, clean region; B needs memory for its

@@ -412,7 +412,9 @@ INSTANTIATE_TEST_SUITE_P(AllPolicies, DifferentialPolicies,
                                            PolicyCase{ReplacementKind::Lfu, EvictionGranularity::Region},
                                            PolicyCase{ReplacementKind::Lfu, EvictionGranularity::Page},
                                            PolicyCase{ReplacementKind::Random, EvictionGranularity::Region},
-                                           PolicyCase{ReplacementKind::Random, EvictionGranularity::Page}),
+                                           PolicyCase{ReplacementKind::Random, EvictionGranularity::Page},
+                                           PolicyCase{ReplacementKind::Adaptive, EvictionGranularity::Region},
+                                           PolicyCase{ReplacementKind::Adaptive, EvictionGranularity::Page}),
                          [](const auto& info) {
                            return toString(info.param.policy) + (info.param.granularity == EvictionGranularity::Page
                                                                      ? std::string("Page")

@@ -2,7 +2,10 @@
 // paper's reasoning about CDR's e term (§4.2).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <set>
+#include <vector>
 
 #include "config/config.hpp"
 #include "policy/replacement_policy.hpp"
@@ -77,10 +80,92 @@ TEST(RandomPolicy, IsSeededAndCoversAllCandidates) {
   EXPECT_EQ(seen.size(), 3U);
 }
 
+// A device of `capacity` equal, dirty units under `policy`: the misses of
+// the reference string (each a load, and a write-back once full), as the
+// residency manager would ask the policy (every resident unit a candidate).
+std::size_t misses(ReplacementPolicy& policy, std::size_t capacity, const std::vector<std::uint64_t>& references) {
+  struct Resident {
+    std::uint64_t lastUse = 0, useCount = 0;
+  };
+  std::vector<std::pair<std::uint64_t, Resident>> resident;
+  std::size_t count = 0;
+  std::uint64_t now = 0;
+  for (std::uint64_t id : references) {
+    ++now;
+    auto it = std::find_if(resident.begin(), resident.end(), [&](const auto& entry) { return entry.first == id; });
+    if (it == resident.end()) {
+      ++count;
+      if (resident.size() == capacity) {
+        std::vector<EvictionCandidate> list;
+        for (const auto& [unit, state] : resident)
+          list.push_back(candidate(unit, MiB, MiB, state.lastUse, state.useCount));
+        resident.erase(resident.begin() + static_cast<std::ptrdiff_t>(policy.chooseVictim(list)));
+      }
+      resident.push_back({id, {}});
+      it = resident.end() - 1;
+    }
+    it->second.lastUse = now;
+    ++it->second.useCount;
+  }
+  return count;
+}
+
+std::vector<std::uint64_t> cyclicScan(std::uint64_t units, std::size_t passes) {
+  std::vector<std::uint64_t> references;
+  for (std::size_t pass = 0; pass < passes; ++pass)
+    for (std::uint64_t unit = 0; unit < units; ++unit)
+      references.push_back(unit);
+  return references;
+}
+
+// 80% of the references to a hot fifth of the units (bench/peers's random
+// reuse), seeded.
+std::vector<std::uint64_t> hotSetReuse(std::uint64_t units, std::size_t count, unsigned seed) {
+  std::mt19937 random(seed);
+  const std::uint64_t hot = units / 5;
+  std::vector<std::uint64_t> references;
+  for (std::size_t i = 0; i < count; ++i)
+    references.push_back(random() % 5 != 0 ? random() % hot : hot + random() % (units - hot));
+  return references;
+}
+
+TEST(AdaptivePolicy, ResistsScansLargerThanTheDevice) {
+  // 130 and 200 units over 100 slots, 20 passes: recency orders miss every
+  // reference after the first pass; MRU keeps most of the cycle.
+  for (const std::uint64_t units : {130U, 200U}) {
+    const auto references = cyclicScan(units, 20);
+    auto cdr = makeCdrPolicy(0.01);
+    auto mru = makeMruPolicy();
+    auto adaptive = makeReplacementPolicy(PolicyOptions{ReplacementKind::Adaptive, 0.01, 0});
+    const std::size_t byCdr = misses(*cdr, 100, references);
+    const std::size_t byMru = misses(*mru, 100, references);
+    const std::size_t byAdaptive = misses(*adaptive, 100, references);
+    EXPECT_EQ(byCdr, references.size());
+    EXPECT_LT(byAdaptive, byMru * 5 / 4) << units << " units: CDR " << byCdr << ", MRU " << byMru;
+    EXPECT_LT(byAdaptive, byCdr * 2 / 3) << units << " units: CDR " << byCdr << ", MRU " << byMru;
+  }
+}
+
+TEST(AdaptivePolicy, KeepsCdrsChoicesOnHotSetReuse) {
+  // Where MRU throws the hot fifth out, the adaptive policy stays with CDR.
+  for (const std::uint64_t units : {115U, 150U, 200U}) {
+    const unsigned seed = 7 + static_cast<unsigned>(units);
+    const auto references = hotSetReuse(units, 20000, seed);
+    auto cdr = makeCdrPolicy(0.01);
+    auto mru = makeMruPolicy();
+    auto adaptive = makeReplacementPolicy(PolicyOptions{ReplacementKind::Adaptive, 0.01, 0});
+    const std::size_t byCdr = misses(*cdr, 100, references);
+    const std::size_t byMru = misses(*mru, 100, references);
+    const std::size_t byAdaptive = misses(*adaptive, 100, references);
+    EXPECT_LE(byAdaptive, byCdr * 11 / 10) << units << " units, seed " << seed << ": MRU " << byMru;
+    EXPECT_LT(byAdaptive, byMru) << units << " units, seed " << seed << ": CDR " << byCdr;
+  }
+}
+
 TEST(PolicyFactory, FollowsTheConfiguration) {
   Config config;
   for (auto kind : {ReplacementKind::Cdr, ReplacementKind::Lru, ReplacementKind::Mru, ReplacementKind::Lfu,
-                    ReplacementKind::Random}) {
+                    ReplacementKind::Random, ReplacementKind::Adaptive}) {
     config.replacement = kind;
     EXPECT_EQ(makeReplacementPolicy(config)->name(), toString(kind));
     EXPECT_EQ(makeReplacementPolicy(PolicyOptions{kind, 0.01, 0})->name(), toString(kind));
