@@ -26,9 +26,11 @@
 #include "config/config.hpp"
 #include "core/memory_manager.hpp"
 #include "device/sim/sim_backend.hpp"
-#include "embedded/backend_options.hpp"
-#include "ipc/daemon_client.hpp"
+#include "embedded/runtime_options.hpp"
+#include "ipc/admission_client.hpp"
+#include "ipc/node_membership.hpp"
 #include "ipc/node_state.hpp"
+#include "ipc/shared_device_budget.hpp"
 #include "ipc/shared_segment.hpp"
 #include "launch_path_report.hpp"
 
@@ -155,7 +157,8 @@ int main(int argc, char** argv) {
   config.deviceMemoryLimit = std::size_t{1} << 30;
   config.daemonInstance = "bench" + std::to_string(getpid());
   Daemon daemon(config.daemonInstance);
-  auto client = mqx::ipc::DaemonClient::connect(config, mqx::ipc::DaemonClient::Role::Memory, "launch-path-bench");
+  auto client = mqx::ipc::NodeMembership::connect(mqx::embedded::nodeOptions(config),
+                                                  mqx::ipc::NodeMembership::Role::Memory, "launch-path-bench");
   if (client == nullptr) {
     std::fprintf(stderr, "mqx-launch-path-bench: cannot join the node\n");
     return 1;
@@ -168,7 +171,9 @@ int main(int argc, char** argv) {
   std::printf(
       "| regions per launch | alone CPU ns/launch | with mqxd CPU ns/launch | difference |\n|---|---|---|---|\n");
   LaunchBench alone(config, nullptr);
-  LaunchBench member(config, client->budget());
+  LaunchBench member(config, std::make_shared<mqx::ipc::SharedDeviceBudget>(
+                                 client, std::make_shared<mqx::ipc::AdmissionClient>(
+                                             client, mqx::embedded::admissionOptions(config))));
   for (int referenced : {1, 4, 16}) {
     // Alternating runs: drift of the machine's load falls on both alike.
     std::vector<double> aloneRuns, nodeRuns;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/memory_manager.hpp"
-#include "embedded/backend_options.hpp"
+#include "embedded/runtime_options.hpp"
 #include "hook/host_memory_hooks.hpp"
 
 namespace mqx::bench {

@@ -28,7 +28,7 @@
 #include "device/sim/sim_backend.hpp"
 
 namespace mqx::ipc {
-class DaemonClient;
+class NodeMembership;
 }
 
 namespace mqx::embedded {
@@ -49,11 +49,11 @@ public:
   device::SimBackend& backend() { return *backend_; }
   const Config& config() const { return config_; }
   // Whether the device budget is the node's (a daemon runs and was joined).
-  bool onNode() const { return client_ != nullptr; }
+  bool onNode() const { return membership_ != nullptr; }
 
 private:
   Config config_;
-  std::shared_ptr<ipc::DaemonClient> client_;
+  std::shared_ptr<ipc::NodeMembership> membership_;
   std::unique_ptr<device::SimBackend> backend_;
   std::unique_ptr<MemoryManager> manager_;
 };

@@ -6,11 +6,14 @@
 #include <mutex>
 
 #include "common/log.hpp"
+#include "embedded/runtime_options.hpp"
 #include "hook/host_memory_hooks.hpp"
 #include "hook/node_membership.hpp"
-#include "ipc/daemon_client.hpp"
+#include "ipc/admission_client.hpp"
 #include "ipc/launch_tuning_client.hpp"
 #include "ipc/manager_activity.hpp"
+#include "ipc/node_membership.hpp"
+#include "ipc/shared_device_budget.hpp"
 
 namespace mqx::hook {
 
@@ -20,22 +23,29 @@ using device::cuda::DriverApi;
 
 namespace {
 
-// Membership of mqxd's node, when one runs (docs/daemon.md). Leaked on
-// purpose like the Runtime: the budget it backs is used until exit. Joined
-// once, by the first of activation and the advice API
+// Membership of mqxd's node, when one runs (docs/daemon.md), and the
+// admission client of the query this process runs for (its demand). Leaked
+// on purpose like the Runtime: the budget it backs is used until exit.
+// Joined once, by the first of activation and the advice API
 // (mqx_declare_operator may come before the process's first CUDA call).
-std::shared_ptr<ipc::DaemonClient>* nodeClient = nullptr;
+struct NodeJoin {
+  std::shared_ptr<ipc::NodeMembership> membership;
+  std::shared_ptr<ipc::AdmissionClient> queryAdmission;
+};
+NodeJoin* nodeJoin = nullptr;
 std::once_flag nodeJoinOnce;
 
 void joinNodeOnce(const Config& config) {
   std::call_once(nodeJoinOnce, [&config] {
     try {
-      auto client = ipc::DaemonClient::connect(config, ipc::DaemonClient::Role::Memory, program_invocation_short_name);
-      if (client == nullptr) return;
-      nodeClient = new std::shared_ptr<ipc::DaemonClient>(client);
+      auto membership = ipc::NodeMembership::connect(embedded::nodeOptions(config), ipc::NodeMembership::Role::Memory,
+                                                     program_invocation_short_name);
+      if (membership == nullptr) return;
+      auto admission = std::make_shared<ipc::AdmissionClient>(membership, embedded::admissionOptions(config));
+      nodeJoin = new NodeJoin{std::move(membership), std::move(admission)};
       // A process that never activates leaves at exit too (leave() is
       // idempotent: activation's exit handler calls it as well).
-      std::atexit([] { (*nodeClient)->leave(); });
+      std::atexit([] { nodeJoin->membership->leave(); });
     } catch (const std::exception& error) {
       log(LogLevel::Warn, "cannot join mqxd's node ({}); managing this process's device memory alone", error.what());
     }
@@ -46,12 +56,13 @@ void joinNodeOnce(const Config& config) {
 // budget and other processes may ask it to evict. Null budget: alone.
 std::shared_ptr<DeviceBudget> joinNode(const Config& config) {
   joinNodeOnce(config);
-  return nodeClient != nullptr ? (*nodeClient)->budget() : nullptr;
+  if (nodeJoin == nullptr) return nullptr;
+  return std::make_shared<ipc::SharedDeviceBudget>(nodeJoin->membership, nodeJoin->queryAdmission);
 }
 
 } // namespace
 
-ipc::DaemonClient* nodeMembership() {
+ipc::AdmissionClient* nodeAdmission() {
   // The advice API's way in: the configuration is read here once (a bad one
   // is reported by the hooks; the declaration is then a no-op).
   static std::once_flag configured;
@@ -66,7 +77,7 @@ ipc::DaemonClient* nodeMembership() {
     }
   });
   if (valid) joinNodeOnce(config);
-  return nodeClient != nullptr ? nodeClient->get() : nullptr;
+  return nodeJoin != nullptr ? nodeJoin->queryAdmission.get() : nullptr;
 }
 
 Runtime& Runtime::instance() {
@@ -168,13 +179,13 @@ MemoryManager* Runtime::activate() {
   log(LogLevel::Info, "managing device memory on {} (limit {} MiB, page {} KiB, policy {})",
       backendStorage_->deviceName(), config_.deviceMemoryLimit >> 20, config_.pageSize >> 10,
       toString(config_.replacement));
-  if (nodeClient != nullptr) startLaunchTuning(*api);
-  if (nodeClient != nullptr) {
-    (*nodeClient)->setRegionEvictor([manager = managerStorage_.get()](std::size_t bytes, std::uint64_t region) {
+  if (nodeJoin != nullptr) startLaunchTuning(*api);
+  if (nodeJoin != nullptr) {
+    nodeJoin->membership->setEvictor([manager = managerStorage_.get()](std::size_t bytes, std::uint64_t region) {
       return manager->evictForOtherProcess(bytes, std::chrono::milliseconds(200), region);
     });
     // The manager is never destroyed: the source stays until the client leaves.
-    (*nodeClient)->setActivitySource(ipc::activitySourceOf(*managerStorage_));
+    nodeJoin->membership->setActivitySource(ipc::activitySourceOf(*managerStorage_));
   }
   // Registered after cudart's own exit handler, so it runs before cudart
   // tears the context down; it only reads counters (and leaves the node:
@@ -182,7 +193,7 @@ MemoryManager* Runtime::activate() {
   std::atexit([] {
     Runtime::instance().logStatisticsAtExit();
     if (MemoryManager* manager = Runtime::instance().manager()) manager->finishTrace();
-    if (nodeClient != nullptr) (*nodeClient)->leave();
+    if (nodeJoin != nullptr) nodeJoin->membership->leave();
     if (auto& tuner = Runtime::instance().launchTuningClient_) tuner->leave();
   });
   return managerStorage_.get();

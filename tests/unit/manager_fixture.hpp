@@ -9,7 +9,7 @@
 
 #include "core/memory_manager.hpp"
 #include "device/sim/sim_backend.hpp"
-#include "embedded/backend_options.hpp"
+#include "embedded/runtime_options.hpp"
 #include "hook/host_memory_hooks.hpp"
 #include "sim_kernels.hpp"
 
