@@ -28,9 +28,9 @@
 #include "device/sim/sim_backend.hpp"
 #include "embedded/runtime_options.hpp"
 #include "ipc/admission_client.hpp"
+#include "ipc/manager_on_node.hpp"
 #include "ipc/node_membership.hpp"
 #include "ipc/node_state.hpp"
-#include "ipc/shared_device_budget.hpp"
 #include "ipc/shared_segment.hpp"
 #include "launch_path_report.hpp"
 
@@ -82,8 +82,14 @@ double threadCpuNanoseconds() {
 // kMaxReferenced of them.
 class LaunchBench {
 public:
-  LaunchBench(const mqx::Config& config, std::shared_ptr<mqx::DeviceBudget> budget)
-      : backend_(mqx::embedded::simBackendOptions(config)), manager_(config, backend_, std::move(budget)) {
+  // On the node of `membership`, or alone when it is null.
+  LaunchBench(const mqx::Config& config, std::shared_ptr<mqx::ipc::NodeMembership> membership)
+      : backend_(mqx::embedded::simBackendOptions(config)),
+        onNode_(config, backend_, membership,
+                membership
+                    ? std::make_shared<mqx::ipc::AdmissionClient>(membership, mqx::embedded::admissionOptions(config))
+                    : nullptr),
+        manager_(onNode_.manager()) {
     std::vector<mqx::device::ParamInfo> layout;
     for (int i = 0; i < kMaxReferenced; ++i)
       layout.push_back({static_cast<std::size_t>(i) * 8, 8});
@@ -124,7 +130,8 @@ private:
   }
 
   mqx::device::SimBackend backend_;
-  mqx::MemoryManager manager_;
+  mqx::ipc::ManagerOnNode onNode_;
+  mqx::MemoryManager& manager_;
   mqx::FunctionHandle kernel_{};
   std::vector<mqx::DevicePtr> regions_;
 };
@@ -171,9 +178,7 @@ int main(int argc, char** argv) {
   std::printf(
       "| regions per launch | alone CPU ns/launch | with mqxd CPU ns/launch | difference |\n|---|---|---|---|\n");
   LaunchBench alone(config, nullptr);
-  LaunchBench member(config, std::make_shared<mqx::ipc::SharedDeviceBudget>(
-                                 client, std::make_shared<mqx::ipc::AdmissionClient>(
-                                             client, mqx::embedded::admissionOptions(config))));
+  LaunchBench member(config, client);
   for (int referenced : {1, 4, 16}) {
     // Alternating runs: drift of the machine's load falls on both alike.
     std::vector<double> aloneRuns, nodeRuns;

@@ -28,8 +28,9 @@
 #include "device/sim/sim_backend.hpp"
 
 namespace mqx::ipc {
+class ManagerOnNode;
 class NodeMembership;
-}
+} // namespace mqx::ipc
 
 namespace mqx::embedded {
 
@@ -45,7 +46,7 @@ public:
   SimDevice(const SimDevice&) = delete;
   SimDevice& operator=(const SimDevice&) = delete;
 
-  MemoryManager& manager() { return *manager_; }
+  MemoryManager& manager();
   device::SimBackend& backend() { return *backend_; }
   const Config& config() const { return config_; }
   // Whether the device budget is the node's (a daemon runs and was joined).
@@ -55,7 +56,7 @@ private:
   Config config_;
   std::shared_ptr<ipc::NodeMembership> membership_;
   std::unique_ptr<device::SimBackend> backend_;
-  std::unique_ptr<MemoryManager> manager_;
+  std::unique_ptr<ipc::ManagerOnNode> manager_;
 };
 
 } // namespace mqx::embedded

@@ -11,9 +11,7 @@
 #include "hook/node_membership.hpp"
 #include "ipc/admission_client.hpp"
 #include "ipc/launch_tuning_client.hpp"
-#include "ipc/manager_activity.hpp"
 #include "ipc/node_membership.hpp"
-#include "ipc/shared_device_budget.hpp"
 
 namespace mqx::hook {
 
@@ -50,14 +48,6 @@ void joinNodeOnce(const Config& config) {
       log(LogLevel::Warn, "cannot join mqxd's node ({}); managing this process's device memory alone", error.what());
     }
   });
-}
-
-// Joins the node: the process's device memory then comes from the node's
-// budget and other processes may ask it to evict. Null budget: alone.
-std::shared_ptr<DeviceBudget> joinNode(const Config& config) {
-  joinNodeOnce(config);
-  if (nodeJoin == nullptr) return nullptr;
-  return std::make_shared<ipc::SharedDeviceBudget>(nodeJoin->membership, nodeJoin->queryAdmission);
 }
 
 } // namespace
@@ -162,31 +152,28 @@ MemoryManager* Runtime::activate() {
     passThrough(fmt::format("the CUDA backend cannot start ({})", toString(status)));
     return nullptr;
   }
-  std::shared_ptr<DeviceBudget> nodeBudget = joinNode(config_);
+  // Joins the node: the process's device memory then comes from the node's
+  // budget and other processes may ask it to evict. No node: alone.
+  joinNodeOnce(config_);
   try {
-    managerStorage_ = std::make_unique<MemoryManager>(config_, *backend, nodeBudget);
+    managerStorage_ =
+        std::make_unique<ipc::ManagerOnNode>(config_, *backend, nodeJoin != nullptr ? nodeJoin->membership : nullptr,
+                                             nodeJoin != nullptr ? nodeJoin->queryAdmission : nullptr);
   } catch (const std::exception& error) {
     passThrough(fmt::format("the memory manager cannot start ({})", error.what()));
     return nullptr;
   }
   // Copy-on-write faults and frees of protected host buffers go to it from now
   // on.
-  registerHostMemoryManager(managerStorage_.get());
+  registerHostMemoryManager(&managerStorage_->manager());
   backendStorage_ = std::move(backend);
   backend_.store(backendStorage_.get(), std::memory_order_release);
-  manager_.store(managerStorage_.get(), std::memory_order_release);
+  manager_.store(&managerStorage_->manager(), std::memory_order_release);
   state_.store(State::Active, std::memory_order_release);
   log(LogLevel::Info, "managing device memory on {} (limit {} MiB, page {} KiB, policy {})",
       backendStorage_->deviceName(), config_.deviceMemoryLimit >> 20, config_.pageSize >> 10,
       toString(config_.replacement));
   if (nodeJoin != nullptr) startLaunchTuning(*api);
-  if (nodeJoin != nullptr) {
-    nodeJoin->membership->setEvictor([manager = managerStorage_.get()](std::size_t bytes, std::uint64_t region) {
-      return manager->evictForOtherProcess(bytes, std::chrono::milliseconds(200), region);
-    });
-    // The manager is never destroyed: the source stays until the client leaves.
-    nodeJoin->membership->setActivitySource(ipc::activitySourceOf(*managerStorage_));
-  }
   // Registered after cudart's own exit handler, so it runs before cudart
   // tears the context down; it only reads counters (and leaves the node:
   // the context's memory goes with the process).
@@ -196,7 +183,7 @@ MemoryManager* Runtime::activate() {
     if (nodeJoin != nullptr) nodeJoin->membership->leave();
     if (auto& tuner = Runtime::instance().launchTuningClient_) tuner->leave();
   });
-  return managerStorage_.get();
+  return &managerStorage_->manager();
 }
 
 void Runtime::startLaunchTuning(const DriverApi& api) {

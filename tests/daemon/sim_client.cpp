@@ -64,7 +64,7 @@
 #include "embedded/runtime_options.hpp"
 #include "hook/host_memory_hooks.hpp"
 #include "ipc/admission_client.hpp"
-#include "ipc/manager_activity.hpp"
+#include "ipc/manager_on_node.hpp"
 #include "ipc/node_membership.hpp"
 #include "ipc/shared_device_budget.hpp"
 
@@ -139,14 +139,11 @@ int work(const mqx::Config& config, const Node& client, const WorkOptions& optio
         transformReference(data, n, s);
       },
       {{0, 8}, {8, 8}, {16, 1}});
-  auto manager = std::make_unique<mqx::MemoryManager>(config, backend, client.budget());
+  mqx::ipc::ManagerOnNode onNode(config, backend, client.membership, client.admission);
+  mqx::MemoryManager* manager = &onNode.manager();
   // Copy-on-write faults of lazily copied host buffers go to the manager, as
   // in libmqx.so.
-  mqx::hook::registerHostMemoryManager(manager.get());
-  client.membership->setEvictor([&](std::size_t wanted, std::uint64_t region) {
-    return manager->evictForOtherProcess(wanted, std::chrono::milliseconds(200), region);
-  });
-  client.membership->setActivitySource(mqx::ipc::activitySourceOf(*manager));
+  mqx::hook::registerHostMemoryManager(manager);
   int result = 0;
   auto fail = [&](const char* what, Status status) {
     std::fprintf(stderr, "sim_client %d: %s failed: %s\n", getpid(), what, std::string(mqx::toString(status)).c_str());
@@ -196,8 +193,7 @@ int work(const mqx::Config& config, const Node& client, const WorkOptions& optio
   // Before the manager goes; the source's last counters reach the record
   // now, and nothing changes them after: the totals the node keeps once
   // this client leaves are exactly the counters printed here.
-  client.membership->setEvictor(nullptr);
-  client.membership->setActivitySource(nullptr);
+  onNode.detach();
   const auto stats = manager->statistics();
   std::printf("%s\nevictions %llu\npeer evictions %llu\nyields %llu\n", result == 0 ? "ok" : "failed",
               static_cast<unsigned long long>(stats.evictions), static_cast<unsigned long long>(stats.peerEvictions),
@@ -209,7 +205,6 @@ int work(const mqx::Config& config, const Node& client, const WorkOptions& optio
   for (auto address : addresses)
     if (address != 0) manager->free(address);
   mqx::hook::registerHostMemoryManager(nullptr);
-  manager.reset();
   return result;
 }
 
@@ -233,12 +228,9 @@ int launchSet(const mqx::Config& config, const Node& client, int kept, std::size
         }
       },
       layout);
-  auto manager = std::make_unique<mqx::MemoryManager>(config, backend, client.budget());
-  mqx::hook::registerHostMemoryManager(manager.get());
-  client.membership->setEvictor([&](std::size_t wanted, std::uint64_t region) {
-    return manager->evictForOtherProcess(wanted, std::chrono::milliseconds(200), region);
-  });
-  client.membership->setActivitySource(mqx::ipc::activitySourceOf(*manager));
+  mqx::ipc::ManagerOnNode onNode(config, backend, client.membership, client.admission);
+  mqx::MemoryManager* manager = &onNode.manager();
+  mqx::hook::registerHostMemoryManager(manager);
   // Regions: kept first, then idle, then the new one.
   const int count = kept + idle + 1;
   std::vector<std::size_t> sizes(count, bytes);
@@ -310,8 +302,7 @@ int launchSet(const mqx::Config& config, const Node& client, int kept, std::size
               static_cast<unsigned long long>(stats.peerEvictions), static_cast<unsigned long long>(stats.launchYields),
               static_cast<unsigned long long>(stats.bytesEvictedWhileYielding));
   std::fflush(stdout);
-  client.membership->setEvictor(nullptr);
-  client.membership->setActivitySource(nullptr);
+  onNode.detach();
   for (auto address : addresses)
     if (address != 0) manager->free(address);
   mqx::hook::registerHostMemoryManager(nullptr);
@@ -326,11 +317,8 @@ int footprints(const mqx::Config& config, const Node& client, long intervalMs, l
         transformReference(*static_cast<std::uint8_t**>(params[0]), *static_cast<std::uint64_t*>(params[1]), 1);
       },
       {{0, 8}, {8, 8}});
-  auto manager = std::make_unique<mqx::MemoryManager>(config, backend, client.budget());
-  client.membership->setEvictor([&](std::size_t wanted, std::uint64_t region) {
-    return manager->evictForOtherProcess(wanted, std::chrono::milliseconds(200), region);
-  });
-  client.membership->setActivitySource(mqx::ipc::activitySourceOf(*manager));
+  mqx::ipc::ManagerOnNode onNode(config, backend, client.membership, client.admission);
+  mqx::MemoryManager* manager = &onNode.manager();
   int result = 0;
   for (std::size_t phase = 0; phase < phases.size() && result == 0; ++phase) {
     const auto [bytes, milliseconds] = phases[phase];
@@ -362,8 +350,7 @@ int footprints(const mqx::Config& config, const Node& client, long intervalMs, l
   std::printf("%s\n", result == 0 ? "finished" : "failed");
   std::fflush(stdout);
   std::this_thread::sleep_for(std::chrono::milliseconds(holdMs));
-  client.membership->setEvictor(nullptr);
-  client.membership->setActivitySource(nullptr);
+  onNode.detach();
   return result;
 }
 

@@ -35,9 +35,9 @@
 #include "device/sim/sim_backend.hpp"
 #include "embedded/runtime_options.hpp"
 #include "hook/host_memory_hooks.hpp"
-#include "ipc/manager_activity.hpp"
+#include "ipc/admission_client.hpp"
+#include "ipc/manager_on_node.hpp"
 #include "ipc/node_membership.hpp"
-#include "ipc/shared_device_budget.hpp"
 
 namespace {
 
@@ -51,7 +51,8 @@ void transformReference(std::uint8_t* data, std::uint64_t n, std::uint8_t seed) 
 struct Process {
   mqx::device::SimBackend backend;
   mqx::FunctionHandle transform = 0;
-  std::unique_ptr<mqx::MemoryManager> manager;
+  std::unique_ptr<mqx::ipc::ManagerOnNode> onNode;
+  mqx::MemoryManager* manager = nullptr;
   mqx::ipc::NodeMembership& client;
 
   Process(const mqx::Config& config, const std::shared_ptr<mqx::ipc::NodeMembership>& member, bool killServingEviction)
@@ -62,18 +63,20 @@ struct Process {
                              *static_cast<std::uint8_t*>(params[2]));
         },
         {{0, 8}, {8, 8}, {16, 1}});
-    manager =
-        std::make_unique<mqx::MemoryManager>(config, backend, std::make_shared<mqx::ipc::SharedDeviceBudget>(member));
-    mqx::hook::registerHostMemoryManager(manager.get());
-    client.setEvictor([this, killServingEviction](std::size_t wanted, std::uint64_t) {
-      if (killServingEviction) ::raise(SIGKILL);
-      return manager->evictForOtherProcess(wanted, std::chrono::milliseconds(200));
-    });
-    client.setActivitySource(mqx::ipc::activitySourceOf(*manager));
+    onNode = std::make_unique<mqx::ipc::ManagerOnNode>(
+        config, backend, member,
+        std::make_shared<mqx::ipc::AdmissionClient>(member, mqx::embedded::admissionOptions(config)));
+    manager = &onNode->manager();
+    mqx::hook::registerHostMemoryManager(manager);
+    // The fault: killed as it starts to evict for another process.
+    if (killServingEviction)
+      client.setEvictor([](std::size_t, std::uint64_t) -> std::size_t {
+        ::raise(SIGKILL);
+        return 0;
+      });
   }
   ~Process() {
-    client.setEvictor(nullptr);
-    client.setActivitySource(nullptr);
+    onNode->detach();
     mqx::hook::registerHostMemoryManager(nullptr);
   }
   Status launch(mqx::DevicePtr address, std::uint64_t bytes, std::uint8_t seed) {

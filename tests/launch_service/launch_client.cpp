@@ -34,8 +34,8 @@
 #include "embedded/runtime_options.hpp"
 #include "ipc/admission_client.hpp"
 #include "ipc/launch_tuning_client.hpp"
+#include "ipc/manager_on_node.hpp"
 #include "ipc/node_membership.hpp"
-#include "ipc/shared_device_budget.hpp"
 
 namespace {
 
@@ -75,11 +75,10 @@ int run(int argc, char** argv) {
   auto node = mqx::ipc::NodeMembership::connect(mqx::embedded::nodeOptions(config),
                                                 mqx::ipc::NodeMembership::Role::Memory, "launch-client");
   mqx::device::SimBackend backend(mqx::embedded::simBackendOptions(config));
-  std::shared_ptr<mqx::DeviceBudget> budget;
-  if (node)
-    budget = std::make_shared<mqx::ipc::SharedDeviceBudget>(
-        node, std::make_shared<mqx::ipc::AdmissionClient>(node, mqx::embedded::admissionOptions(config)));
-  auto manager = std::make_unique<mqx::MemoryManager>(config, backend, std::move(budget));
+  mqx::ipc::ManagerOnNode onNode(
+      config, backend, node,
+      node ? std::make_shared<mqx::ipc::AdmissionClient>(node, mqx::embedded::admissionOptions(config)) : nullptr);
+  mqx::MemoryManager* manager = &onNode.manager();
   const mqx::FunctionHandle kernel =
       backend.registerKernel(gridStrideKernel(hold), {{0, 8}, {8, 8}}, {name, registers, shared, 1024});
   // As the hook does: launch tuning only with a tuner (mqxd) to ask.
