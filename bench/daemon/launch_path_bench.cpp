@@ -85,7 +85,7 @@ public:
   // On the node of `membership`, or alone when it is null.
   LaunchBench(const mqx::Config& config, std::shared_ptr<mqx::ipc::NodeMembership> membership)
       : backend_(mqx::embedded::simBackendOptions(config)),
-        onNode_(config, backend_, membership,
+        onNode_(mqx::embedded::managerOptions(config), backend_, membership,
                 membership
                     ? std::make_shared<mqx::ipc::AdmissionClient>(membership, mqx::embedded::admissionOptions(config))
                     : nullptr),

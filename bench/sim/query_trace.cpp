@@ -50,7 +50,8 @@ struct Query {
 class TraceRun {
 public:
   TraceRun(const Config& config, const TraceShape& shape)
-      : shape_(shape), random_(shape.seed), backend_(embedded::simBackendOptions(config)), manager_(config, backend_) {
+      : shape_(shape), random_(shape.seed), backend_(embedded::simBackendOptions(config)),
+        manager_(embedded::managerOptions(config), backend_) {
     hook::registerHostMemoryManager(&manager_);
     kernel_ = backend_.registerKernel(
         [](const device::SimKernelContext&, void** p) {

@@ -6,11 +6,16 @@
 #pragma once
 
 #include "config/config.hpp"
+#include "core/manager_options.hpp"
 #include "device/sim/sim_backend.hpp"
 #include "ipc/admission_client.hpp"
 #include "ipc/node_membership.hpp"
 
 namespace mqx::embedded {
+
+// The memory manager's: [memory], [policy], [optimizations], [trace] and
+// daemon.eviction_timeout_ms.
+ManagerOptions managerOptions(const Config& config);
 
 // The [sim] section: capacity, granularity, bandwidths, realtime.
 device::SimBackendOptions simBackendOptions(const Config& config);

@@ -15,7 +15,7 @@ SimDevice::SimDevice(const Config& config, const std::string& clientName, bool j
   // As libmqx.so's runtime: the node's budget, its eviction requests served
   // (the region global victim selection names first), the activity published.
   manager_ = std::make_unique<ipc::ManagerOnNode>(
-      config_, *backend_, membership_,
+      managerOptions(config_), *backend_, membership_,
       membership_ ? std::make_shared<ipc::AdmissionClient>(membership_, admissionOptions(config_)) : nullptr);
   // Copy-on-write faults and releases of lazily copied host buffers go to
   // the manager, as in libmqx.so.

@@ -156,9 +156,9 @@ MemoryManager* Runtime::activate() {
   // budget and other processes may ask it to evict. No node: alone.
   joinNodeOnce(config_);
   try {
-    managerStorage_ =
-        std::make_unique<ipc::ManagerOnNode>(config_, *backend, nodeJoin != nullptr ? nodeJoin->membership : nullptr,
-                                             nodeJoin != nullptr ? nodeJoin->queryAdmission : nullptr);
+    managerStorage_ = std::make_unique<ipc::ManagerOnNode>(embedded::managerOptions(config_), *backend,
+                                                           nodeJoin != nullptr ? nodeJoin->membership : nullptr,
+                                                           nodeJoin != nullptr ? nodeJoin->queryAdmission : nullptr);
   } catch (const std::exception& error) {
     passThrough(fmt::format("the memory manager cannot start ({})", error.what()));
     return nullptr;
@@ -189,7 +189,8 @@ MemoryManager* Runtime::activate() {
 void Runtime::startLaunchTuning(const DriverApi& api) {
   // Resizable kernels get the launch service's parameters (docs/kernelopt.md).
   try {
-    if (auto tuner = ipc::LaunchTuningClient::connect(config_)) {
+    if (auto tuner = ipc::LaunchTuningClient::connect(
+            config_.daemonInstance, std::chrono::milliseconds(config_.launchReplyTimeoutMilliseconds))) {
       launchTuningClient_ = tuner;
       launchTuningStorage_ =
           std::make_unique<device::cuda::CudaLaunchTuning>(api, config_.resizableKernels, std::move(tuner));

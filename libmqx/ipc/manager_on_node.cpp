@@ -14,12 +14,12 @@ constexpr std::chrono::milliseconds kEvictionPatience{200};
 
 } // namespace
 
-ManagerOnNode::ManagerOnNode(const Config& config, device::DeviceBackend& backend,
+ManagerOnNode::ManagerOnNode(const ManagerOptions& options, device::DeviceBackend& backend,
                              std::shared_ptr<NodeMembership> membership, std::shared_ptr<AdmissionClient> queryDemand)
     : membership_(std::move(membership)) {
   std::shared_ptr<DeviceBudget> budget;
   if (membership_ != nullptr) budget = std::make_shared<SharedDeviceBudget>(membership_, std::move(queryDemand));
-  manager_ = std::make_unique<MemoryManager>(config, backend, std::move(budget));
+  manager_ = std::make_unique<MemoryManager>(options, backend, std::move(budget));
   if (membership_ == nullptr) return;
   membership_->setEvictor([manager = manager_.get()](std::size_t bytes, std::uint64_t region) {
     return manager->evictForOtherProcess(bytes, kEvictionPatience, region);

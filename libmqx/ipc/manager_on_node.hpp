@@ -30,8 +30,8 @@ public:
   // `membership` (a memory client's) may be null: alone. `queryDemand` may
   // be null: the launches' footprints are not reported. Throws what the
   // manager's constructor throws.
-  ManagerOnNode(const Config& config, device::DeviceBackend& backend, std::shared_ptr<NodeMembership> membership,
-                std::shared_ptr<AdmissionClient> queryDemand);
+  ManagerOnNode(const ManagerOptions& options, device::DeviceBackend& backend,
+                std::shared_ptr<NodeMembership> membership, std::shared_ptr<AdmissionClient> queryDemand);
   ~ManagerOnNode();
   ManagerOnNode(const ManagerOnNode&) = delete;
   ManagerOnNode& operator=(const ManagerOnNode&) = delete;

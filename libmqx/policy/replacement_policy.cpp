@@ -1,7 +1,5 @@
 #include "policy/replacement_policy.hpp"
 
-#include "config/config.hpp"
-
 namespace mqx {
 
 std::size_t leastRecentlyUsed(std::span<const EvictionCandidate> candidates) {
@@ -20,10 +18,6 @@ std::unique_ptr<ReplacementPolicy> makeReplacementPolicy(const PolicyOptions& op
   case ReplacementKind::Random: return makeRandomPolicy(options.randomSeed);
   }
   return makeCdrPolicy(options.latencyFactor);
-}
-
-std::unique_ptr<ReplacementPolicy> makeReplacementPolicy(const Config& config) {
-  return makeReplacementPolicy(PolicyOptions{config.replacement, config.latencyFactor, config.randomSeed});
 }
 
 } // namespace mqx

@@ -139,7 +139,7 @@ int work(const mqx::Config& config, const Node& client, const WorkOptions& optio
         transformReference(data, n, s);
       },
       {{0, 8}, {8, 8}, {16, 1}});
-  mqx::ipc::ManagerOnNode onNode(config, backend, client.membership, client.admission);
+  mqx::ipc::ManagerOnNode onNode(mqx::embedded::managerOptions(config), backend, client.membership, client.admission);
   mqx::MemoryManager* manager = &onNode.manager();
   // Copy-on-write faults of lazily copied host buffers go to the manager, as
   // in libmqx.so.
@@ -228,7 +228,7 @@ int launchSet(const mqx::Config& config, const Node& client, int kept, std::size
         }
       },
       layout);
-  mqx::ipc::ManagerOnNode onNode(config, backend, client.membership, client.admission);
+  mqx::ipc::ManagerOnNode onNode(mqx::embedded::managerOptions(config), backend, client.membership, client.admission);
   mqx::MemoryManager* manager = &onNode.manager();
   mqx::hook::registerHostMemoryManager(manager);
   // Regions: kept first, then idle, then the new one.
@@ -317,7 +317,7 @@ int footprints(const mqx::Config& config, const Node& client, long intervalMs, l
         transformReference(*static_cast<std::uint8_t**>(params[0]), *static_cast<std::uint64_t*>(params[1]), 1);
       },
       {{0, 8}, {8, 8}});
-  mqx::ipc::ManagerOnNode onNode(config, backend, client.membership, client.admission);
+  mqx::ipc::ManagerOnNode onNode(mqx::embedded::managerOptions(config), backend, client.membership, client.admission);
   mqx::MemoryManager* manager = &onNode.manager();
   int result = 0;
   for (std::size_t phase = 0; phase < phases.size() && result == 0; ++phase) {

@@ -64,7 +64,7 @@ struct Process {
         },
         {{0, 8}, {8, 8}, {16, 1}});
     onNode = std::make_unique<mqx::ipc::ManagerOnNode>(
-        config, backend, member,
+        mqx::embedded::managerOptions(config), backend, member,
         std::make_shared<mqx::ipc::AdmissionClient>(member, mqx::embedded::admissionOptions(config)));
     manager = &onNode->manager();
     mqx::hook::registerHostMemoryManager(manager);

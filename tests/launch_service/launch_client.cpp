@@ -76,14 +76,15 @@ int run(int argc, char** argv) {
                                                 mqx::ipc::NodeMembership::Role::Memory, "launch-client");
   mqx::device::SimBackend backend(mqx::embedded::simBackendOptions(config));
   mqx::ipc::ManagerOnNode onNode(
-      config, backend, node,
+      mqx::embedded::managerOptions(config), backend, node,
       node ? std::make_shared<mqx::ipc::AdmissionClient>(node, mqx::embedded::admissionOptions(config)) : nullptr);
   mqx::MemoryManager* manager = &onNode.manager();
   const mqx::FunctionHandle kernel =
       backend.registerKernel(gridStrideKernel(hold), {{0, 8}, {8, 8}}, {name, registers, shared, 1024});
   // As the hook does: launch tuning only with a tuner (mqxd) to ask.
   std::unique_ptr<mqx::device::ResizableLaunches> resizable;
-  if (auto tuner = mqx::ipc::LaunchTuningClient::connect(config))
+  if (auto tuner = mqx::ipc::LaunchTuningClient::connect(
+          config.daemonInstance, std::chrono::milliseconds(config.launchReplyTimeoutMilliseconds)))
     resizable = std::make_unique<mqx::device::ResizableLaunches>(config.resizableKernels, tuner);
   if (resizable && mode == "declare") resizable->declare(kernel);
 

@@ -43,7 +43,7 @@ public:
       : random_(seed), backend_(embedded::simBackendOptions(config)), kernels_(backend_), indirect_(config.pinnedSwap) {
     if (std::getenv("MQX_TEST_VERBOSE") != nullptr || std::getenv("MQX_TEST_LOG") != nullptr)
       setLogLevel(LogLevel::Debug);
-    manager_ = std::make_unique<MemoryManager>(config, backend_);
+    manager_ = std::make_unique<MemoryManager>(embedded::managerOptions(config), backend_);
     hook::registerHostMemoryManager(manager_.get());
     streams_ = {0, backend_.createStream(), backend_.createStream()};
   }

@@ -36,7 +36,7 @@ protected:
     config_ = config;
     backend_ = std::make_unique<device::SimBackend>(embedded::simBackendOptions(config_));
     kernels_ = std::make_unique<SimKernels>(*backend_);
-    manager_ = std::make_unique<MemoryManager>(config_, *backend_);
+    manager_ = std::make_unique<MemoryManager>(embedded::managerOptions(config_), *backend_);
     hook::registerHostMemoryManager(manager_.get());
   }
   void SetUp() override { start(); }
