@@ -23,7 +23,8 @@
 
 #include "common/log.hpp"
 #include "config/config.hpp"
-#include "ipc/daemon_client.hpp"
+#include "embedded/runtime_options.hpp"
+#include "ipc/admission_client.hpp"
 #include "mqx/version.hpp"
 #include "query_plan.hpp"
 
@@ -187,7 +188,10 @@ int main(int argc, char** argv) {
     }
     if (options.name.empty()) options.name = std::filesystem::path(options.command[0]).filename().string();
 
-    auto client = mqx::ipc::DaemonClient::connect(config, mqx::ipc::DaemonClient::Role::Query, options.name);
+    using mqx::ipc::AdmissionClient;
+    const auto nodeOptions = mqx::embedded::nodeOptions(config);
+    const auto admissionOptions = mqx::embedded::admissionOptions(config);
+    auto client = AdmissionClient::connect(nodeOptions, admissionOptions, options.name);
     if (client == nullptr) {
       if (!options.allowNoDaemon && !config.allowNoDaemon) {
         std::fprintf(stderr, "mqx-run: no mqxd is running for this user%s (start mqxd, or pass --allow-no-daemon)\n",
@@ -197,24 +201,30 @@ int main(int argc, char** argv) {
       return runQuery(options, mqx::ipc::kNoSlot);
     }
     const auto start = std::chrono::steady_clock::now();
-    mqx::ipc::DaemonClient::AdmissionWait wait;
-    wait.timeout = std::chrono::seconds(options.timeoutSeconds.value_or(config.admissionTimeoutSeconds));
+    // 0: no limit.
+    const std::chrono::seconds admissionTimeout(options.timeoutSeconds.value_or(config.admissionTimeoutSeconds));
+    AdmissionClient::AdmissionWait wait;
+    if (admissionTimeout.count() != 0) wait.timeout = admissionTimeout;
     wait.report = [&](const std::string& why) {
       std::fprintf(stderr, "mqx-run: query '%s' (pid %d) waits for admission: %s\n", options.name.c_str(),
                    static_cast<int>(getpid()), why.c_str());
     };
-    const auto admissionTimeout = wait.timeout;
     for (bool admitted = false; !admitted;) {
       switch (client->waitForAdmission(weighted, peak, wait)) {
-      case mqx::ipc::DaemonClient::Admission::Admitted: admitted = true; break;
-      case mqx::ipc::DaemonClient::Admission::TimedOut:
+      case AdmissionClient::Admission::Admitted: admitted = true; break;
+      case AdmissionClient::Admission::Reclaimed:
+      case AdmissionClient::Admission::NodeLocked:
+        std::fprintf(stderr, "mqx-run: query '%s' lost its record on the node while it waited for admission\n",
+                     options.name.c_str());
+        return 1;
+      case AdmissionClient::Admission::TimedOut:
         std::fprintf(stderr,
                      "mqx-run: query '%s' not admitted within %lld s (--timeout, daemon.admission_timeout_s); giving "
                      "up: %s\n",
                      options.name.c_str(), static_cast<long long>(admissionTimeout.count()),
                      client->admissionWaitReason().c_str());
         return kAdmissionTimeoutExit;
-      case mqx::ipc::DaemonClient::Admission::DaemonGone:
+      case AdmissionClient::Admission::DaemonGone:
         // A restart or an upgrade (docs/daemon.md, "Upgrading with queries
         // running"): the query has not started, so it asks the next mqxd,
         // within what is left of its admission wait.
@@ -231,7 +241,7 @@ int main(int argc, char** argv) {
                   std::chrono::ceil<std::chrono::seconds>(giveUpAt - std::chrono::steady_clock::now()).count()));
         while (client == nullptr && std::chrono::steady_clock::now() < giveUpAt) {
           std::this_thread::sleep_for(std::chrono::milliseconds(100));
-          client = mqx::ipc::DaemonClient::connect(config, mqx::ipc::DaemonClient::Role::Query, options.name);
+          client = AdmissionClient::connect(nodeOptions, admissionOptions, options.name);
         }
         if (client == nullptr) {
           std::fprintf(stderr, "mqx-run: mqxd went away before admitting the query, and no mqxd came back within "
@@ -239,7 +249,7 @@ int main(int argc, char** argv) {
           return kNoDaemonExit;
         }
         std::fprintf(stderr, "mqx-run: query '%s' asks the new mqxd (pid %d) for admission\n", options.name.c_str(),
-                     static_cast<int>(client->node().daemonPid));
+                     static_cast<int>(client->membership().node().daemonPid));
         if (admissionTimeout.count() != 0)
           wait.timeout = std::max(
               std::chrono::seconds(1),
@@ -248,13 +258,9 @@ int main(int argc, char** argv) {
       }
     }
     const auto admitted = std::chrono::steady_clock::now();
-    const int status = runQuery(options, client->slot());
+    const int status = runQuery(options, client->membership().slot());
     const auto end = std::chrono::steady_clock::now();
-    std::uint64_t observedPeak = 0;
-    {
-      mqx::ipc::RobustLock lock(client->node().lock);
-      observedPeak = client->node().clients[client->slot()].observedPeak;
-    }
+    const std::uint64_t observedPeak = client->observedPeak();
     client->finishQuery();
     if (options.stats) {
       using Seconds = std::chrono::duration<double>;

@@ -26,8 +26,10 @@
 #include "config/config.hpp"
 #include "core/memory_manager.hpp"
 #include "device/sim/sim_backend.hpp"
-#include "embedded/backend_options.hpp"
-#include "ipc/daemon_client.hpp"
+#include "embedded/runtime_options.hpp"
+#include "ipc/admission_client.hpp"
+#include "ipc/manager_on_node.hpp"
+#include "ipc/node_membership.hpp"
 #include "ipc/node_state.hpp"
 #include "ipc/shared_segment.hpp"
 #include "launch_path_report.hpp"
@@ -80,8 +82,14 @@ double threadCpuNanoseconds() {
 // kMaxReferenced of them.
 class LaunchBench {
 public:
-  LaunchBench(const mqx::Config& config, std::shared_ptr<mqx::DeviceBudget> budget)
-      : backend_(mqx::embedded::simBackendOptions(config)), manager_(config, backend_, std::move(budget)) {
+  // On the node of `membership`, or alone when it is null.
+  LaunchBench(const mqx::Config& config, std::shared_ptr<mqx::ipc::NodeMembership> membership)
+      : backend_(mqx::embedded::simBackendOptions(config)),
+        onNode_(mqx::embedded::managerOptions(config), backend_, membership,
+                membership
+                    ? std::make_shared<mqx::ipc::AdmissionClient>(membership, mqx::embedded::admissionOptions(config))
+                    : nullptr),
+        manager_(onNode_.manager()) {
     std::vector<mqx::device::ParamInfo> layout;
     for (int i = 0; i < kMaxReferenced; ++i)
       layout.push_back({static_cast<std::size_t>(i) * 8, 8});
@@ -122,7 +130,8 @@ private:
   }
 
   mqx::device::SimBackend backend_;
-  mqx::MemoryManager manager_;
+  mqx::ipc::ManagerOnNode onNode_;
+  mqx::MemoryManager& manager_;
   mqx::FunctionHandle kernel_{};
   std::vector<mqx::DevicePtr> regions_;
 };
@@ -155,7 +164,8 @@ int main(int argc, char** argv) {
   config.deviceMemoryLimit = std::size_t{1} << 30;
   config.daemonInstance = "bench" + std::to_string(getpid());
   Daemon daemon(config.daemonInstance);
-  auto client = mqx::ipc::DaemonClient::connect(config, mqx::ipc::DaemonClient::Role::Memory, "launch-path-bench");
+  auto client = mqx::ipc::NodeMembership::connect(mqx::embedded::nodeOptions(config),
+                                                  mqx::ipc::NodeMembership::Role::Memory, "launch-path-bench");
   if (client == nullptr) {
     std::fprintf(stderr, "mqx-launch-path-bench: cannot join the node\n");
     return 1;
@@ -168,7 +178,7 @@ int main(int argc, char** argv) {
   std::printf(
       "| regions per launch | alone CPU ns/launch | with mqxd CPU ns/launch | difference |\n|---|---|---|---|\n");
   LaunchBench alone(config, nullptr);
-  LaunchBench member(config, client->budget());
+  LaunchBench member(config, client);
   for (int referenced : {1, 4, 16}) {
     // Alternating runs: drift of the machine's load falls on both alike.
     std::vector<double> aloneRuns, nodeRuns;

@@ -12,7 +12,6 @@
 #include <memory>
 #include <vector>
 
-#include "config/config.hpp"
 #include "core/memory_manager.hpp"
 #include "device/cuda/cuda_backend.hpp"
 
@@ -241,8 +240,7 @@ void measureManagerLaunch(const Setup& setup, Results& results) {
     options.fenceCoalesceMicroseconds = coalesce;
     std::unique_ptr<device::cuda::CudaBackend> backend;
     if (!ok(device::cuda::CudaBackend::create(api, options, &backend))) return;
-    Config config;
-    MemoryManager manager(config, *backend);
+    MemoryManager manager(ManagerOptions{}, *backend); // the configuration's defaults
     DevicePtr region = 0;
     if (!ok(manager.allocate(1 << 20, &region))) return;
     void* params[] = {&region};

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/memory_manager.hpp"
-#include "embedded/backend_options.hpp"
+#include "embedded/runtime_options.hpp"
 #include "hook/host_memory_hooks.hpp"
 
 namespace mqx::bench {
@@ -50,7 +50,8 @@ struct Query {
 class TraceRun {
 public:
   TraceRun(const Config& config, const TraceShape& shape)
-      : shape_(shape), random_(shape.seed), backend_(embedded::simBackendOptions(config)), manager_(config, backend_) {
+      : shape_(shape), random_(shape.seed), backend_(embedded::simBackendOptions(config)),
+        manager_(embedded::managerOptions(config), backend_) {
     hook::registerHostMemoryManager(&manager_);
     kernel_ = backend_.registerKernel(
         [](const device::SimKernelContext&, void** p) {

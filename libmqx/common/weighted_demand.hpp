@@ -2,7 +2,7 @@
 // m = Σ tᵢmᵢ / Σ tᵢ over its operators (or observed intervals), and its peak
 // max mᵢ. The one implementation for the plan file (daemon/query_plan), the
 // advice API's declared operators and the launches' observed intervals
-// (ipc/daemon_client).
+// (ipc/admission_client).
 //
 // Kept as a running weighted mean, not as the two sums: Σ tᵢmᵢ overflows a
 // double for large enough times and sizes, and casting it back to a uint64

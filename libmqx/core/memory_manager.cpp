@@ -64,10 +64,10 @@ bool onCurrentStack(const void* address) {
 
 // The process's trace (trace.file), or null when tracing is off. A trace
 // that cannot be created leaves tracing off, never the process without mqx.
-std::unique_ptr<trace::TraceRecorder> openTrace(const Config& config, const device::DeviceBackend& backend) {
+std::unique_ptr<trace::TraceRecorder> openTrace(const TraceOptions& options, const device::DeviceBackend& backend) {
   try {
-    return trace::TraceRecorder::open(config.traceFile, fmt::format("mqx client ({} device)", backend.name()),
-                                      config.traceBufferEvents);
+    return trace::TraceRecorder::open(options.file, fmt::format("mqx client ({} device)", backend.name()),
+                                      options.bufferEvents);
   } catch (const std::exception& error) {
     log(LogLevel::Warn, "{}; tracing stays off", error.what());
     return nullptr;
@@ -77,18 +77,18 @@ std::unique_ptr<trace::TraceRecorder> openTrace(const Config& config, const devi
 // The manager's parts, under its lock. Each component owns one concern; the
 // manager's own state is its region numbering and the launch path's scratch.
 struct ManagerState {
-  ManagerState(const Config& configuration, device::DeviceBackend& device, std::shared_ptr<DeviceBudget> sharedBudget)
-      : config(configuration), backend(device),
+  ManagerState(const ManagerOptions& managerOptions, device::DeviceBackend& device,
+               std::shared_ptr<DeviceBudget> sharedBudget)
+      : options(managerOptions), backend(device),
         budget(sharedBudget ? std::move(sharedBudget)
-                            : std::make_shared<LocalDeviceBudget>(configuration.deviceMemoryLimit != 0
-                                                                      ? configuration.deviceMemoryLimit
-                                                                      : device.totalMemory())),
-        swap(device, configuration.swapBufferLimit, configuration.pinnedSwap), trace(openTrace(configuration, device)),
-        residency(ResidencyContext{config, backend, *budget, swap, cow, directory, stats, trace.get()},
-                  makeReplacementPolicy(configuration)),
-        references(config, backend, directory), runner(residency, directory, backend, trace.get()),
-        lazy(LazyTransferOptions{configuration.lazyTransfer}, residency, swap, cow, directory, stats),
-        pageSize(roundUp(std::max(config.pageSize, backend.granularity()), backend.granularity())) {}
+                            : std::make_shared<LocalDeviceBudget>(
+                                  options.deviceMemoryLimit != 0 ? options.deviceMemoryLimit : device.totalMemory())),
+        swap(device, options.swapBufferLimit, options.pinnedSwap), trace(openTrace(options.trace, device)),
+        residency(ResidencyContext{options.residency, backend, *budget, swap, cow, directory, stats, trace.get()},
+                  makeReplacementPolicy(options.policy)),
+        references(options.references, backend, directory), runner(residency, directory, backend, trace.get()),
+        lazy(LazyTransferOptions{options.lazyTransfer}, residency, swap, cow, directory, stats),
+        pageSize(roundUp(std::max(options.pageSize, backend.granularity()), backend.granularity())) {}
 
   // Validates that [address, address + bytes) lies inside one managed region.
   Region* rangeRegion(DevicePtr address, std::size_t bytes) {
@@ -97,7 +97,7 @@ struct ManagerState {
     return region;
   }
 
-  const Config config;
+  const ManagerOptions options;
   device::DeviceBackend& backend;
   std::shared_ptr<DeviceBudget> budget;
   SwapBuffer swap;
@@ -118,8 +118,9 @@ struct ManagerState {
   DeviceWork launchWork;
 };
 
-MemoryManager::MemoryManager(const Config& config, device::DeviceBackend& backend, std::shared_ptr<DeviceBudget> budget)
-    : state_(std::make_unique<ManagerState>(config, backend, std::move(budget))) {}
+MemoryManager::MemoryManager(const ManagerOptions& options, device::DeviceBackend& backend,
+                             std::shared_ptr<DeviceBudget> budget)
+    : state_(std::make_unique<ManagerState>(options, backend, std::move(budget))) {}
 
 MemoryManager::~MemoryManager() {
   LockScope scope(state_->mutex);
@@ -161,7 +162,7 @@ Status MemoryManager::allocate(std::size_t bytes, DevicePtr* address) {
   region->base = base;
   region->size = bytes;
   region->reservedSize = reserved;
-  region->pageSize = s.config.pageCoherence ? std::min(s.pageSize, reserved) : reserved; // NoPage: one page
+  region->pageSize = s.options.pageCoherence ? std::min(s.pageSize, reserved) : reserved; // NoPage: one page
   region->pages.resize((reserved + region->pageSize - 1) / region->pageSize);
   Region& added = *region;
   s.directory.add(std::move(region));
@@ -222,7 +223,7 @@ Status MemoryManager::copyHostToDevice(DevicePtr destination, const void* source
   const std::uintptr_t safeStart = roundUp(start, kHostPage);
   const std::uintptr_t safeEnd = (start + bytes) / kHostPage * kHostPage;
   const bool cowAllowed =
-      s.config.copyOnWrite && bytes >= s.config.cowMinBytes && safeEnd > safeStart && !onCurrentStack(source);
+      s.options.copyOnWrite && bytes >= s.options.cowMinBytes && safeEnd > safeStart && !onCurrentStack(source);
   // Protect the safe range once, so that per-page protection finds the host
   // pages already described (one /proc/self/maps read per copy).
   const PageKey wholeCopy{0, 0};
@@ -432,7 +433,7 @@ Status MemoryManager::launch(const device::KernelLaunch& launch) {
     MQX_TRY(s.runner.prepareEveryPage(references, work));
   }
   work.operations.push_back([&s, &launch] { return s.backend.launch(launch); });
-  work.residentRegionsReferenced = s.config.referenceDetection == ReferenceDetection::All;
+  work.residentRegionsReferenced = s.options.references.detection == ReferenceDetection::All;
   work.usesUnique = true; // one reference per region, every page once
   return s.runner.run(work, launch.stream, false);
 }
@@ -549,8 +550,6 @@ std::optional<ManagerUsage> MemoryManager::tryUsage() const {
   if (!lock.owns_lock()) return std::nullopt;
   return ManagerUsage{state_->stats, state_->swap.usedBytes(), state_->swap.reservedBytes()};
 }
-
-const Config& MemoryManager::config() const { return state_->config; }
 
 void MemoryManager::finishTrace() {
   if (state_->trace != nullptr) state_->trace->finish(); // the recorder has its own lock

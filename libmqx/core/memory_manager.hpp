@@ -17,7 +17,7 @@
 
 #include "common/status.hpp"
 #include "common/types.hpp"
-#include "config/config.hpp"
+#include "core/manager_options.hpp"
 #include "core/statistics.hpp"
 #include "device/device_backend.hpp"
 
@@ -42,9 +42,10 @@ struct RegionInfo {
 class MemoryManager {
 public:
   // `budget` may be shared with other processes (multi-process mode); when
-  // null the manager keeps a private budget of config.deviceMemoryLimit (or
+  // null the manager keeps a private budget of options.deviceMemoryLimit (or
   // the backend's total memory when that is 0).
-  MemoryManager(const Config& config, device::DeviceBackend& backend, std::shared_ptr<DeviceBudget> budget = nullptr);
+  MemoryManager(const ManagerOptions& options, device::DeviceBackend& backend,
+                std::shared_ptr<DeviceBudget> budget = nullptr);
   ~MemoryManager();
   MemoryManager(const MemoryManager&) = delete;
   MemoryManager& operator=(const MemoryManager&) = delete;
@@ -115,7 +116,6 @@ public:
   // other processes' eviction requests publishes this for `mqx top`, and the
   // manager may hold its lock while it waits for that thread's answers.
   std::optional<ManagerUsage> tryUsage() const;
-  const Config& config() const;
   // Completes the trace file (trace.file) of a process that never destroys
   // its manager; later trace points record nothing. No-op when tracing is off.
   void finishTrace();

@@ -24,9 +24,10 @@ private:
   std::atomic<bool>& flag_;
 };
 
-PeerEviction::PeerEviction(const Config& config, DeviceBudget& budget, Statistics& statistics,
+PeerEviction::PeerEviction(std::chrono::milliseconds evictionTimeout, DeviceBudget& budget, Statistics& statistics,
                            trace::TraceRecorder* trace, LocalVictims& local)
-    : config_(config), budget_(budget), statistics_(statistics), trace_(trace), local_(local), peers_(budget.peers()) {}
+    : evictionTimeout_(evictionTimeout), budget_(budget), statistics_(statistics), trace_(trace), local_(local),
+      peers_(budget.peers()) {}
 
 namespace {
 
@@ -99,7 +100,7 @@ bool PeerEviction::waitForTurn(std::size_t bytes, std::optional<std::chrono::ste
   // running. It gives up only when the node stops progressing altogether.
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
-  const auto limit = stallLimit(config_.evictionTimeoutMilliseconds);
+  const auto limit = stallLimit(evictionTimeout_.count());
   auto nextReport = start + limit;
   ProgressWatch watch(limit, peers_->progress());
   auto evictForOlder = [this](std::size_t bytes, std::uint64_t preferred) {

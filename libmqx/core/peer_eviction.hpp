@@ -17,7 +17,6 @@
 #include <span>
 #include <vector>
 
-#include "config/config.hpp"
 #include "core/device_budget.hpp"
 #include "core/eviction_handoff.hpp"
 #include "core/peer_regions.hpp"
@@ -46,8 +45,10 @@ public:
 
 class PeerEviction {
 public:
-  PeerEviction(const Config& config, DeviceBudget& budget, Statistics& statistics, trace::TraceRecorder* trace,
-               LocalVictims& local);
+  // `evictionTimeout` (daemon.eviction_timeout_ms) sets how long a wait for
+  // the other processes goes on without progress (stallLimit).
+  PeerEviction(std::chrono::milliseconds evictionTimeout, DeviceBudget& budget, Statistics& statistics,
+               trace::TraceRecorder* trace, LocalVictims& local);
 
   bool sharesNode() const { return peers_ != nullptr; }
   // The node-wide logical clock (sharesNode() only).
@@ -99,7 +100,7 @@ private:
   // Sets waitingForOthers_ for a scope.
   class Waiting;
 
-  const Config& config_;
+  const std::chrono::milliseconds evictionTimeout_;
   DeviceBudget& budget_;
   Statistics& statistics_;
   trace::TraceRecorder* trace_;

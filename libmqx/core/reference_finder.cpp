@@ -44,7 +44,7 @@ Status ReferenceFinder::find(const device::KernelLaunch& launch, std::vector<Reg
   }
   std::vector<RegionReference>& result = found_; // reused: no allocation per launch
   result.clear();
-  const ReferenceDetection mode = config_.referenceDetection;
+  const ReferenceDetection mode = options_.detection;
   // All (the paper's NoRef) finds references like Auto; the manager then adds
   // every resident region.
   bool knownAll = true;
@@ -59,10 +59,10 @@ Status ReferenceFinder::find(const device::KernelLaunch& launch, std::vector<Reg
     if (!ok(status))
       result = allRegions(); // layout unknown: every region may be touched
     else
-      knownAll = config_.pointersInParameters;
+      knownAll = options_.pointersInParameters;
   }
   if (complete != nullptr) *complete = knownAll;
-  if (!config_.accessAdvice)
+  if (!options_.accessAdvice)
     for (auto& reference : result)
       reference.access = Access::Both; // the paper's NoAccess variant
   mergeInto(result, references);

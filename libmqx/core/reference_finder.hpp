@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "config/config.hpp"
+#include "core/manager_options.hpp"
 #include "core/region_directory.hpp"
 #include "device/device_backend.hpp"
 
@@ -23,8 +23,8 @@ struct RegionReference {
 
 class ReferenceFinder {
 public:
-  ReferenceFinder(const Config& config, device::DeviceBackend& backend, RegionDirectory& directory)
-      : config_(config), backend_(backend), directory_(directory) {}
+  ReferenceFinder(const ReferenceOptions& options, device::DeviceBackend& backend, RegionDirectory& directory)
+      : options_(options), backend_(backend), directory_(directory) {}
 
   // Records advice of the calling thread for its next launch.
   void advise(RegionId region, Access access);
@@ -44,7 +44,7 @@ private:
   Status fromParameters(const device::KernelLaunch& launch, std::vector<RegionReference>* result);
   std::vector<RegionReference> allRegions();
 
-  const Config& config_;
+  const ReferenceOptions options_;
   device::DeviceBackend& backend_;
   RegionDirectory& directory_;
   std::map<std::thread::id, std::vector<std::pair<RegionId, Access>>> advice_;

@@ -27,7 +27,7 @@ std::vector<ResidencyManager::Victim> ResidencyManager::candidates(const std::ve
   std::vector<Victim> victims;
   // In-flight work that may reach every page: none may be remapped.
   if (mapsHost() && everyPageReachable()) return victims;
-  const bool pageGranular = context_.config.evictionGranularity == EvictionGranularity::Page;
+  const bool pageGranular = context_.options.evictionGranularity == EvictionGranularity::Page;
   context_.directory.forEach([&](Region& region) {
     if (contains(keep, region.id)) return;
     if (pageGranular) {
@@ -98,7 +98,7 @@ std::size_t ResidencyManager::evictRegionNow(RegionId id) {
   poll();
   Region* region = context_.directory.byId(id);
   if (region == nullptr) return 0;
-  const bool pageGranular = context_.config.evictionGranularity == EvictionGranularity::Page;
+  const bool pageGranular = context_.options.evictionGranularity == EvictionGranularity::Page;
   Victim victim{region, {}};
   if (pageGranular || !region->anyPinned())
     for (std::uint32_t i = 0; i < region->pageCount(); ++i)

@@ -27,7 +27,8 @@ std::uint64_t nanosecondsSince(std::chrono::steady_clock::time_point start) {
 
 ResidencyManager::ResidencyManager(ResidencyContext context, std::unique_ptr<ReplacementPolicy> policy)
     : context_(context), policy_(std::move(policy)),
-      peerEviction_(context.config, context.budget, context.statistics, context.trace, *this) {}
+      peerEviction_(std::chrono::milliseconds(context.options.evictionTimeoutMilliseconds), context.budget,
+                    context.statistics, context.trace, *this) {}
 
 Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandle stream) {
   trace::TraceSpan span(context_.trace, "make resident", "residency", trace::kCurrentThreadTrack);
@@ -74,7 +75,7 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
   // host blocks, it waits at most 4 x daemon.eviction_timeout_ms and then
   // runs what gets no device memory from its host blocks.
   const auto fallbackAt =
-      std::chrono::steady_clock::now() + 4 * std::chrono::milliseconds(context_.config.evictionTimeoutMilliseconds);
+      std::chrono::steady_clock::now() + 4 * std::chrono::milliseconds(context_.options.evictionTimeoutMilliseconds);
   while (backed == Status::NotReady) {
     for (const PageKey& key : newlyBacked)
       MQX_TRY(unbackUnloaded(*context_.directory.byId(key.region), key.page));

@@ -15,9 +15,9 @@
 #include <span>
 #include <vector>
 
-#include "config/config.hpp"
 #include "core/cow_tracker.hpp"
 #include "core/device_budget.hpp"
+#include "core/manager_options.hpp"
 #include "core/peer_eviction.hpp"
 #include "core/region_directory.hpp"
 #include "core/statistics.hpp"
@@ -36,7 +36,7 @@ struct PageUse {
 };
 
 struct ResidencyContext {
-  const Config& config;
+  ResidencyOptions options;
   device::DeviceBackend& backend;
   DeviceBudget& budget;
   SwapBuffer& swap;

@@ -28,8 +28,9 @@
 #include "device/sim/sim_backend.hpp"
 
 namespace mqx::ipc {
-class DaemonClient;
-}
+class ManagerOnNode;
+class NodeMembership;
+} // namespace mqx::ipc
 
 namespace mqx::embedded {
 
@@ -45,17 +46,17 @@ public:
   SimDevice(const SimDevice&) = delete;
   SimDevice& operator=(const SimDevice&) = delete;
 
-  MemoryManager& manager() { return *manager_; }
+  MemoryManager& manager();
   device::SimBackend& backend() { return *backend_; }
   const Config& config() const { return config_; }
   // Whether the device budget is the node's (a daemon runs and was joined).
-  bool onNode() const { return client_ != nullptr; }
+  bool onNode() const { return membership_ != nullptr; }
 
 private:
   Config config_;
-  std::shared_ptr<ipc::DaemonClient> client_;
+  std::shared_ptr<ipc::NodeMembership> membership_;
   std::unique_ptr<device::SimBackend> backend_;
-  std::unique_ptr<MemoryManager> manager_;
+  std::unique_ptr<ipc::ManagerOnNode> manager_;
 };
 
 } // namespace mqx::embedded

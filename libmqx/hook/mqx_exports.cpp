@@ -8,7 +8,7 @@
 #include "hook/export.hpp"
 #include "hook/hook_support.hpp"
 #include "hook/node_membership.hpp"
-#include "ipc/daemon_client.hpp"
+#include "ipc/admission_client.hpp"
 
 using namespace mqx;
 using namespace mqx::hook;
@@ -51,10 +51,10 @@ MQX_EXPORT int mqx_declare_resizable_by_name(const char* name) {
 // CUDA_ERROR_INVALID_VALUE for seconds that are not positive and finite.
 MQX_EXPORT int mqx_node_declare_operator(double seconds, std::uint64_t bytes) {
   if (!(seconds > 0) || seconds > 1e300) return CUDA_ERROR_INVALID_VALUE;
-  ipc::DaemonClient* client = nodeMembership();
-  if (client == nullptr) return CUDA_SUCCESS;
+  ipc::AdmissionClient* admission = nodeAdmission();
+  if (admission == nullptr) return CUDA_SUCCESS;
   try {
-    client->declareOperator(seconds, bytes);
+    admission->declareOperator(seconds, bytes);
   } catch (...) {
   }
   return CUDA_SUCCESS;

@@ -6,11 +6,12 @@
 #include <mutex>
 
 #include "common/log.hpp"
+#include "embedded/runtime_options.hpp"
 #include "hook/host_memory_hooks.hpp"
 #include "hook/node_membership.hpp"
-#include "ipc/daemon_client.hpp"
+#include "ipc/admission_client.hpp"
 #include "ipc/launch_tuning_client.hpp"
-#include "ipc/manager_activity.hpp"
+#include "ipc/node_membership.hpp"
 
 namespace mqx::hook {
 
@@ -20,38 +21,38 @@ using device::cuda::DriverApi;
 
 namespace {
 
-// Membership of mqxd's node, when one runs (docs/daemon.md). Leaked on
-// purpose like the Runtime: the budget it backs is used until exit. Joined
-// once, by the first of activation and the advice API
+// Membership of mqxd's node, when one runs (docs/daemon.md), and the
+// admission client of the query this process runs for (its demand). Leaked
+// on purpose like the Runtime: the budget it backs is used until exit.
+// Joined once, by the first of activation and the advice API
 // (mqx_declare_operator may come before the process's first CUDA call).
-std::shared_ptr<ipc::DaemonClient>* nodeClient = nullptr;
+struct NodeJoin {
+  std::shared_ptr<ipc::NodeMembership> membership;
+  std::shared_ptr<ipc::AdmissionClient> queryAdmission;
+};
+NodeJoin* nodeJoin = nullptr;
 std::once_flag nodeJoinOnce;
 
 void joinNodeOnce(const Config& config) {
   std::call_once(nodeJoinOnce, [&config] {
     try {
-      auto client = ipc::DaemonClient::connect(config, ipc::DaemonClient::Role::Memory, program_invocation_short_name);
-      if (client == nullptr) return;
-      nodeClient = new std::shared_ptr<ipc::DaemonClient>(client);
+      auto membership = ipc::NodeMembership::connect(embedded::nodeOptions(config), ipc::NodeMembership::Role::Memory,
+                                                     program_invocation_short_name);
+      if (membership == nullptr) return;
+      auto admission = std::make_shared<ipc::AdmissionClient>(membership, embedded::admissionOptions(config));
+      nodeJoin = new NodeJoin{std::move(membership), std::move(admission)};
       // A process that never activates leaves at exit too (leave() is
       // idempotent: activation's exit handler calls it as well).
-      std::atexit([] { (*nodeClient)->leave(); });
+      std::atexit([] { nodeJoin->membership->leave(); });
     } catch (const std::exception& error) {
       log(LogLevel::Warn, "cannot join mqxd's node ({}); managing this process's device memory alone", error.what());
     }
   });
 }
 
-// Joins the node: the process's device memory then comes from the node's
-// budget and other processes may ask it to evict. Null budget: alone.
-std::shared_ptr<DeviceBudget> joinNode(const Config& config) {
-  joinNodeOnce(config);
-  return nodeClient != nullptr ? (*nodeClient)->budget() : nullptr;
-}
-
 } // namespace
 
-ipc::DaemonClient* nodeMembership() {
+ipc::AdmissionClient* nodeAdmission() {
   // The advice API's way in: the configuration is read here once (a bad one
   // is reported by the hooks; the declaration is then a no-op).
   static std::once_flag configured;
@@ -66,7 +67,7 @@ ipc::DaemonClient* nodeMembership() {
     }
   });
   if (valid) joinNodeOnce(config);
-  return nodeClient != nullptr ? nodeClient->get() : nullptr;
+  return nodeJoin != nullptr ? nodeJoin->queryAdmission.get() : nullptr;
 }
 
 Runtime& Runtime::instance() {
@@ -151,47 +152,45 @@ MemoryManager* Runtime::activate() {
     passThrough(fmt::format("the CUDA backend cannot start ({})", toString(status)));
     return nullptr;
   }
-  std::shared_ptr<DeviceBudget> nodeBudget = joinNode(config_);
+  // Joins the node: the process's device memory then comes from the node's
+  // budget and other processes may ask it to evict. No node: alone.
+  joinNodeOnce(config_);
   try {
-    managerStorage_ = std::make_unique<MemoryManager>(config_, *backend, nodeBudget);
+    managerStorage_ = std::make_unique<ipc::ManagerOnNode>(embedded::managerOptions(config_), *backend,
+                                                           nodeJoin != nullptr ? nodeJoin->membership : nullptr,
+                                                           nodeJoin != nullptr ? nodeJoin->queryAdmission : nullptr);
   } catch (const std::exception& error) {
     passThrough(fmt::format("the memory manager cannot start ({})", error.what()));
     return nullptr;
   }
   // Copy-on-write faults and frees of protected host buffers go to it from now
   // on.
-  registerHostMemoryManager(managerStorage_.get());
+  registerHostMemoryManager(&managerStorage_->manager());
   backendStorage_ = std::move(backend);
   backend_.store(backendStorage_.get(), std::memory_order_release);
-  manager_.store(managerStorage_.get(), std::memory_order_release);
+  manager_.store(&managerStorage_->manager(), std::memory_order_release);
   state_.store(State::Active, std::memory_order_release);
   log(LogLevel::Info, "managing device memory on {} (limit {} MiB, page {} KiB, policy {})",
       backendStorage_->deviceName(), config_.deviceMemoryLimit >> 20, config_.pageSize >> 10,
       toString(config_.replacement));
-  if (nodeClient != nullptr) startLaunchTuning(*api);
-  if (nodeClient != nullptr) {
-    (*nodeClient)->setRegionEvictor([manager = managerStorage_.get()](std::size_t bytes, std::uint64_t region) {
-      return manager->evictForOtherProcess(bytes, std::chrono::milliseconds(200), region);
-    });
-    // The manager is never destroyed: the source stays until the client leaves.
-    (*nodeClient)->setActivitySource(ipc::activitySourceOf(*managerStorage_));
-  }
+  if (nodeJoin != nullptr) startLaunchTuning(*api);
   // Registered after cudart's own exit handler, so it runs before cudart
   // tears the context down; it only reads counters (and leaves the node:
   // the context's memory goes with the process).
   std::atexit([] {
     Runtime::instance().logStatisticsAtExit();
     if (MemoryManager* manager = Runtime::instance().manager()) manager->finishTrace();
-    if (nodeClient != nullptr) (*nodeClient)->leave();
+    if (nodeJoin != nullptr) nodeJoin->membership->leave();
     if (auto& tuner = Runtime::instance().launchTuningClient_) tuner->leave();
   });
-  return managerStorage_.get();
+  return &managerStorage_->manager();
 }
 
 void Runtime::startLaunchTuning(const DriverApi& api) {
   // Resizable kernels get the launch service's parameters (docs/kernelopt.md).
   try {
-    if (auto tuner = ipc::LaunchTuningClient::connect(config_)) {
+    if (auto tuner = ipc::LaunchTuningClient::connect(
+            config_.daemonInstance, std::chrono::milliseconds(config_.launchReplyTimeoutMilliseconds))) {
       launchTuningClient_ = tuner;
       launchTuningStorage_ =
           std::make_unique<device::cuda::CudaLaunchTuning>(api, config_.resizableKernels, std::move(tuner));

@@ -24,6 +24,7 @@
 #include "device/cuda/cuda_launch_tuning.hpp"
 #include "device/cuda/driver_api.hpp"
 #include "ipc/launch_tuning_client.hpp"
+#include "ipc/manager_on_node.hpp"
 
 namespace mqx::hook {
 
@@ -93,7 +94,7 @@ private:
   Config config_;
   device::cuda::DriverApi driverStorage_;
   std::unique_ptr<device::cuda::CudaBackend> backendStorage_;
-  std::unique_ptr<MemoryManager> managerStorage_;
+  std::unique_ptr<ipc::ManagerOnNode> managerStorage_; // the manager, on the node when one runs
   std::unique_ptr<device::cuda::CudaLaunchTuning> launchTuningStorage_;
   std::shared_ptr<ipc::LaunchTuningClient> launchTuningClient_; // to leave at exit
   std::atomic<device::cuda::CudaLaunchTuning*> launchTuning_{nullptr};

@@ -12,11 +12,11 @@ std::string launchReplyQueue(const IpcNames& names, pid_t pid) {
   return fmt::format("/{}-launch-{}", names.prefix, pid);
 }
 
-std::shared_ptr<LaunchTuningClient> LaunchTuningClient::connect(const Config& config) {
-  IpcNames names = IpcNames::forInstance(config.daemonInstance, getuid());
+std::shared_ptr<LaunchTuningClient> LaunchTuningClient::connect(const std::string& instance,
+                                                                std::chrono::milliseconds replyTimeout) {
+  IpcNames names = IpcNames::forInstance(instance, getuid());
   if (MessageQueue::openForSending(names.daemonQueue) == nullptr) return nullptr;
-  std::shared_ptr<LaunchTuningClient> client(
-      new LaunchTuningClient(std::move(names), std::chrono::milliseconds(config.launchReplyTimeoutMilliseconds)));
+  std::shared_ptr<LaunchTuningClient> client(new LaunchTuningClient(std::move(names), replyTimeout));
   return client;
 }
 

@@ -14,7 +14,6 @@
 #include <mutex>
 #include <string>
 
-#include "config/config.hpp"
 #include "device/launch_tuner.hpp"
 #include "ipc/ipc_names.hpp"
 #include "ipc/message_queue.hpp"
@@ -26,8 +25,10 @@ std::string launchReplyQueue(const IpcNames& names, pid_t pid);
 
 class LaunchTuningClient final : public device::LaunchTuner {
 public:
-  // Null when no mqxd runs for this user and instance.
-  static std::shared_ptr<LaunchTuningClient> connect(const Config& config);
+  // Null when no mqxd runs for this user and `instance` (daemon.instance).
+  // `replyTimeout`: kernelopt.reply_timeout_ms.
+  static std::shared_ptr<LaunchTuningClient> connect(const std::string& instance,
+                                                     std::chrono::milliseconds replyTimeout);
 
   std::optional<device::TunedLaunch> tune(const device::TuningRequest& request, std::uint64_t* ticket) override;
   void finished(std::uint64_t ticket) override;

@@ -14,7 +14,7 @@ ClientActivity activityOf(const ManagerUsage& usage) {
   return activity;
 }
 
-DaemonClient::ActivitySource activitySourceOf(const MemoryManager& manager) {
+NodeMembership::ActivitySource activitySourceOf(const MemoryManager& manager) {
   return [&manager]() -> std::optional<ClientActivity> {
     const auto usage = manager.tryUsage();
     if (!usage) return std::nullopt;

@@ -4,16 +4,16 @@
 #pragma once
 
 #include "core/memory_manager.hpp"
-#include "ipc/daemon_client.hpp"
+#include "ipc/node_membership.hpp"
 #include "ipc/node_state.hpp"
 
 namespace mqx::ipc {
 
 ClientActivity activityOf(const ManagerUsage& usage);
 
-// What DaemonClient::setActivitySource takes for `manager` (which must
+// What NodeMembership::setActivitySource takes for `manager` (which must
 // outlive it: remove the source before the manager goes). Never blocks on
 // the manager's lock (MemoryManager::tryUsage).
-DaemonClient::ActivitySource activitySourceOf(const MemoryManager& manager);
+NodeMembership::ActivitySource activitySourceOf(const MemoryManager& manager);
 
 } // namespace mqx::ipc

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "config/config.hpp"
+#include "config/config_choices.hpp"
 #include "ipc/node_state.hpp"
 
 namespace mqx::ipc {

@@ -42,7 +42,7 @@ enum class ClientState : std::uint32_t {
 
 // What a memory client's manager did so far: counters since the client
 // joined (readers compute rates from two samples) and its swap buffer's use
-// now. Written by the client's own process (DaemonClient, at most every
+// now. Written by the client's own process (NodeMembership, at most every
 // 100 ms), under `lock`.
 struct ClientActivity {
   std::uint64_t bytesToDevice = 0;    // host -> device transfers

@@ -4,49 +4,56 @@
 
 #include <algorithm>
 
-#include "ipc/daemon_client.hpp"
+#include "ipc/admission_client.hpp"
+#include "ipc/node_membership.hpp"
 
 namespace mqx::ipc {
 namespace {
 
 // This process's record, or null once it left the node (or in a forked child,
 // which inherits the parent's client but not its right to the record).
-ClientRecord* ownRecord(DaemonClient& client) {
-  if (client.slot() == kNoSlot) return nullptr;
-  ClientRecord& record = client.node().clients[client.slot()];
+ClientRecord* ownRecord(NodeMembership& membership) {
+  if (membership.slot() == kNoSlot) return nullptr;
+  ClientRecord& record = membership.node().clients[membership.slot()];
   return record.pid == getpid() && record.state == ClientState::Memory ? &record : nullptr;
 }
 
 } // namespace
 
+SharedDeviceBudget::SharedDeviceBudget(std::shared_ptr<NodeMembership> membership,
+                                       std::shared_ptr<AdmissionClient> queryDemand)
+    : membership_(std::move(membership)), queryDemand_(std::move(queryDemand)) {}
+
+SharedDeviceBudget::~SharedDeviceBudget() = default;
+
 bool SharedDeviceBudget::tryAcquire(std::size_t bytes) {
-  NodeState& node = client_->node();
+  NodeState& node = membership_->node();
   RobustLock lock(node.lock);
-  ClientRecord* record = ownRecord(*client_);
+  ClientRecord* record = ownRecord(*membership_);
   if (record == nullptr || node.usedBytes() + bytes > node.capacity) return false;
   record->budgetHeld += bytes; // one store: nothing to repair if killed here
   return true;
 }
 
 void SharedDeviceBudget::release(std::size_t bytes) {
-  NodeState& node = client_->node();
+  NodeState& node = membership_->node();
   RobustLock lock(node.lock);
-  if (ClientRecord* record = ownRecord(*client_))
+  if (ClientRecord* record = ownRecord(*membership_))
     record->budgetHeld -= std::min<std::uint64_t>(bytes, record->budgetHeld);
 }
 
 std::size_t SharedDeviceBudget::used() const {
-  NodeState& node = client_->node();
+  NodeState& node = membership_->node();
   RobustLock lock(node.lock);
   return node.usedBytes();
 }
 
-std::size_t SharedDeviceBudget::limit() const { return client_->node().capacity; }
+std::size_t SharedDeviceBudget::limit() const { return membership_->node().capacity; }
 
 std::size_t SharedDeviceBudget::held() const {
-  NodeState& node = client_->node();
+  NodeState& node = membership_->node();
   RobustLock lock(node.lock);
-  ClientRecord* record = ownRecord(*client_);
+  ClientRecord* record = ownRecord(*membership_);
   return record != nullptr ? record->budgetHeld : 0;
 }
 
@@ -57,18 +64,18 @@ bool SharedDeviceBudget::reclaimElsewhere(std::size_t bytes) { return reclaim(by
 namespace mqx::ipc {
 
 std::uint64_t SharedDeviceBudget::tick() {
-  return client_->node().logicalClock.fetch_add(1, std::memory_order_relaxed) + 1;
+  return membership_->node().logicalClock.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
 void SharedDeviceBudget::publish(std::span<const PublishedInputs> regions) {
   // One ownership check (a getpid() system call) per launch, not per region.
-  if (ownRecord(*client_) == nullptr) return; // left the node (or a fork() child)
+  if (ownRecord(*membership_) == nullptr) return; // left the node (or a fork() child)
   if (!entriesInitialised_) {
     for (std::uint32_t i = kPublishedRegionsPerClient; i > 0; --i)
       freeEntries_.push_back(i - 1);
     entriesInitialised_ = true;
   }
-  PublishedRegions& table = client_->node().published[client_->slot()];
+  PublishedRegions& table = membership_->node().published[membership_->slot()];
   for (const PublishedInputs& published : regions) {
     const EvictionCandidate& inputs = published.inputs;
     auto found = entryOf_.find(published.region);
@@ -92,13 +99,13 @@ void SharedDeviceBudget::publish(std::span<const PublishedInputs> regions) {
 }
 
 void SharedDeviceBudget::collect(std::vector<PeerCandidate>* out) {
-  NodeState& node = client_->node();
+  NodeState& node = membership_->node();
   std::vector<std::pair<std::uint32_t, pid_t>> others;
   {
     RobustLock lock(node.lock);
     for (std::uint32_t slot = 0; slot < kMaxClients; ++slot) {
       const ClientRecord& record = node.clients[slot];
-      if (slot != client_->slot() && record.state == ClientState::Memory) others.emplace_back(slot, record.pid);
+      if (slot != membership_->slot() && record.state == ClientState::Memory) others.emplace_back(slot, record.pid);
     }
   }
   for (const auto& [slot, pid] : others) {
@@ -114,17 +121,19 @@ void SharedDeviceBudget::collect(std::vector<PeerCandidate>* out) {
 }
 
 std::size_t SharedDeviceBudget::evictAt(const PeerCandidate& candidate, std::size_t bytes) {
-  return client_->requestEvictionOf(candidate.owner, candidate.region, bytes);
+  return membership_->requestEvictionOf(candidate.owner, candidate.region, bytes);
 }
 
-void SharedDeviceBudget::observeLaunchFootprint(std::size_t bytes) { client_->observeLaunchFootprint(bytes); }
+void SharedDeviceBudget::observeLaunchFootprint(std::size_t bytes) {
+  if (queryDemand_ != nullptr) queryDemand_->observeLaunchFootprint(bytes);
+}
 
-bool SharedDeviceBudget::mustYield() { return client_->mustYield(); }
+bool SharedDeviceBudget::mustYield() { return membership_->mustYield(); }
 
-PeerReclaim SharedDeviceBudget::reclaim(std::size_t bytes) { return client_->requestEviction(bytes); }
+PeerReclaim SharedDeviceBudget::reclaim(std::size_t bytes) { return membership_->requestEviction(bytes); }
 
-std::uint64_t SharedDeviceBudget::progress() { return client_->progress(); }
+std::uint64_t SharedDeviceBudget::progress() { return membership_->progress(); }
 
-std::string SharedDeviceBudget::describeNode() { return client_->describeNode(); }
+std::string SharedDeviceBudget::describeNode() { return membership_->describeNode(); }
 
 } // namespace mqx::ipc

@@ -4,7 +4,9 @@
 // daemon gives a dead process's bytes back by freeing its record; the node's
 // use is the sum of the records. It is also the manager's view of the other
 // processes (PeerRegions): the node clock, every process's published
-// regions, and eviction of another process's region on request (paper §6).
+// regions, and eviction of another process's region on request (paper §6),
+// all through the process's NodeMembership; the launches' footprints go to
+// the AdmissionClient of the query the process runs for (observed demand).
 #pragma once
 
 #include <memory>
@@ -16,11 +18,16 @@
 
 namespace mqx::ipc {
 
-class DaemonClient;
+class AdmissionClient;
+class NodeMembership;
 
 class SharedDeviceBudget final : public DeviceBudget, public PeerRegions {
 public:
-  explicit SharedDeviceBudget(std::shared_ptr<DaemonClient> client) : client_(std::move(client)) {}
+  // Keeps `membership` (a memory client's) alive, and `queryDemand` (null:
+  // launch footprints are not reported).
+  explicit SharedDeviceBudget(std::shared_ptr<NodeMembership> membership,
+                              std::shared_ptr<AdmissionClient> queryDemand = nullptr);
+  ~SharedDeviceBudget() override;
   bool tryAcquire(std::size_t bytes) override;
   void release(std::size_t bytes) override;
   std::size_t used() const override;
@@ -43,7 +50,8 @@ public:
   std::string describeNode() override;
 
 private:
-  std::shared_ptr<DaemonClient> client_;
+  std::shared_ptr<NodeMembership> membership_;
+  std::shared_ptr<AdmissionClient> queryDemand_;
   // This process's published entries (the owner's side; under its
   // manager's lock): which entry holds which region, and the free ones.
   std::unordered_map<RegionId, std::uint32_t> entryOf_;

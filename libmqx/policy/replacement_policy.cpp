@@ -1,7 +1,5 @@
 #include "policy/replacement_policy.hpp"
 
-#include "config/config.hpp"
-
 namespace mqx {
 
 std::size_t leastRecentlyUsed(std::span<const EvictionCandidate> candidates) {
@@ -21,10 +19,6 @@ std::unique_ptr<ReplacementPolicy> makeReplacementPolicy(const PolicyOptions& op
   case ReplacementKind::Adaptive: return makeScanResistantPolicy(makeCdrPolicy(options.latencyFactor));
   }
   return makeCdrPolicy(options.latencyFactor);
-}
-
-std::unique_ptr<ReplacementPolicy> makeReplacementPolicy(const Config& config) {
-  return makeReplacementPolicy(PolicyOptions{config.replacement, config.latencyFactor, config.randomSeed});
 }
 
 } // namespace mqx

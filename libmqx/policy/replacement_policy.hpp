@@ -48,12 +48,6 @@ struct PolicyOptions {
 
 std::unique_ptr<ReplacementPolicy> makeReplacementPolicy(const PolicyOptions& options);
 
-struct Config;
-// The policy that the policy.* keys of `config` name: for MemoryManager, which
-// still takes the whole configuration (STYLE.md section 3). Remove once the
-// manager is given PolicyOptions.
-std::unique_ptr<ReplacementPolicy> makeReplacementPolicy(const Config& config);
-
 // Index of the least recently used candidate (ties: the first).
 std::size_t leastRecentlyUsed(std::span<const EvictionCandidate> candidates);
 

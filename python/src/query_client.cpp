@@ -3,10 +3,8 @@
 #include <pybind11/pybind11.h>
 #include <unistd.h>
 
-#include <thread>
-
+#include "embedded/runtime_options.hpp"
 #include "errors.hpp"
-#include "ipc/messages.hpp"
 #include "node_status.hpp"
 
 namespace py = pybind11;
@@ -16,11 +14,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr auto kLockTimeout = std::chrono::milliseconds(2000);
-constexpr auto kPollInterval = std::chrono::milliseconds(2);
 constexpr auto kSignalInterval = std::chrono::milliseconds(50);
 
 std::string where(const std::string& instance) {
   return instance.empty() ? std::string("this user") : "this user and instance '" + instance + "'";
+}
+
+std::string lockHeldTooLong() {
+  return "mqx: the node's lock has been held by another live process for more than " +
+         std::to_string(kLockTimeout.count()) + " ms";
 }
 
 } // namespace
@@ -28,43 +30,40 @@ std::string where(const std::string& instance) {
 QueryClient::QueryClient(const Config& config, const std::string& name, std::uint64_t weightedDemand,
                          std::uint64_t peakDemand)
     : name_(name), instance_(config.daemonInstance) {
+  ipc::AdmissionOptions options = embedded::admissionOptions(config);
+  options.nodeLockTimeout = kLockTimeout; // never a hang (docs/python.md)
   try {
-    client_ = ipc::DaemonClient::connect(config, ipc::DaemonClient::Role::Query, name);
+    client_ = ipc::AdmissionClient::connect(embedded::nodeOptions(config), options, name);
   } catch (const ConfigError&) {
     throw;
   } catch (const std::exception& error) {
     throw MqxError(error.what()); // e.g. every client record in use
   }
   if (client_ == nullptr) throw DaemonNotRunning("mqx: no mqxd is running for " + where(instance_));
-  slot_ = client_->slot();
-  declare(weightedDemand, peakDemand);
+  slot_ = client_->membership().slot();
+  // At once, so that mqxd never sees the record without its demand.
+  if (!client_->declareDemand(weightedDemand, peakDemand)) {
+    close();
+    throw MqxError(lockHeldTooLong());
+  }
+  weightedDemand_ = weightedDemand;
+  peakDemand_ = peakDemand;
 }
 
-std::shared_ptr<ipc::DaemonClient> QueryClient::current() {
+std::shared_ptr<ipc::AdmissionClient> QueryClient::current() {
   std::lock_guard guard(clientMutex_);
   return client_;
 }
 
-std::shared_ptr<ipc::DaemonClient> QueryClient::member(const char* operation) {
+std::shared_ptr<ipc::AdmissionClient> QueryClient::member(const char* operation) {
   auto client = current();
   if (client == nullptr) throw MqxError(std::string("mqx: cannot ") + operation + ": the client has left the node");
   return client;
 }
 
-void QueryClient::declare(std::uint64_t weightedDemand, std::uint64_t peakDemand, bool requested) {
-  const auto client = member("declare a demand");
-  ipc::NodeState& node = client->node();
-  TimedNodeLock lock(node, kLockTimeout);
-  ipc::ClientRecord& record = node.clients[slot_];
-  if (record.pid != getpid()) throw MqxError("mqx: this client's record was reclaimed by mqxd");
-  record.weightedDemand = weightedDemand_ = weightedDemand;
-  record.peakDemand = peakDemand_ = peakDemand;
-  if (requested) record.admissionRequested = 1; // after the demand: what admission sees is final
-}
-
 bool QueryClient::daemonAlive() {
   const auto client = current();
-  return client != nullptr && client->daemonAlive();
+  return client != nullptr && client->membership().daemonAlive();
 }
 
 void QueryClient::checkPythonSignals() {
@@ -74,52 +73,35 @@ void QueryClient::checkPythonSignals() {
 
 double QueryClient::requestAdmission(std::optional<std::uint64_t> weightedDemand,
                                      std::optional<std::uint64_t> peakDemand, std::optional<double> timeoutSeconds) {
-  const auto shared = member("request admission");
-  ipc::DaemonClient& client = *shared;
+  const auto client = member("request admission");
   if (requested_) throw MqxError("mqx: admission was already requested for query '" + name_ + "'");
   if (timeoutSeconds && *timeoutSeconds < 0) throw std::invalid_argument("timeout must not be negative");
   const auto start = Clock::now();
   py::gil_scoped_release released;
   try {
-    declare(weightedDemand.value_or(weightedDemand_), peakDemand.value_or(peakDemand_), true);
-    ipc::Message request = ipc::Message::of(ipc::MessageKind::AdmissionRequest, getpid(), client.slot());
-    request.weightedDemand = weightedDemand_;
-    request.peakDemand = peakDemand_;
-    if (!ipc::sendTo(client.names().daemonQueue, request)) {
-      if (!daemonAlive()) throw DaemonNotRunning("mqx: mqxd of " + where(instance_) + " went away");
-      throw MqxError("mqx: cannot send the admission request to " + client.names().daemonQueue);
-    }
+    weightedDemand_ = weightedDemand.value_or(weightedDemand_);
+    peakDemand_ = peakDemand.value_or(peakDemand_);
     requested_ = true;
-    auto nextSignalCheck = start + kSignalInterval;
-    for (;;) {
-      ipc::ClientState state;
-      pid_t owner;
-      {
-        TimedNodeLock lock(client.node(), kLockTimeout);
-        state = client.node().clients[slot_].state;
-        owner = client.node().clients[slot_].pid;
-      }
-      const auto now = Clock::now();
-      const double waited = std::chrono::duration<double>(now - start).count();
-      if (owner != getpid() || state == ipc::ClientState::Free)
-        throw MqxError("mqx: mqxd reclaimed the record of query '" + name_ + "'");
-      if (state == ipc::ClientState::Running) {
-        admitted_ = true;
-        return waited;
-      }
-      if (!daemonAlive())
-        throw DaemonNotRunning("mqx: mqxd of " + where(instance_) + " went away before admitting query '" + name_ +
-                               "'");
-      if (timeoutSeconds && waited >= *timeoutSeconds)
-        throw AdmissionTimeout("mqx: query '" + name_ + "' was not admitted within " + std::to_string(*timeoutSeconds) +
-                               " s (weighted demand " + std::to_string(weightedDemand_) + " bytes, peak " +
-                               std::to_string(peakDemand_) + " bytes); withdrawn");
-      if (now >= nextSignalCheck) {
-        checkPythonSignals();
-        nextSignalCheck = now + kSignalInterval;
-      }
-      std::this_thread::sleep_for(kPollInterval);
+    ipc::AdmissionClient::AdmissionWait wait;
+    if (timeoutSeconds)
+      wait.timeout = std::chrono::ceil<std::chrono::milliseconds>(std::chrono::duration<double>(*timeoutSeconds));
+    wait.pollInterval = kSignalInterval;
+    wait.poll = [this] { checkPythonSignals(); };
+    switch (client->waitForAdmission(weightedDemand_, peakDemand_, wait)) {
+    case ipc::AdmissionClient::Admission::Admitted:
+      admitted_ = true;
+      return std::chrono::duration<double>(Clock::now() - start).count();
+    case ipc::AdmissionClient::Admission::DaemonGone:
+      throw DaemonNotRunning("mqx: mqxd of " + where(instance_) + " went away before admitting query '" + name_ + "'");
+    case ipc::AdmissionClient::Admission::TimedOut:
+      throw AdmissionTimeout("mqx: query '" + name_ + "' was not admitted within " + std::to_string(*timeoutSeconds) +
+                             " s (weighted demand " + std::to_string(weightedDemand_) + " bytes, peak " +
+                             std::to_string(peakDemand_) + " bytes); withdrawn");
+    case ipc::AdmissionClient::Admission::Reclaimed:
+      throw MqxError("mqx: mqxd reclaimed the record of query '" + name_ + "'");
+    case ipc::AdmissionClient::Admission::NodeLocked: throw MqxError(lockHeldTooLong());
     }
+    throw MqxError("mqx: unknown admission outcome");
   } catch (...) {
     close(); // withdrawn: mqxd must not admit a query nobody runs
     throw;
@@ -147,19 +129,20 @@ void QueryClient::release() {
 }
 
 void QueryClient::close() {
-  std::shared_ptr<ipc::DaemonClient> leaving;
+  std::shared_ptr<ipc::AdmissionClient> leaving;
   {
     std::lock_guard guard(clientMutex_);
     leaving = std::move(client_);
   }
-  if (leaving != nullptr) leaving->leave();
+  if (leaving != nullptr) leaving->membership().leave();
 }
 
 std::string QueryClient::state() {
   const auto client = current();
   if (client == nullptr) return released_ ? "released" : "closed";
-  TimedNodeLock lock(client->node(), kLockTimeout);
-  const ipc::ClientRecord& record = client->node().clients[slot_];
+  ipc::NodeState& node = client->membership().node();
+  TimedNodeLock lock(node, kLockTimeout);
+  const ipc::ClientRecord& record = node.clients[slot_];
   if (record.pid != getpid()) return "reclaimed";
   return ipc::toString(record.state);
 }

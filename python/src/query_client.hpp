@@ -1,9 +1,10 @@
 // QueryClient: mqx.Client, a query's membership of the node as mqx-run has it
-// (DaemonClient, Role::Query): it arrives (claims a record, which fixes its
-// place in the admission order), asks for admission with its weighted and
-// peak demand (paper §5), may update its demand while it runs, and releases.
-// Unlike DaemonClient::waitForAdmission, the wait has a timeout and reacts to
-// Python signals: the segment is polled, which is the truth (docs/daemon.md).
+// (ipc::AdmissionClient over a Query record): it arrives (claims a record,
+// which fixes its place in the admission order), asks for admission with its
+// weighted and peak demand (paper §5), may update its demand while it runs,
+// and releases. The wait is mqx-run's (AdmissionClient::waitForAdmission),
+// with a timeout, a bound on the node's lock, and Python's signals checked
+// while it waits.
 #pragma once
 
 #include <chrono>
@@ -14,7 +15,7 @@
 #include <string>
 
 #include "config/config.hpp"
-#include "ipc/daemon_client.hpp"
+#include "ipc/admission_client.hpp"
 
 namespace mqx::python {
 
@@ -45,18 +46,15 @@ public:
   const std::string& instance() const { return instance_; }
 
 private:
-  // The membership, shared: another Python thread may close() the client
-  // while this one waits with the GIL released.
-  std::shared_ptr<ipc::DaemonClient> member(const char* operation);
-  std::shared_ptr<ipc::DaemonClient> current();
-  // `requested`: the demand is final and the query asks for admission (mqxd
-  // admits only records that asked, from the record even if the message is lost).
-  void declare(std::uint64_t weightedDemand, std::uint64_t peakDemand, bool requested = false);
+  // The admission client, shared: another Python thread may close() the
+  // client while this one waits with the GIL released.
+  std::shared_ptr<ipc::AdmissionClient> member(const char* operation);
+  std::shared_ptr<ipc::AdmissionClient> current();
   bool daemonAlive();
   void checkPythonSignals();
 
   std::mutex clientMutex_; // guards client_ itself (copies and the reset)
-  std::shared_ptr<ipc::DaemonClient> client_;
+  std::shared_ptr<ipc::AdmissionClient> client_;
   std::string name_;
   std::string instance_;
   std::int64_t slot_ = -1;

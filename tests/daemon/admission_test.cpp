@@ -3,8 +3,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "config/config.hpp"
-#include "ipc/daemon_client.hpp"
+#include "ipc/admission_client.hpp"
 #include "node_fixture.hpp"
 
 namespace mqx::test {
@@ -42,7 +41,7 @@ protected:
   }
   // A query declared at `declaredMiB` whose process sends a new demand of
   // `demandMiB` (weighted and peak) after `beforeMs` and ends `afterMs` later
-  // (DaemonClient::updateDemand from a memory client of the query).
+  // (AdmissionClient::updateDemand from a memory client of the query).
   std::unique_ptr<ChildProcess> updatingQuery(const std::string& name, const std::string& declaredMiB, int demandMiB,
                                               int beforeMs, int afterMs) {
     const std::string demand = std::to_string(demandMiB << 20);
@@ -136,13 +135,11 @@ TEST_F(Admission, FixNRunsAtMostNQueries) {
 // demand could apply). Once it asks, it is admitted.
 TEST_F(Admission, AJoinedQueryIsNotAdmittedBeforeItAsks) {
   startDaemon();
-  Config config;
-  config.daemonInstance = instance_;
-  auto early = ipc::DaemonClient::connect(config, ipc::DaemonClient::Role::Query, "early");
+  auto early = ipc::AdmissionClient::connect(ipc::NodeOptions{instance_}, ipc::AdmissionOptions{}, "early");
   ASSERT_NE(early, nullptr);
   auto stateOf = [&] {
     ipc::RobustLock lock(segment_->state().lock);
-    return segment_->state().clients[early->slot()].state;
+    return segment_->state().clients[early->membership().slot()].state;
   };
   std::this_thread::sleep_for(500ms); // several passes of mqxd's admission
   EXPECT_EQ(stateOf(), ipc::ClientState::Waiting) << "admitted before it declared its demand and asked";

@@ -2,7 +2,8 @@
 // hangs, even when the dead client held the node's lock.
 #include <sys/wait.h>
 
-#include "ipc/daemon_client.hpp"
+#include "ipc/node_membership.hpp"
+#include "ipc/shared_device_budget.hpp"
 #include "node_fixture.hpp"
 
 namespace mqx::test {
@@ -41,11 +42,9 @@ TEST_F(Liveness, ClientKilledHoldingTheLockLeavesOthersFinishing) {
 
 TEST_F(Liveness, ForkedChildOfAClientNeitherUsesNorFreesItsRecord) {
   startDaemon();
-  Config config;
-  config.daemonInstance = instance_;
-  auto member = ipc::DaemonClient::connect(config, ipc::DaemonClient::Role::Memory, "parent");
+  auto member = ipc::NodeMembership::connect(ipc::NodeOptions{instance_}, ipc::NodeMembership::Role::Memory, "parent");
   ASSERT_NE(member, nullptr);
-  auto budget = member->budget();
+  std::shared_ptr<DeviceBudget> budget = std::make_shared<ipc::SharedDeviceBudget>(member);
   ASSERT_TRUE(budget->tryAcquire(1 << 20));
   const pid_t child = fork();
   if (child == 0) {

@@ -40,10 +40,10 @@
 //                             is freed after its phase); prints "phase N" as
 //                             each starts and "finished" after the last, keeps
 //                             running HOLD_MS, exits (the observed-demand
-//                             path: DaemonClient::observeLaunchFootprint).
+//                             path: AdmissionClient::observeLaunchFootprint).
 //   update-demand WEIGHTED PEAK BEFORE_MS AFTER_MS
 //                             sleeps BEFORE_MS, sends the query's new demand
-//                             (DaemonClient::updateDemand), prints "updated",
+//                             (AdmissionClient::updateDemand), prints "updated",
 //                             sleeps AFTER_MS, exits (6: nothing to update).
 // Exit 3: no daemon.
 #include <signal.h>
@@ -61,14 +61,26 @@
 #include "config/config.hpp"
 #include "core/memory_manager.hpp"
 #include "device/sim/sim_backend.hpp"
-#include "embedded/backend_options.hpp"
+#include "embedded/runtime_options.hpp"
 #include "hook/host_memory_hooks.hpp"
-#include "ipc/daemon_client.hpp"
-#include "ipc/manager_activity.hpp"
+#include "ipc/admission_client.hpp"
+#include "ipc/manager_on_node.hpp"
+#include "ipc/node_membership.hpp"
+#include "ipc/shared_device_budget.hpp"
 
 namespace {
 
 using mqx::Status;
+
+// The node as this process joined it: its membership, and the admission
+// client of the query it runs for (its demand).
+struct Node {
+  std::shared_ptr<mqx::ipc::NodeMembership> membership;
+  std::shared_ptr<mqx::ipc::AdmissionClient> admission;
+  std::shared_ptr<mqx::DeviceBudget> budget() const {
+    return std::make_shared<mqx::ipc::SharedDeviceBudget>(membership, admission);
+  }
+};
 
 void transformReference(std::uint8_t* data, std::uint64_t n, std::uint8_t seed) {
   for (std::uint64_t i = 0; i < n; ++i)
@@ -77,7 +89,7 @@ void transformReference(std::uint8_t* data, std::uint64_t n, std::uint8_t seed) 
 
 // Waits until PEERS clients joined this (fresh) node. Counted by arrivals,
 // which only grow: a fast peer that already finished and left still counts.
-void waitForPeers(mqx::ipc::DaemonClient& client, unsigned peers) {
+void waitForPeers(mqx::ipc::NodeMembership& client, unsigned peers) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < deadline) {
     std::uint64_t arrivals = 0;
@@ -102,7 +114,7 @@ struct WorkOptions {
   long holdMilliseconds = 0; // after the passes: prints "ready" and keeps the data this long
 };
 
-int work(const mqx::Config& config, mqx::ipc::DaemonClient& client, const WorkOptions& options) {
+int work(const mqx::Config& config, const Node& client, const WorkOptions& options) {
   const int regions = options.regions;
   const std::size_t bytes = options.bytes;
   const int rounds = options.rounds;
@@ -127,14 +139,11 @@ int work(const mqx::Config& config, mqx::ipc::DaemonClient& client, const WorkOp
         transformReference(data, n, s);
       },
       {{0, 8}, {8, 8}, {16, 1}});
-  auto manager = std::make_unique<mqx::MemoryManager>(config, backend, client.budget());
+  mqx::ipc::ManagerOnNode onNode(mqx::embedded::managerOptions(config), backend, client.membership, client.admission);
+  mqx::MemoryManager* manager = &onNode.manager();
   // Copy-on-write faults of lazily copied host buffers go to the manager, as
   // in libmqx.so.
-  mqx::hook::registerHostMemoryManager(manager.get());
-  client.setRegionEvictor([&](std::size_t wanted, std::uint64_t region) {
-    return manager->evictForOtherProcess(wanted, std::chrono::milliseconds(200), region);
-  });
-  client.setActivitySource(mqx::ipc::activitySourceOf(*manager));
+  mqx::hook::registerHostMemoryManager(manager);
   int result = 0;
   auto fail = [&](const char* what, Status status) {
     std::fprintf(stderr, "sim_client %d: %s failed: %s\n", getpid(), what, std::string(mqx::toString(status)).c_str());
@@ -150,7 +159,7 @@ int work(const mqx::Config& config, mqx::ipc::DaemonClient& client, const WorkOp
     else if (Status s2 = manager->copyHostToDevice(addresses[r], reference[r].data(), bytes, 0, true); !mqx::ok(s2))
       fail("copy to device", s2);
   }
-  waitForPeers(client, options.peers);
+  waitForPeers(*client.membership, options.peers);
   for (int round = 0; round < rounds && result == 0; ++round) {
     for (int r = 0; r < regions && result == 0; ++r) {
       void* pointer = reinterpret_cast<void*>(addresses[r]);
@@ -184,8 +193,7 @@ int work(const mqx::Config& config, mqx::ipc::DaemonClient& client, const WorkOp
   // Before the manager goes; the source's last counters reach the record
   // now, and nothing changes them after: the totals the node keeps once
   // this client leaves are exactly the counters printed here.
-  client.setEvictor(nullptr);
-  client.setActivitySource(nullptr);
+  onNode.detach();
   const auto stats = manager->statistics();
   std::printf("%s\nevictions %llu\npeer evictions %llu\nyields %llu\n", result == 0 ? "ok" : "failed",
               static_cast<unsigned long long>(stats.evictions), static_cast<unsigned long long>(stats.peerEvictions),
@@ -197,7 +205,6 @@ int work(const mqx::Config& config, mqx::ipc::DaemonClient& client, const WorkOp
   for (auto address : addresses)
     if (address != 0) manager->free(address);
   mqx::hook::registerHostMemoryManager(nullptr);
-  manager.reset();
   return result;
 }
 
@@ -205,7 +212,7 @@ int work(const mqx::Config& config, mqx::ipc::DaemonClient& client, const WorkOp
 // seed (a null pointer is no region).
 constexpr int kSetSize = 4;
 
-int launchSet(const mqx::Config& config, mqx::ipc::DaemonClient& client, int kept, std::size_t bytes, int idle,
+int launchSet(const mqx::Config& config, const Node& client, int kept, std::size_t bytes, int idle,
               std::size_t newBytes, unsigned seed) {
   if (kept < 1 || kept + 1 > kSetSize || idle < 0 || bytes == 0 || newBytes == 0) return 2;
   mqx::device::SimBackend backend(mqx::embedded::simBackendOptions(config));
@@ -221,12 +228,9 @@ int launchSet(const mqx::Config& config, mqx::ipc::DaemonClient& client, int kep
         }
       },
       layout);
-  auto manager = std::make_unique<mqx::MemoryManager>(config, backend, client.budget());
-  mqx::hook::registerHostMemoryManager(manager.get());
-  client.setRegionEvictor([&](std::size_t wanted, std::uint64_t region) {
-    return manager->evictForOtherProcess(wanted, std::chrono::milliseconds(200), region);
-  });
-  client.setActivitySource(mqx::ipc::activitySourceOf(*manager));
+  mqx::ipc::ManagerOnNode onNode(mqx::embedded::managerOptions(config), backend, client.membership, client.admission);
+  mqx::MemoryManager* manager = &onNode.manager();
+  mqx::hook::registerHostMemoryManager(manager);
   // Regions: kept first, then idle, then the new one.
   const int count = kept + idle + 1;
   std::vector<std::size_t> sizes(count, bytes);
@@ -298,15 +302,14 @@ int launchSet(const mqx::Config& config, mqx::ipc::DaemonClient& client, int kep
               static_cast<unsigned long long>(stats.peerEvictions), static_cast<unsigned long long>(stats.launchYields),
               static_cast<unsigned long long>(stats.bytesEvictedWhileYielding));
   std::fflush(stdout);
-  client.setEvictor(nullptr);
-  client.setActivitySource(nullptr);
+  onNode.detach();
   for (auto address : addresses)
     if (address != 0) manager->free(address);
   mqx::hook::registerHostMemoryManager(nullptr);
   return result;
 }
 
-int footprints(const mqx::Config& config, mqx::ipc::DaemonClient& client, long intervalMs, long holdMs,
+int footprints(const mqx::Config& config, const Node& client, long intervalMs, long holdMs,
                const std::vector<std::pair<std::size_t, long>>& phases) {
   mqx::device::SimBackend backend(mqx::embedded::simBackendOptions(config));
   const mqx::FunctionHandle transform = backend.registerKernel(
@@ -314,11 +317,8 @@ int footprints(const mqx::Config& config, mqx::ipc::DaemonClient& client, long i
         transformReference(*static_cast<std::uint8_t**>(params[0]), *static_cast<std::uint64_t*>(params[1]), 1);
       },
       {{0, 8}, {8, 8}});
-  auto manager = std::make_unique<mqx::MemoryManager>(config, backend, client.budget());
-  client.setRegionEvictor([&](std::size_t wanted, std::uint64_t region) {
-    return manager->evictForOtherProcess(wanted, std::chrono::milliseconds(200), region);
-  });
-  client.setActivitySource(mqx::ipc::activitySourceOf(*manager));
+  mqx::ipc::ManagerOnNode onNode(mqx::embedded::managerOptions(config), backend, client.membership, client.admission);
+  mqx::MemoryManager* manager = &onNode.manager();
   int result = 0;
   for (std::size_t phase = 0; phase < phases.size() && result == 0; ++phase) {
     const auto [bytes, milliseconds] = phases[phase];
@@ -350,8 +350,7 @@ int footprints(const mqx::Config& config, mqx::ipc::DaemonClient& client, long i
   std::printf("%s\n", result == 0 ? "finished" : "failed");
   std::fflush(stdout);
   std::this_thread::sleep_for(std::chrono::milliseconds(holdMs));
-  client.setEvictor(nullptr);
-  client.setActivitySource(nullptr);
+  onNode.detach();
   return result;
 }
 
@@ -376,11 +375,16 @@ int main(int argc, char** argv) {
     pthread_sigmask(SIG_BLOCK, &go, nullptr);
     const mqx::Config config = mqx::loadConfig();
     mqx::setLogLevel(config.logLevel);
-    auto client = mqx::ipc::DaemonClient::connect(config, mqx::ipc::DaemonClient::Role::Memory, "sim_client");
-    if (client == nullptr) {
+    Node node;
+    node.membership = mqx::ipc::NodeMembership::connect(mqx::embedded::nodeOptions(config),
+                                                        mqx::ipc::NodeMembership::Role::Memory, "sim_client");
+    if (node.membership == nullptr) {
       std::fprintf(stderr, "sim_client: no daemon\n");
       return 3;
     }
+    node.admission =
+        std::make_shared<mqx::ipc::AdmissionClient>(node.membership, mqx::embedded::admissionOptions(config));
+    auto& client = node.membership;
     const std::string mode = argv[1];
     if (mode == "leave-at-exit" && argc == 2) {
       // As libmqx.so does: the client object lives until the process ends and
@@ -394,22 +398,22 @@ int main(int argc, char** argv) {
       WorkOptions options{std::atoi(argv[2]), std::strtoull(argv[3], nullptr, 10), std::atoi(argv[4]),
                           static_cast<unsigned>(std::atoi(argv[5])),
                           argc == 7 ? static_cast<unsigned>(std::atoi(argv[6])) : 0};
-      return work(config, *client, options);
+      return work(config, node, options);
     }
     if (mode == "work-hold" && argc == 7) {
       WorkOptions options{std::atoi(argv[2]), std::strtoull(argv[3], nullptr, 10), std::atoi(argv[4]),
                           static_cast<unsigned>(std::atoi(argv[5]))};
       options.holdMilliseconds = std::atol(argv[6]);
-      return work(config, *client, options);
+      return work(config, node, options);
     }
     if (mode == "cold" && argc == 5) {
       WorkOptions options{1, std::strtoull(argv[2], nullptr, 10), 1, static_cast<unsigned>(std::atoi(argv[4]))};
       options.readOnly = true;
       options.holdMilliseconds = std::atol(argv[3]);
-      return work(config, *client, options);
+      return work(config, node, options);
     }
     if (mode == "launch-set" && argc == 7)
-      return launchSet(config, *client, std::atoi(argv[2]), std::strtoull(argv[3], nullptr, 10), std::atoi(argv[4]),
+      return launchSet(config, node, std::atoi(argv[2]), std::strtoull(argv[3], nullptr, 10), std::atoi(argv[4]),
                        std::strtoull(argv[5], nullptr, 10), static_cast<unsigned>(std::atoi(argv[6])));
     if (mode == "footprints" && argc >= 5) {
       std::vector<std::pair<std::size_t, long>> phases;
@@ -419,11 +423,12 @@ int main(int argc, char** argv) {
         if (*end != ':' || bytes == 0) return 2;
         phases.emplace_back(bytes, std::atol(end + 1));
       }
-      return footprints(config, *client, std::atol(argv[2]), std::atol(argv[3]), phases);
+      return footprints(config, node, std::atol(argv[2]), std::atol(argv[3]), phases);
     }
     if (mode == "update-demand" && argc == 6) {
       std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(argv[4])));
-      if (!client->updateDemand(std::strtoull(argv[2], nullptr, 10), std::strtoull(argv[3], nullptr, 10))) return 6;
+      if (!node.admission->updateDemand(std::strtoull(argv[2], nullptr, 10), std::strtoull(argv[3], nullptr, 10)))
+        return 6;
       std::printf("updated\n");
       std::fflush(stdout);
       std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(argv[5])));
@@ -431,7 +436,7 @@ int main(int argc, char** argv) {
     }
     if ((mode == "hold-budget" && argc == 4) || (mode == "hold-lock" && argc == 3)) {
       const std::size_t bytes = std::strtoull(argv[2], nullptr, 10);
-      if (!client->budget()->tryAcquire(bytes)) {
+      if (!node.budget()->tryAcquire(bytes)) {
         std::fprintf(stderr, "sim_client: cannot take %zu bytes\n", bytes);
         return 4;
       }
@@ -449,7 +454,7 @@ int main(int argc, char** argv) {
         for (;;)
           pause();
       std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-      client->budget()->release(bytes);
+      node.budget()->release(bytes);
       return 0;
     }
     std::fprintf(stderr, "sim_client: bad arguments\n");

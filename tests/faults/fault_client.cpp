@@ -33,10 +33,11 @@
 #include "config/config.hpp"
 #include "core/memory_manager.hpp"
 #include "device/sim/sim_backend.hpp"
-#include "embedded/backend_options.hpp"
+#include "embedded/runtime_options.hpp"
 #include "hook/host_memory_hooks.hpp"
-#include "ipc/daemon_client.hpp"
-#include "ipc/manager_activity.hpp"
+#include "ipc/admission_client.hpp"
+#include "ipc/manager_on_node.hpp"
+#include "ipc/node_membership.hpp"
 
 namespace {
 
@@ -50,28 +51,32 @@ void transformReference(std::uint8_t* data, std::uint64_t n, std::uint8_t seed) 
 struct Process {
   mqx::device::SimBackend backend;
   mqx::FunctionHandle transform = 0;
-  std::unique_ptr<mqx::MemoryManager> manager;
-  mqx::ipc::DaemonClient& client;
+  std::unique_ptr<mqx::ipc::ManagerOnNode> onNode;
+  mqx::MemoryManager* manager = nullptr;
+  mqx::ipc::NodeMembership& client;
 
-  Process(const mqx::Config& config, mqx::ipc::DaemonClient& member, bool killServingEviction)
-      : backend(mqx::embedded::simBackendOptions(config)), client(member) {
+  Process(const mqx::Config& config, const std::shared_ptr<mqx::ipc::NodeMembership>& member, bool killServingEviction)
+      : backend(mqx::embedded::simBackendOptions(config)), client(*member) {
     transform = backend.registerKernel(
         [](const mqx::device::SimKernelContext&, void** params) {
           transformReference(*static_cast<std::uint8_t**>(params[0]), *static_cast<std::uint64_t*>(params[1]),
                              *static_cast<std::uint8_t*>(params[2]));
         },
         {{0, 8}, {8, 8}, {16, 1}});
-    manager = std::make_unique<mqx::MemoryManager>(config, backend, client.budget());
-    mqx::hook::registerHostMemoryManager(manager.get());
-    client.setEvictor([this, killServingEviction](std::size_t wanted) {
-      if (killServingEviction) ::raise(SIGKILL);
-      return manager->evictForOtherProcess(wanted, std::chrono::milliseconds(200));
-    });
-    client.setActivitySource(mqx::ipc::activitySourceOf(*manager));
+    onNode = std::make_unique<mqx::ipc::ManagerOnNode>(
+        mqx::embedded::managerOptions(config), backend, member,
+        std::make_shared<mqx::ipc::AdmissionClient>(member, mqx::embedded::admissionOptions(config)));
+    manager = &onNode->manager();
+    mqx::hook::registerHostMemoryManager(manager);
+    // The fault: killed as it starts to evict for another process.
+    if (killServingEviction)
+      client.setEvictor([](std::size_t, std::uint64_t) -> std::size_t {
+        ::raise(SIGKILL);
+        return 0;
+      });
   }
   ~Process() {
-    client.setEvictor(nullptr);
-    client.setActivitySource(nullptr);
+    onNode->detach();
     mqx::hook::registerHostMemoryManager(nullptr);
   }
   Status launch(mqx::DevicePtr address, std::uint64_t bytes, std::uint8_t seed) {
@@ -84,7 +89,7 @@ struct Process {
   }
 };
 
-void waitForPeers(mqx::ipc::DaemonClient& client, unsigned peers) {
+void waitForPeers(mqx::ipc::NodeMembership& client, unsigned peers) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < deadline) {
     {
@@ -192,7 +197,8 @@ int main(int argc, char** argv) {
   try {
     const mqx::Config config = mqx::loadConfig();
     mqx::setLogLevel(config.logLevel);
-    auto client = mqx::ipc::DaemonClient::connect(config, mqx::ipc::DaemonClient::Role::Memory, "fault_client");
+    auto client = mqx::ipc::NodeMembership::connect(mqx::embedded::nodeOptions(config),
+                                                    mqx::ipc::NodeMembership::Role::Memory, "fault_client");
     if (client == nullptr) {
       std::fprintf(stderr, "fault_client: no daemon\n");
       return 3;
@@ -207,7 +213,7 @@ int main(int argc, char** argv) {
     int result = 2;
     std::uint64_t evictions = 0, refused = 0;
     {
-      Process process(config, *client, fault == "kill-serving-eviction");
+      Process process(config, client, fault == "kill-serving-eviction");
       process.backend.injectFaults(faults);
       if (mode == "work" && argc >= 7)
         result = work(process, std::atoi(argv[2]), std::strtoull(argv[3], nullptr, 10), std::atoi(argv[4]),

@@ -7,7 +7,7 @@
 #include <mqueue.h>
 #include <sys/stat.h>
 
-#include "ipc/daemon_client.hpp"
+#include "ipc/node_membership.hpp"
 #include "node_fixture.hpp"
 
 namespace mqx::test {
@@ -63,9 +63,7 @@ TEST_F(Security, MessagesNamingAnotherClientsRecordAreRefused) {
   auto holder = std::make_unique<ChildProcess>(
       std::vector<std::string>{HOLD_CLIENT_PATH, "hold-budget", std::to_string(4 << 20), "0"}, environment_);
   ASSERT_TRUE(holder->waitForLine("held", 10s));
-  Config config;
-  config.daemonInstance = instance_;
-  auto query = ipc::DaemonClient::connect(config, ipc::DaemonClient::Role::Query, "victim");
+  auto query = ipc::NodeMembership::connect(ipc::NodeOptions{instance_}, ipc::NodeMembership::Role::Query, "victim");
   ASSERT_NE(query, nullptr);
   const std::uint32_t slot = query->slot();
   auto demandOf = [&] {

@@ -31,9 +31,11 @@
 #include "core/memory_manager.hpp"
 #include "device/resizable_launches.hpp"
 #include "device/sim/sim_backend.hpp"
-#include "embedded/backend_options.hpp"
-#include "ipc/daemon_client.hpp"
+#include "embedded/runtime_options.hpp"
+#include "ipc/admission_client.hpp"
 #include "ipc/launch_tuning_client.hpp"
+#include "ipc/manager_on_node.hpp"
+#include "ipc/node_membership.hpp"
 
 namespace {
 
@@ -70,14 +72,19 @@ int run(int argc, char** argv) {
 
   const mqx::Config config = mqx::loadConfig();
   mqx::setLogLevel(config.logLevel);
-  auto node = mqx::ipc::DaemonClient::connect(config, mqx::ipc::DaemonClient::Role::Memory, "launch-client");
+  auto node = mqx::ipc::NodeMembership::connect(mqx::embedded::nodeOptions(config),
+                                                mqx::ipc::NodeMembership::Role::Memory, "launch-client");
   mqx::device::SimBackend backend(mqx::embedded::simBackendOptions(config));
-  auto manager = std::make_unique<mqx::MemoryManager>(config, backend, node ? node->budget() : nullptr);
+  mqx::ipc::ManagerOnNode onNode(
+      mqx::embedded::managerOptions(config), backend, node,
+      node ? std::make_shared<mqx::ipc::AdmissionClient>(node, mqx::embedded::admissionOptions(config)) : nullptr);
+  mqx::MemoryManager* manager = &onNode.manager();
   const mqx::FunctionHandle kernel =
       backend.registerKernel(gridStrideKernel(hold), {{0, 8}, {8, 8}}, {name, registers, shared, 1024});
   // As the hook does: launch tuning only with a tuner (mqxd) to ask.
   std::unique_ptr<mqx::device::ResizableLaunches> resizable;
-  if (auto tuner = mqx::ipc::LaunchTuningClient::connect(config))
+  if (auto tuner = mqx::ipc::LaunchTuningClient::connect(
+          config.daemonInstance, std::chrono::milliseconds(config.launchReplyTimeoutMilliseconds)))
     resizable = std::make_unique<mqx::device::ResizableLaunches>(config.resizableKernels, tuner);
   if (resizable && mode == "declare") resizable->declare(kernel);
 

@@ -6,8 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "config/config.hpp"
-#include "ipc/daemon_client.hpp"
+#include "ipc/admission_client.hpp"
 #include "node_fixture.hpp"
 
 namespace mqx::test {
@@ -37,12 +36,7 @@ protected:
     text << in.rdbuf();
     return text.str();
   }
-  Config config() {
-    Config result;
-    result.daemonInstance = instance_;
-    result.evictionTimeoutMilliseconds = 500;
-    return result;
-  }
+  ipc::NodeOptions nodeOptions() const { return ipc::NodeOptions{instance_, 500}; }
   ipc::ClientRecord record(std::uint32_t slot) {
     ipc::RobustLock lock(segment_->state().lock);
     return segment_->state().clients[slot];
@@ -63,9 +57,9 @@ protected:
 
 TEST_F(MessageTrust, ForgedAndOutOfRangeDaemonMessagesAreRefusedAndLogged) {
   startLoggingDaemon();
-  auto query = ipc::DaemonClient::connect(config(), ipc::DaemonClient::Role::Query, "genuine");
+  auto query = ipc::AdmissionClient::connect(nodeOptions(), ipc::AdmissionOptions{}, "genuine");
   ASSERT_NE(query, nullptr);
-  const std::uint32_t slot = query->slot();
+  const std::uint32_t slot = query->membership().slot();
   // A process that is not the slot's registered client.
   Message forged = Message::of(MessageKind::AdmissionRequest, getppid(), slot);
   forged.weightedDemand = forged.peakDemand = 5 << 20;
@@ -152,7 +146,7 @@ TEST_F(MessageTrust, EvictionRequestsOnlyFromMembersNamingOwnRegions) {
   // A member of the node: a region the owner does not hold frees nothing
   // (and is answered at once), more bytes than the node has are refused,
   // its own request for any region is served.
-  auto member = ipc::DaemonClient::connect(config(), ipc::DaemonClient::Role::Memory);
+  auto member = ipc::NodeMembership::connect(nodeOptions(), ipc::NodeMembership::Role::Memory);
   ASSERT_NE(member, nullptr);
   std::uint32_t ownerSlot = ipc::kNoSlot;
   for (std::uint32_t i = 0; i < ipc::kMaxClients; ++i)

@@ -198,7 +198,7 @@ void faultOnForeignPage(bool ownHandler) {
   }
   Config config = smallConfig();
   device::SimBackend backend(embedded::simBackendOptions(config));
-  MemoryManager manager(config, backend);
+  MemoryManager manager(embedded::managerOptions(config), backend);
   hook::registerHostMemoryManager(&manager);
   std::vector<std::uint8_t> source(64 * 1024, 1); // something protected, so the handler looks
   DevicePtr region = 0;

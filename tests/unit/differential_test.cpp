@@ -14,7 +14,7 @@
 
 #include "core/memory_manager.hpp"
 #include "device/sim/sim_backend.hpp"
-#include "embedded/backend_options.hpp"
+#include "embedded/runtime_options.hpp"
 #include "hook/host_memory_hooks.hpp"
 #include "sim_kernels.hpp"
 
@@ -43,7 +43,7 @@ public:
       : random_(seed), backend_(embedded::simBackendOptions(config)), kernels_(backend_), indirect_(config.pinnedSwap) {
     if (std::getenv("MQX_TEST_VERBOSE") != nullptr || std::getenv("MQX_TEST_LOG") != nullptr)
       setLogLevel(LogLevel::Debug);
-    manager_ = std::make_unique<MemoryManager>(config, backend_);
+    manager_ = std::make_unique<MemoryManager>(embedded::managerOptions(config), backend_);
     hook::registerHostMemoryManager(manager_.get());
     streams_ = {0, backend_.createStream(), backend_.createStream()};
   }

@@ -9,7 +9,7 @@
 
 #include "core/memory_manager.hpp"
 #include "device/sim/sim_backend.hpp"
-#include "embedded/backend_options.hpp"
+#include "embedded/runtime_options.hpp"
 #include "hook/host_memory_hooks.hpp"
 #include "sim_kernels.hpp"
 
@@ -36,7 +36,7 @@ protected:
     config_ = config;
     backend_ = std::make_unique<device::SimBackend>(embedded::simBackendOptions(config_));
     kernels_ = std::make_unique<SimKernels>(*backend_);
-    manager_ = std::make_unique<MemoryManager>(config_, *backend_);
+    manager_ = std::make_unique<MemoryManager>(embedded::managerOptions(config_), *backend_);
     hook::registerHostMemoryManager(manager_.get());
   }
   void SetUp() override { start(); }

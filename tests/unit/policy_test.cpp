@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "embedded/runtime_options.hpp"
 #include "policy/replacement_policy.hpp"
 
 namespace mqx {
@@ -167,7 +168,7 @@ TEST(PolicyFactory, FollowsTheConfiguration) {
   for (auto kind : {ReplacementKind::Cdr, ReplacementKind::Lru, ReplacementKind::Mru, ReplacementKind::Lfu,
                     ReplacementKind::Random, ReplacementKind::Adaptive}) {
     config.replacement = kind;
-    EXPECT_EQ(makeReplacementPolicy(config)->name(), toString(kind));
+    EXPECT_EQ(makeReplacementPolicy(embedded::managerOptions(config).policy)->name(), toString(kind));
     EXPECT_EQ(makeReplacementPolicy(PolicyOptions{kind, 0.01, 0})->name(), toString(kind));
   }
 }
@@ -179,10 +180,10 @@ TEST(PolicyFactory, PassesTheLatencyFactorOn) {
   std::vector<EvictionCandidate> list{candidate(0, 4 * MiB, 0, 1), candidate(1, 64 * 1024, 64 * 1024, 2)};
   Config config;
   config.latencyFactor = 0;
-  EXPECT_EQ(makeReplacementPolicy(config)->chooseVictim(list), 0U);
+  EXPECT_EQ(makeReplacementPolicy(embedded::managerOptions(config).policy)->chooseVictim(list), 0U);
   EXPECT_EQ(makeReplacementPolicy(PolicyOptions{ReplacementKind::Cdr, 0, 0})->chooseVictim(list), 0U);
   config.latencyFactor = 1;
-  EXPECT_EQ(makeReplacementPolicy(config)->chooseVictim(list), 1U);
+  EXPECT_EQ(makeReplacementPolicy(embedded::managerOptions(config).policy)->chooseVictim(list), 1U);
   EXPECT_EQ(makeReplacementPolicy(PolicyOptions{ReplacementKind::Cdr, 1, 0})->chooseVictim(list), 1U);
 }
 
@@ -200,7 +201,7 @@ TEST(PolicyFactory, PassesTheRandomSeedOn) {
   config.replacement = ReplacementKind::Random;
   config.randomSeed = 7;
   const auto seven = choices(makeReplacementPolicy(PolicyOptions{ReplacementKind::Random, 0.01, 7}));
-  EXPECT_EQ(choices(makeReplacementPolicy(config)), seven);
+  EXPECT_EQ(choices(makeReplacementPolicy(embedded::managerOptions(config).policy)), seven);
   EXPECT_NE(choices(makeReplacementPolicy(PolicyOptions{ReplacementKind::Random, 0.01, 8})), seven);
 }
 

@@ -7,7 +7,7 @@
 // Copies are charged at a configured bandwidth so that benchmarks see
 // transfer costs; with `realtime` they also take that long. The backend gets
 // its own options (the configuration's [sim] section), built from Config
-// where the runtime is assembled (embedded/backend_options.hpp).
+// where the runtime is assembled (embedded/runtime_options.hpp).
 #pragma once
 
 #include <atomic>

@@ -1,17 +1,14 @@
-#include "ipc/daemon_client.hpp"
+#include "ipc/node_membership.hpp"
 
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <vector>
 
 #include "common/log.hpp"
-#include "ipc/node_snapshot.hpp"
-#include "ipc/shared_device_budget.hpp"
 
 namespace mqx::ipc {
 namespace {
@@ -56,13 +53,14 @@ Message acknowledgement(const Message& request, std::size_t freed) {
 
 } // namespace
 
-std::shared_ptr<DaemonClient> DaemonClient::connect(const Config& config, Role role, const std::string& name) {
-  std::shared_ptr<DaemonClient> client(new DaemonClient(config, role));
-  client->names_ = IpcNames::forInstance(config.daemonInstance, getuid());
+std::shared_ptr<NodeMembership> NodeMembership::connect(const NodeOptions& options, Role role,
+                                                        const std::string& name) {
+  std::shared_ptr<NodeMembership> member(new NodeMembership(options, role));
+  member->names_ = IpcNames::forInstance(options.instance, getuid());
   std::string damage;
   bool anotherVersion = false;
-  client->segment_ = SharedSegment::open(client->names_, &damage, &anotherVersion);
-  if (client->segment_ == nullptr) {
+  member->segment_ = SharedSegment::open(member->names_, &damage, &anotherVersion);
+  if (member->segment_ == nullptr) {
     // A node of another mqx (its segment's version or layout differs): not
     // joined and not touched, with the one line that says why (issue 18;
     // garbage stays silent here, mqxd replaces it and says so).
@@ -70,53 +68,52 @@ std::shared_ptr<DaemonClient> DaemonClient::connect(const Config& config, Role r
       log(LogLevel::Error,
           "the node's segment {} was written by another version of mqx ({}): not joining it; run this "
           "version's mqxd, or the query with the binaries of the running one",
-          client->names_.segment, damage);
+          member->names_.segment, damage);
     return nullptr;
   }
-  if (!client->daemonAlive()) return nullptr;
+  if (!member->daemonAlive()) return nullptr;
   const pid_t self = getpid();
   // Queues first: a record is visible to others only once it can be reached.
-  client->replies_ = MessageQueue::create(client->names_.replyQueue(self));
-  if (role == Role::Memory) client->evictions_ = MessageQueue::create(client->names_.evictQueue(self));
-
-  NodeState& node = client->node();
-  {
-    RobustLock lock(node.lock);
-    for (std::uint32_t i = 0; i < kMaxClients; ++i) {
-      ClientRecord& record = node.clients[i];
-      if (record.state != ClientState::Free) continue;
-      record.pid = self;
-      record.budgetHeld = 0;
-      record.observedPeak = 0;
-      record.weightedDemand = 0;
-      record.peakDemand = 0;
-      record.heartbeatNs = monotonicNanoseconds();
-      record.querySlot = role == Role::Memory ? querySlotFromEnvironment(node) : kNoSlot;
-      record.blockedOnMemory = 0;
-      record.admissionRequested = 0;
-      record.activity = ClientActivity{};
-      node.published[i].clear();
-      record.arrival = node.nextArrival++;
-      std::memset(record.name, 0, sizeof record.name);
-      std::memcpy(record.name, name.data(), std::min(name.size(), sizeof record.name - 1));
-      // The state last: until this store the record is free to everyone.
-      record.state = role == Role::Memory ? ClientState::Memory : ClientState::Waiting;
-      client->slot_ = i;
-      break;
-    }
-  }
-  if (client->slot_ == kNoSlot) throw std::runtime_error("mqx: the node has no free client record (64 in use)");
-  if (role == Role::Memory) {
-    client->server_ = std::thread([raw = client.get()] { raw->serveEvictions(); });
-  }
-  log(LogLevel::Info, "joined node {} as client {} (budget {} MiB)", client->names_.segment, client->slot_,
-      node.capacity >> 20);
-  return client;
+  member->replies_ = MessageQueue::create(member->names_.replyQueue(self));
+  if (role == Role::Memory) member->evictions_ = MessageQueue::create(member->names_.evictQueue(self));
+  if (!member->claimRecord(name)) throw std::runtime_error("mqx: the node has no free client record (64 in use)");
+  if (role == Role::Memory) member->server_ = std::thread([raw = member.get()] { raw->serveEvictions(); });
+  log(LogLevel::Info, "joined node {} as client {} (budget {} MiB)", member->names_.segment, member->slot_,
+      member->node().capacity >> 20);
+  return member;
 }
 
-DaemonClient::~DaemonClient() { leave(); }
+bool NodeMembership::claimRecord(const std::string& name) {
+  NodeState& node = this->node();
+  RobustLock lock(node.lock);
+  for (std::uint32_t i = 0; i < kMaxClients; ++i) {
+    ClientRecord& record = node.clients[i];
+    if (record.state != ClientState::Free) continue;
+    record.pid = joinedAs_;
+    record.budgetHeld = 0;
+    record.observedPeak = 0;
+    record.weightedDemand = 0;
+    record.peakDemand = 0;
+    record.heartbeatNs = monotonicNanoseconds();
+    record.querySlot = role_ == Role::Memory ? querySlotFromEnvironment(node) : kNoSlot;
+    record.blockedOnMemory = 0;
+    record.admissionRequested = 0;
+    record.activity = ClientActivity{};
+    node.published[i].clear();
+    record.arrival = node.nextArrival++;
+    std::memset(record.name, 0, sizeof record.name);
+    std::memcpy(record.name, name.data(), std::min(name.size(), sizeof record.name - 1));
+    // The state last: until this store the record is free to everyone.
+    record.state = role_ == Role::Memory ? ClientState::Memory : ClientState::Waiting;
+    slot_ = i;
+    return true;
+  }
+  return false;
+}
 
-void DaemonClient::leave() {
+NodeMembership::~NodeMembership() { leave(); }
+
+void NodeMembership::leave() {
   if (!inJoiningProcess()) return; // a fork() child at exit: nothing here is its own
   if (server_.joinable()) {
     stopping_ = true;
@@ -124,55 +121,44 @@ void DaemonClient::leave() {
     server_.join();
   }
   publishActivity(); // the last counters, before they are retired with the record
-  if (slot_ != kNoSlot) {
-    NodeState& node = this->node();
-    {
-      RobustLock lock(node.lock);
-      ClientRecord& record = node.clients[slot_];
-      if (record.pid == getpid()) {
-        if (record.budgetHeld != 0)
-          log(LogLevel::Debug, "leaving the node with {} bytes still held; given back", record.budgetHeld);
-        node.retire(record);
-      }
-    }
-    slot_ = kNoSlot;
-    sendTo(names_.daemonQueue, Message::of(MessageKind::Wake, getpid(), kNoSlot));
-  }
+  retire(Message::of(MessageKind::Wake, getpid(), kNoSlot));
   // mqxd removes the queues of the dead clients it reclaims, not of those
-  // that leave: the names go here. libmqx.so never destroys its client, so
-  // the destructors would not (every GPU query left two queues behind, and
-  // the node has 256).
+  // that leave: the names go here. libmqx.so never destroys its membership,
+  // so the destructors would not (every GPU query left two queues behind,
+  // and the node has 256).
   if (replies_ != nullptr) replies_->removeName();
   if (evictions_ != nullptr) evictions_->removeName();
 }
 
-bool DaemonClient::daemonAlive() {
-  NodeState& node = this->node();
-  return processAlive(node.daemonPid);
+void NodeMembership::retire(const Message& notice) {
+  if (slot_ == kNoSlot || !inJoiningProcess()) return;
+  {
+    RobustLock lock(node().lock);
+    ClientRecord& record = node().clients[slot_];
+    if (record.pid == getpid()) {
+      if (record.budgetHeld != 0)
+        log(LogLevel::Debug, "leaving the node with {} bytes still held; given back", record.budgetHeld);
+      node().retire(record);
+    }
+  }
+  slot_ = kNoSlot;
+  sendTo(names_.daemonQueue, notice);
 }
 
-std::shared_ptr<DeviceBudget> DaemonClient::budget() {
-  // Not kept here: the budget keeps the client alive, not the reverse.
-  return std::make_shared<SharedDeviceBudget>(shared_from_this());
-}
+bool NodeMembership::daemonAlive() { return processAlive(node().daemonPid); }
 
-void DaemonClient::setEvictor(Evictor evictor) {
-  if (!evictor) return setRegionEvictor(nullptr);
-  setRegionEvictor([evictor = std::move(evictor)](std::size_t bytes, std::uint64_t) { return evictor(bytes); });
-}
-
-void DaemonClient::setRegionEvictor(RegionEvictor evictor) {
+void NodeMembership::setEvictor(Evictor evictor) {
   std::lock_guard lock(evictorMutex_);
   evictor_ = std::move(evictor);
 }
 
-void DaemonClient::setActivitySource(ActivitySource source) {
+void NodeMembership::setActivitySource(ActivitySource source) {
   publishActivity(); // what the source being replaced says last
   std::lock_guard lock(activityMutex_);
   activitySource_ = std::move(source);
 }
 
-void DaemonClient::publishActivity() {
+void NodeMembership::publishActivity() {
   if (slot_ == kNoSlot || !inJoiningProcess()) return;
   std::optional<ClientActivity> activity;
   {
@@ -185,7 +171,7 @@ void DaemonClient::publishActivity() {
   if (record.pid == getpid() && record.state == ClientState::Memory) record.activity = *activity;
 }
 
-void DaemonClient::serveEvictions() {
+void NodeMembership::serveEvictions() {
   Message message;
   auto lastPublished = Clock::now();
   while (!stopping_) {
@@ -233,13 +219,14 @@ void DaemonClient::serveEvictions() {
   }
 }
 
-void DaemonClient::setBlocked(bool blocked) {
+void NodeMembership::setBlocked(bool blocked) {
+  if (slot_ == kNoSlot) return; // left the node: nobody waits for this record
   RobustLock lock(node().lock);
   ClientRecord& record = node().clients[slot_];
   if (record.pid == getpid()) record.blockedOnMemory = blocked ? 1 : 0;
 }
 
-bool DaemonClient::mustYield() {
+bool NodeMembership::mustYield() {
   if (slot_ == kNoSlot || !inJoiningProcess()) return false;
   std::vector<pid_t> older;
   {
@@ -252,8 +239,8 @@ bool DaemonClient::mustYield() {
   return std::any_of(older.begin(), older.end(), processAlive);
 }
 
-std::optional<std::size_t> DaemonClient::askToEvict(pid_t owner, std::uint64_t region, std::size_t bytes,
-                                                    Clock::time_point answerBy) {
+std::optional<std::size_t> NodeMembership::askToEvict(pid_t owner, std::uint64_t region, std::size_t bytes,
+                                                      Clock::time_point answerBy) {
   Message request = Message::of(MessageKind::EvictRequest, getpid(), slot_);
   request.sequence = nextSequence_++;
   request.bytes = bytes;
@@ -271,7 +258,7 @@ std::optional<std::size_t> DaemonClient::askToEvict(pid_t owner, std::uint64_t r
   return std::nullopt;
 }
 
-std::size_t DaemonClient::requestEvictionOf(std::uint32_t ownerSlot, std::uint64_t region, std::size_t bytes) {
+std::size_t NodeMembership::requestEvictionOf(std::uint32_t ownerSlot, std::uint64_t region, std::size_t bytes) {
   if (!inJoiningProcess() || ownerSlot >= kMaxClients || ownerSlot == slot_) return 0;
   std::lock_guard serial(requestMutex_);
   pid_t owner = 0;
@@ -282,28 +269,28 @@ std::size_t DaemonClient::requestEvictionOf(std::uint32_t ownerSlot, std::uint64
     owner = record.pid;
   }
   if (!processAlive(owner)) return 0;
-  const auto answerBy = Clock::now() + milliseconds(config_.evictionTimeoutMilliseconds);
+  const auto answerBy = Clock::now() + milliseconds(options_.evictionTimeoutMilliseconds);
   const auto freed = askToEvict(owner, region, bytes, answerBy);
   if (!freed)
     log(LogLevel::Warn,
         "process {} did not answer the eviction of its region {} within {} ms (daemon.eviction_timeout_ms); choosing "
         "another victim",
-        owner, region, config_.evictionTimeoutMilliseconds);
+        owner, region, options_.evictionTimeoutMilliseconds);
   return freed.value_or(0);
 }
 
-PeerReclaim DaemonClient::requestEviction(std::size_t bytes) {
+PeerReclaim NodeMembership::requestEviction(std::size_t bytes) {
   if (!inJoiningProcess()) return PeerReclaim::NobodyElseHolds;
   std::lock_guard serial(requestMutex_);
   const auto start = Clock::now();
-  const auto limit = stallLimit(config_.evictionTimeoutMilliseconds);
+  const auto limit = stallLimit(options_.evictionTimeoutMilliseconds);
   auto nextReport = start + limit;
   const pid_t self = getpid();
   // Others see that this process waits for memory (deadlock avoidance,
   // mustYield); cleared however this ends.
   setBlocked(true);
   struct Unblock {
-    DaemonClient* client;
+    NodeMembership* client;
     ~Unblock() { client->setBlocked(false); }
   } unblock{this};
   // Queue or evict, never abort (paper §5-6): while the others hold the
@@ -335,7 +322,7 @@ PeerReclaim DaemonClient::requestEviction(std::size_t bytes) {
     std::sort(owners.rbegin(), owners.rend());
     for (const auto& [held, owner] : owners) {
       const auto answerBy =
-          Clock::now() + std::min(milliseconds(500), milliseconds(config_.evictionTimeoutMilliseconds));
+          Clock::now() + std::min(milliseconds(500), milliseconds(options_.evictionTimeoutMilliseconds));
       const auto freed = askToEvict(owner, 0, bytes, answerBy);
       if (freed && *freed > 0) return PeerReclaim::Freed;
     }
@@ -357,7 +344,7 @@ PeerReclaim DaemonClient::requestEviction(std::size_t bytes) {
   }
 }
 
-std::uint64_t DaemonClient::progress() {
+std::uint64_t NodeMembership::progress() {
   // Mixes every value that another client's progress changes; its own
   // record is left out (its waiting changes nothing for itself).
   std::uint64_t fingerprint = 0;
@@ -386,7 +373,7 @@ std::uint64_t DaemonClient::progress() {
   return fingerprint;
 }
 
-std::string DaemonClient::describeNode() {
+std::string NodeMembership::describeNode() {
   struct Other {
     std::uint64_t held;
     pid_t pid;
@@ -420,155 +407,6 @@ std::string DaemonClient::describeNode() {
   }
   if (others.size() > kShown) text += fmt::format("; {} more", others.size() - kShown);
   return text;
-}
-
-bool DaemonClient::waitForAdmission(std::uint64_t weightedDemand, std::uint64_t peakDemand) {
-  return waitForAdmission(weightedDemand, peakDemand, AdmissionWait{}) == Admission::Admitted;
-}
-
-std::string DaemonClient::admissionWaitReason() {
-  NodeSnapshot snapshot;
-  {
-    RobustLock lock(node().lock);
-    snapshot = snapshotOf(node());
-  }
-  return describeAdmissionWait(snapshot, slot_, config_.admission, config_.admissionFixN);
-}
-
-DaemonClient::Admission DaemonClient::waitForAdmission(std::uint64_t weightedDemand, std::uint64_t peakDemand,
-                                                       const AdmissionWait& wait) {
-  {
-    RobustLock lock(node().lock);
-    ClientRecord& record = node().clients[slot_];
-    record.weightedDemand = weightedDemand;
-    record.peakDemand = peakDemand;
-    record.admissionRequested = 1; // the last store: the demand above is what admission sees
-  }
-  Message request = Message::of(MessageKind::AdmissionRequest, getpid(), slot_);
-  request.weightedDemand = weightedDemand;
-  request.peakDemand = peakDemand;
-  // A full queue (mqxd busy or stopped) loses only the message: mqxd admits
-  // from the Waiting record, which it reads on every pass (tests/faults).
-  if (!sendTo(names_.daemonQueue, request) && !daemonAlive()) return Admission::DaemonGone;
-  const auto start = Clock::now();
-  auto nextReport = start + milliseconds(200);
-  auto lastReport = Clock::time_point{};
-  std::string lastReason;
-  Message reply;
-  for (;;) {
-    if (replies_->receive(&reply, milliseconds(200))) {
-      if (reply.kind == MessageKind::Admitted && reply.slot == slot_) return Admission::Admitted;
-      continue;
-    }
-    const auto now = Clock::now();
-    {
-      RobustLock lock(node().lock);
-      ClientRecord& record = node().clients[slot_];
-      record.heartbeatNs = monotonicNanoseconds();
-      if (record.state == ClientState::Running) return Admission::Admitted; // the message was lost; the record says it
-      if (!processAlive(node().daemonPid)) return Admission::DaemonGone;
-      if (wait.timeout.count() != 0 && now - start >= wait.timeout) {
-        // Withdrawn under the lock: mqxd admits only records that ask.
-        record.admissionRequested = 0;
-        return Admission::TimedOut;
-      }
-    }
-    if (wait.report && now >= nextReport) {
-      nextReport = now + wait.reportInterval;
-      std::string reason = admissionWaitReason();
-      // Every interval for the first 12 of them; then an unchanged reason
-      // only every 12 intervals (a query may wait for hours).
-      if (reason != lastReason || now - start < 12 * wait.reportInterval ||
-          now - lastReport >= 12 * wait.reportInterval) {
-        lastReport = now;
-        const auto waited = std::chrono::duration_cast<std::chrono::seconds>(now - start).count();
-        wait.report(fmt::format("{}; waited {} s{}", reason, waited,
-                                wait.timeout.count() != 0 ? fmt::format(" of at most {} s", wait.timeout.count())
-                                                          : std::string(" (no time limit)")));
-        lastReason = std::move(reason);
-      }
-    }
-  }
-}
-
-bool DaemonClient::updateDemand(std::uint64_t weightedDemand, std::uint64_t peakDemand) {
-  if (slot_ == kNoSlot || !inJoiningProcess()) return false;
-  {
-    // Only a client that has a query record to update says so; mqxd
-    // re-checks everything against the segment anyway.
-    RobustLock lock(node().lock);
-    const ClientRecord& record = node().clients[slot_];
-    if (role_ == Role::Memory && record.querySlot == kNoSlot) return false;
-  }
-  Message message = Message::of(MessageKind::DemandUpdate, getpid(), slot_);
-  message.weightedDemand = weightedDemand;
-  message.peakDemand = peakDemand;
-  return sendTo(names_.daemonQueue, message);
-}
-
-bool DaemonClient::declareOperator(double seconds, std::uint64_t bytes) {
-  if (!(seconds > 0) || !std::isfinite(seconds)) return false;
-  std::uint64_t weighted = 0, peak = 0;
-  {
-    std::lock_guard lock(demandMutex_);
-    declaredDemand_.add(seconds, bytes);
-    weighted = declaredDemand_.weighted();
-    peak = declaredDemand_.peak();
-    declared_.store(true, std::memory_order_relaxed);
-  }
-  return updateDemand(weighted, peak);
-}
-
-void DaemonClient::observeLaunchFootprint(std::uint64_t bytes) {
-  // The launch path: one relaxed load when the query declared its plan, else
-  // a clock read; a message at most once per interval (updateDemand checks
-  // that this is the joining process, not a fork() child: a system call
-  // saved on every launch).
-  if (declared_.load(std::memory_order_relaxed)) return;
-  std::uint64_t weighted = 0, peak = 0;
-  {
-    std::lock_guard lock(demandMutex_);
-    const auto now = Clock::now();
-    if (windowStart_ == Clock::time_point{}) windowStart_ = now;
-    windowFootprint_ = std::max(windowFootprint_, bytes);
-    const auto elapsed = now - windowStart_;
-    if (elapsed < milliseconds(config_.demandReportIntervalMilliseconds)) return;
-    // Paper §5: each interval is one operator of the query, its mᵢ the most
-    // bytes one kernel in it referenced, its tᵢ the interval's length (the
-    // time between launches included: the query holds its data meanwhile).
-    // The demand is m = Σ tᵢmᵢ / Σ tᵢ over the intervals so far, not the
-    // last interval's mᵢ: a query would otherwise jump to the peak of its
-    // current phase and back.
-    const double seconds = std::chrono::duration<double>(elapsed).count();
-    observedDemand_.add(seconds, windowFootprint_);
-    windowStart_ = now;
-    windowFootprint_ = 0;
-    weighted = observedDemand_.weighted();
-    peak = observedDemand_.peak();
-    if (weighted == reportedWeighted_ && peak == reportedPeak_) return;
-    reportedWeighted_ = weighted;
-    reportedPeak_ = peak;
-  }
-  updateDemand(weighted, peak);
-}
-
-void DaemonClient::finishQuery() {
-  if (slot_ == kNoSlot || !inJoiningProcess()) return;
-  std::uint64_t peak = 0;
-  {
-    RobustLock lock(node().lock);
-    peak = node().clients[slot_].observedPeak;
-  }
-  Message message = Message::of(MessageKind::QueryFinished, getpid(), slot_);
-  message.bytes = peak;
-  message.setName(node().clients[slot_].name);
-  {
-    // Freed now, so the daemon's admission pass no longer counts it.
-    RobustLock lock(node().lock);
-    node().retire(node().clients[slot_]);
-  }
-  slot_ = kNoSlot;
-  sendTo(names_.daemonQueue, message);
 }
 
 } // namespace mqx::ipc

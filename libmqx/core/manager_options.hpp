@@ -1,0 +1,57 @@
+// The memory manager's options, one struct for each part it assembles, with
+// the defaults of configs/default.toml. A runtime builds them from the
+// configuration where it is assembled (embedded/runtime_options.hpp,
+// managerOptions); nothing in the core sees the whole Config (STYLE.md
+// section 3).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "config/config_choices.hpp"
+#include "policy/replacement_policy.hpp"
+
+namespace mqx {
+
+// How a launch's references are found (optimizations.*).
+struct ReferenceOptions {
+  ReferenceDetection detection = ReferenceDetection::Auto; // reference_detection
+  bool accessAdvice = true;          // access_advice; off: every reference reads and writes (the paper's NoAccess)
+  bool pointersInParameters = false; // pointers_in_parameters: a parameter scan finds every reference
+};
+
+// How residency evicts and waits for the other processes of the node.
+struct ResidencyOptions {
+  EvictionGranularity evictionGranularity = EvictionGranularity::Region; // policy.eviction_granularity
+  // daemon.eviction_timeout_ms: how long a wait for the other processes goes
+  // on without progress (stallLimit), and (times 4) how long a launch waits
+  // for them before it runs from its host blocks.
+  unsigned evictionTimeoutMilliseconds = 2000;
+};
+
+// The process's trace (trace.*): Chrome trace-event JSON.
+struct TraceOptions {
+  std::string file;                 // "": off; "%p" becomes the pid
+  std::size_t bufferEvents = 16384; // events kept in memory before they are written
+};
+
+struct ManagerOptions {
+  // [memory]
+  std::size_t pageSize = 8 * 1024 * 1024; // rounded up to the device's granularity
+  // The private budget, when the manager is given no shared one; 0: what
+  // the device has.
+  std::size_t deviceMemoryLimit = 0;
+  std::size_t swapBufferLimit = 0; // 0: half of the host's physical memory
+  bool pinnedSwap = true;
+  // [optimizations]
+  bool lazyTransfer = true;
+  bool copyOnWrite = true;
+  std::size_t cowMinBytes = 256 * 1024; // smaller host buffers are copied at once, never write-protected
+  bool pageCoherence = true;            // off: one page per region (the paper's NoPage)
+  ReferenceOptions references;
+  ResidencyOptions residency;
+  PolicyOptions policy;
+  TraceOptions trace;
+};
+
+} // namespace mqx

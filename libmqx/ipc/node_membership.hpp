@@ -1,0 +1,146 @@
+// NodeMembership: a process's membership of the node that mqxd runs. It
+// claims a client record in the segment, owns the process's queues (replies;
+// and, for a memory client, eviction requests, served by a thread that also
+// beats the record's heartbeat) and frees the record when it leaves. Two
+// roles:
+//  - Query: mqx-run's (or mqx.Client's) record, which asks for admission
+//    (paper §5) through an AdmissionClient;
+//  - Memory: a process with a MemoryManager; its device memory is drawn from
+//    the node budget (SharedDeviceBudget, over this membership) and other
+//    processes may ask it to evict (docs/architecture.md decision 8: only the
+//    owner's context can unmap). It asks the others to evict in turn.
+// What a query declares or waits for is the AdmissionClient's, not this.
+#pragma once
+
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "core/peer_regions.hpp"
+#include "ipc/ipc_names.hpp"
+#include "ipc/message_queue.hpp"
+#include "ipc/node_state.hpp"
+#include "ipc/shared_segment.hpp"
+
+namespace mqx::ipc {
+
+// Which node to join and how long its members wait for each other
+// (daemon.* in configs/default.toml, whose defaults these are).
+struct NodeOptions {
+  std::string instance;                        // daemon.instance: the node's IPC names
+  unsigned evictionTimeoutMilliseconds = 2000; // daemon.eviction_timeout_ms
+};
+
+class NodeMembership {
+public:
+  enum class Role { Query, Memory };
+  // Frees up to `bytes` of this process's device memory for another process,
+  // preferring `region` (one of this process's RegionIds, 0 for none: global
+  // victim selection names the victim); returns the bytes freed.
+  using Evictor = std::function<std::size_t(std::size_t bytes, std::uint64_t region)>;
+  // This process's activity now, or nullopt when it cannot be read without
+  // waiting (the manager is busy): called on the eviction-serving thread,
+  // which must never block on the manager (the manager may hold its lock
+  // while it waits for acknowledgements that this thread sends).
+  using ActivitySource = std::function<std::optional<ClientActivity>()>;
+
+  // Null when no daemon runs for this user and instance (then the process
+  // works alone). Throws std::runtime_error when the node is full.
+  static std::shared_ptr<NodeMembership> connect(const NodeOptions& options, Role role, const std::string& name = {});
+  ~NodeMembership();
+  NodeMembership(const NodeMembership&) = delete;
+  NodeMembership& operator=(const NodeMembership&) = delete;
+
+  // Stops serving and frees the record (idempotent; the destructor does it).
+  // The budget refuses and ignores everything afterwards: a process leaving
+  // at exit may still free device memory while its context is torn down.
+  void leave();
+  // Frees the record now and sends `notice` to mqxd (a query's end,
+  // QueryFinished), keeping the queues until leave(). Nothing when the
+  // record is no longer this process's.
+  void retire(const Message& notice);
+
+  Role role() const { return role_; }
+  std::uint32_t slot() const { return slot_; }
+  NodeState& node() { return segment_->state(); }
+  const IpcNames& names() const { return names_; }
+  bool daemonAlive();
+  // Whether this is the process that joined (not a fork() child of it, which
+  // inherits the object but neither the record, the queues nor the thread).
+  bool inJoiningProcess() const { return getpid() == joinedAs_; }
+  // Where mqxd's admission answers and the other processes' eviction
+  // acknowledgements arrive.
+  MessageQueue& replies() { return *replies_; }
+
+  // Memory role: installs (or, with nullptr, removes) what serves eviction
+  // requests.
+  void setEvictor(Evictor evictor);
+  // Memory role: installs what the record's activity is read from; it is
+  // published at most every 100 ms (with the heartbeat) and once more when
+  // the source is replaced or removed (call with nullptr before the
+  // manager goes: its last counters reach the node) and when the client
+  // leaves.
+  void setActivitySource(ActivitySource source);
+
+  // Memory role, asking the others. Asks other memory clients, largest
+  // holder first, to free `bytes`, again and again while the node makes
+  // progress (docs/daemon.md, "Queue or evict, never abort"): Freed when some
+  // bytes were freed (or the node has room); MustYield at once when an older
+  // client also waits for memory; NobodyElseHolds when no other live client
+  // holds any budget; NoProgress when nothing changed on the node
+  // (progress()) for stallLimit(daemon.eviction_timeout_ms).
+  PeerReclaim requestEviction(std::size_t bytes);
+  // A fingerprint of the other clients' progress (PeerRegions::progress).
+  std::uint64_t progress();
+  // The other clients that hold budget or wait for memory, largest first,
+  // in one line.
+  std::string describeNode();
+  // Asks the client in `ownerSlot` to evict `region` (or its best
+  // alternative) for `bytes`; waits for its acknowledgement at most
+  // daemon.eviction_timeout_ms. The bytes it freed.
+  std::size_t requestEvictionOf(std::uint32_t ownerSlot, std::uint64_t region, std::size_t bytes);
+  // Whether another live memory client of older arrival waits for memory.
+  bool mustYield();
+
+private:
+  NodeMembership(const NodeOptions& options, Role role) : options_(options), role_(role) {}
+  // Claims a free record; false when the node is full.
+  bool claimRecord(const std::string& name);
+  void serveEvictions();
+  // Publishes what the source says now (nothing when it is busy or unset).
+  void publishActivity();
+  void setBlocked(bool blocked);
+  // Sends one request and waits for its acknowledgement until `answerBy`;
+  // nullopt when none came.
+  std::optional<std::size_t> askToEvict(pid_t owner, std::uint64_t region, std::size_t bytes,
+                                        std::chrono::steady_clock::time_point answerBy);
+
+  NodeOptions options_;
+  Role role_;
+  pid_t joinedAs_ = getpid();
+  IpcNames names_;
+  std::unique_ptr<SharedSegment> segment_;
+  std::uint32_t slot_ = kNoSlot;
+  std::unique_ptr<MessageQueue> replies_;
+  std::unique_ptr<MessageQueue> evictions_;
+  std::thread server_;
+  std::atomic<bool> stopping_{false};
+  std::mutex evictorMutex_;
+  Evictor evictor_;
+  std::mutex activityMutex_;
+  ActivitySource activitySource_;
+  // Eviction requests refused so far (the serving thread's).
+  std::uint64_t refusedRequests_ = 0;
+  std::mutex requestMutex_; // one outstanding eviction request per process
+  std::uint64_t nextSequence_ = 1;
+};
+
+} // namespace mqx::ipc
