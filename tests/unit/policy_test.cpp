@@ -130,17 +130,24 @@ std::vector<std::uint64_t> hotSetReuse(std::uint64_t units, std::size_t count, u
   return references;
 }
 
+// The misses of CDR, MRU and the adaptive policy on the same references over
+// 100 slots.
+struct ThreePolicies {
+  std::size_t cdr, mru, adaptive;
+};
+ThreePolicies missesOfEach(const std::vector<std::uint64_t>& references) {
+  auto cdr = makeCdrPolicy(0.01);
+  auto mru = makeMruPolicy();
+  auto adaptive = makeReplacementPolicy(PolicyOptions{ReplacementKind::Adaptive, 0.01, 0});
+  return {misses(*cdr, 100, references), misses(*mru, 100, references), misses(*adaptive, 100, references)};
+}
+
 TEST(AdaptivePolicy, ResistsScansLargerThanTheDevice) {
   // 130 and 200 units over 100 slots, 20 passes: recency orders miss every
   // reference after the first pass; MRU keeps most of the cycle.
   for (const std::uint64_t units : {130U, 200U}) {
     const auto references = cyclicScan(units, 20);
-    auto cdr = makeCdrPolicy(0.01);
-    auto mru = makeMruPolicy();
-    auto adaptive = makeReplacementPolicy(PolicyOptions{ReplacementKind::Adaptive, 0.01, 0});
-    const std::size_t byCdr = misses(*cdr, 100, references);
-    const std::size_t byMru = misses(*mru, 100, references);
-    const std::size_t byAdaptive = misses(*adaptive, 100, references);
+    const auto [byCdr, byMru, byAdaptive] = missesOfEach(references);
     EXPECT_EQ(byCdr, references.size());
     EXPECT_LT(byAdaptive, byMru * 5 / 4) << units << " units: CDR " << byCdr << ", MRU " << byMru;
     EXPECT_LT(byAdaptive, byCdr * 2 / 3) << units << " units: CDR " << byCdr << ", MRU " << byMru;
@@ -151,13 +158,7 @@ TEST(AdaptivePolicy, KeepsCdrsChoicesOnHotSetReuse) {
   // Where MRU throws the hot fifth out, the adaptive policy stays with CDR.
   for (const std::uint64_t units : {115U, 150U, 200U}) {
     const unsigned seed = 7 + static_cast<unsigned>(units);
-    const auto references = hotSetReuse(units, 20000, seed);
-    auto cdr = makeCdrPolicy(0.01);
-    auto mru = makeMruPolicy();
-    auto adaptive = makeReplacementPolicy(PolicyOptions{ReplacementKind::Adaptive, 0.01, 0});
-    const std::size_t byCdr = misses(*cdr, 100, references);
-    const std::size_t byMru = misses(*mru, 100, references);
-    const std::size_t byAdaptive = misses(*adaptive, 100, references);
+    const auto [byCdr, byMru, byAdaptive] = missesOfEach(hotSetReuse(units, 20000, seed));
     EXPECT_LE(byAdaptive, byCdr * 11 / 10) << units << " units, seed " << seed << ": MRU " << byMru;
     EXPECT_LT(byAdaptive, byMru) << units << " units, seed " << seed << ": CDR " << byCdr;
   }
