@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# wheel_test.sh SOURCE_DIR: `pip wheel ./python` makes a wheel of the Python
+# wheel_test.sh SOURCE_DIR [BUILD_DIR]: `pip wheel ./python` makes a wheel of the Python
 # package (its extension, mqxd and mqx-run inside, built by setup.py through
 # CMake); installed into a fresh venv (nothing installed on this machine) it
 # imports, `python -m mqx --version` names the same version and commit as
-# the wheel's own mqxd, and the wheel's mqx-run runs a program. Issue 18.
+# the wheel's own mqxd, and the wheel's mqx-run runs a program, and a query
+# on the simulated device (BUILD_DIR's mqx_sim_client) under the wheel's
+# mqxd and mqx-run. Issue 18.
 # Building a wheel offline needs a Python with setuptools and `wheel` (or
 # setuptools 70.1+, which has bdist_wheel): the first of $MQX_WHEEL_PYTHON,
 # python3, /usr/bin/python3 that has them is used; skips (77) when none has.
 set -uo pipefail
+source "$(dirname "$(realpath "$0")")/sim_query.sh"
 source_dir=$(realpath "${1:?source folder}")
+build=$(realpath "${2:-$source_dir/build}")
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 python=
@@ -57,4 +61,5 @@ out=$(MQX_DAEMON_INSTANCE="wheel-test-$$" "$installed/bin/mqx-run" --allow-no-da
 grep -q wheel-run <<<"$out" || fail "the wheel's mqx-run did not run the program: $out"
 found=$("$scratch/venv/bin/python" -c 'import mqx.binaries as b; print(b.find_binary("mqxd"))') || fail "mqx.binaries"
 [ "$found" = "$installed/bin/mqxd" ] || fail "mqx.binaries found $found, not the wheel's mqxd"
+run_sim_query "$installed/bin" "$build" || fail "a query on the simulated device under the wheel's programs"
 echo "PASS: $(basename "$wheel") (built with $python): $python_version"
