@@ -102,15 +102,11 @@ Status PageStore::writtenOnDevice(PageState& page, HostImage& previous) {
 Status PageStore::writtenOnBacking(PageState& page, HostImage& previous) {
   constexpr const char* kName = "written on backing";
   if (!page.hostMapped()) return refuse(kName, "the page maps no host block", page);
-  HostImage block = HostImage::inSwap(page.backing_);
-  if (const char* why = inconsistency(block, page.backed_, page.backing_, page.deviceValid_))
-    return refuse(kName, why, page);
   if (page.host_.kind == HostImageKind::Swap && page.host_.slot == page.backing_) {
     previous = HostImage::of(HostImageKind::None); // the block already was the image
     return Status::Success;
   }
-  previous = std::exchange(page.host_, std::move(block));
-  return Status::Success;
+  return swapImage(page, HostImage::inSwap(page.backing_), kName, previous);
 }
 
 Status PageStore::wroteBack(PageState& page, std::byte* slot) {
@@ -147,20 +143,19 @@ Status PageStore::imageCopied(PageState& page, std::byte* slot, HostImage& previ
   constexpr const char* kName = "image copied";
   if (slot == nullptr) return refuse(kName, "no swap slot given", page);
   if (page.host_.kind == HostImageKind::None) return refuse(kName, "the page has no host image to copy", page);
-  HostImage image = HostImage::inSwap(slot);
-  if (const char* why = inconsistency(image, page.backed_, page.backing_, page.deviceValid_))
-    return refuse(kName, why, page);
-  previous = std::exchange(page.host_, std::move(image));
-  return Status::Success;
+  return swapImage(page, HostImage::inSwap(slot), kName, previous);
 }
 
 Status PageStore::materialized(PageState& page, HostImage& previous) {
   constexpr const char* kName = "materialized";
   if (!page.pending()) return refuse(kName, "the page is not pending", page);
-  HostImage block = HostImage::inSwap(page.backing_);
-  if (const char* why = inconsistency(block, page.backed_, page.backing_, page.deviceValid_))
-    return refuse(kName, why, page);
-  previous = std::exchange(page.host_, std::move(block));
+  return swapImage(page, HostImage::inSwap(page.backing_), kName, previous);
+}
+
+Status PageStore::swapImage(PageState& page, HostImage image, const char* transition, HostImage& previous) {
+  if (const char* why = inconsistency(image, page.backed_, page.backing_, page.deviceValid_))
+    return refuse(transition, why, page);
+  previous = std::exchange(page.host_, std::move(image));
   return Status::Success;
 }
 

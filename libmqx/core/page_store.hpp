@@ -106,6 +106,12 @@ public:
   static const char* inconsistency(const PageState& page) {
     return inconsistency(page.host_, page.backed_, page.backing_, page.deviceValid_);
   }
+
+private:
+  // The page's host image becomes `image` (its device state unchanged),
+  // handing the old one back in `previous`; refused as `transition` when
+  // the page would be inconsistent.
+  static Status swapImage(PageState& page, HostImage image, const char* transition, HostImage& previous);
 };
 
 } // namespace mqx
