@@ -162,6 +162,9 @@ TEST_F(AdmissionWaits, TheTimeLimitComesFromTheConfigurationToo) {
   EXPECT_EQ(waiting->wait(10s), 75);
   auto bad = run({"--timeout", "soon", "--", "/bin/true"});
   EXPECT_EQ(bad->wait(5s), 2);
+  auto badRestartWait = run({"--daemon-restart-wait", "-3", "--", "/bin/true"}, {}, true);
+  EXPECT_EQ(badRestartWait->wait(5s), 2);
+  EXPECT_NE(badRestartWait->readRest(2s).find("--daemon-restart-wait wants whole seconds"), std::string::npos);
   holder->signal(SIGTERM);
   EXPECT_TRUE(holder->wait(10s).has_value());
 }

@@ -19,4 +19,6 @@ err=$("$run_peers" --fractions 0.5,abc --out "$scratch/x.json" 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -q "fractions" <<<"$err" || fail "--fractions abc: exit $rc, $err"
 err=$("$run_peers" --workloads matrix,bogus --out "$scratch/x.json" 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -q "unknown workload" <<<"$err" || fail "--workloads bogus: exit $rc, $err"
+err=$("$run_peers" --reserve-gib -1 --out "$scratch/x.json" 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -q "reserve-gib" <<<"$err" || fail "--reserve-gib -1: exit $rc, $err"
 echo PASS
