@@ -37,6 +37,9 @@ namespace mqx::ipc {
 struct NodeOptions {
   std::string instance;                        // daemon.instance: the node's IPC names
   unsigned evictionTimeoutMilliseconds = 2000; // daemon.eviction_timeout_ms
+  // The node device a memory client draws on: "" for the node's first, a
+  // GPU UUID ("GPU-..."), a simulated device ("sim-N") or a node index.
+  std::string device;
 };
 
 class NodeMembership {
