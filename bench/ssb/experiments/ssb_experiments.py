@@ -104,6 +104,7 @@ class Setup:
     budget_fraction: Optional[float] = None  # contended budgets: this fraction of the summed peaks
     capacity: str = "4GiB"  # ample: where peaks are measured
     variant: tuple[str, ...] = ()  # e.g. ("--join-first",)
+    solo_repeats: Optional[int] = None  # native solo runs per query (default: repeats)
     peaks: dict = field(default_factory=dict)  # (variant, query) -> MB, measured alone
 
     def program(self, query: str) -> str:
@@ -165,13 +166,25 @@ def _timing_of(query: str, stdout: str, process_seconds: float, **extra) -> dict
         "gpu_fraction_inside": timing.get("gpu_fraction"),  # the query's own view, before its exit
         "load_s": round(timing.get("load_ms", 0.0) / 1000.0, 4),
         "check_s": round(timing.get("check_ms", 0.0) / 1000.0, 4),
+        # The first repeat and the mean of the others: mqx's lazy transfers show in the difference.
+        "repeat_first_s": round(timing["repeat_ms"][0] / 1000.0, 4) if timing.get("repeat_ms") else None,
+        "repeat_rest_mean_s": round(statistics.mean(timing["repeat_ms"][1:]) / 1000.0, 4) if len(timing.get("repeat_ms", [])) > 1 else None,
     }
 
 
 def _timing(result: QueryResult) -> dict:
     """gpu_fraction of a run under mqx-run: over the seconds mqx-run says the query ran."""
     process = result.ran if result.ran else result.seconds - (result.waited or 0.0)
-    return _timing_of(result.name, result.stdout, process, seconds=round(result.seconds, 4), waited=result.waited)
+    stats = _statistics(result)
+    return _timing_of(
+        result.name,
+        result.stdout,
+        process,
+        seconds=round(result.seconds, 4),
+        waited=result.waited,
+        bytes_to_device=stats.get("bytes_to_device"),
+        evictions=stats.get("evictions"),
+    )
 
 
 def fraction_summary(runs: Sequence[dict]) -> dict:
@@ -283,14 +296,16 @@ def _native(setup: Setup, queries: Sequence[str]) -> list[tuple[str, float, str]
 
 
 def solo_native(setup: Setup, queries: Sequence[str], runs: Optional[list] = None) -> dict[str, float]:
-    """sᵢ: mean seconds of each query run alone natively, setup.repeats times (after one run that
-    warms the page cache and is not counted). `runs` receives each counted run's timing."""
-    for query in queries:
-        _native(setup, [query])
+    """sᵢ: mean seconds of each query run alone natively, setup.solo_repeats (else setup.repeats)
+    times, after one run that warms the page cache and is not counted (none with a shared store,
+    which is in memory already). `runs` receives each counted run's timing."""
+    if not setup.shared:
+        for query in queries:
+            _native(setup, [query])
     seconds = {}
     for query in queries:
         measured = []
-        for _ in range(setup.repeats):
+        for _ in range(setup.solo_repeats or setup.repeats):
             ((_, wall, stdout),) = _native(setup, [query])
             measured.append(wall)
             if runs is not None:
@@ -320,6 +335,9 @@ def pairs(setup: Setup, pair_list: Sequence[tuple[str, str]]) -> dict:
     if setup.budget_fraction is not None:
         for query, result in alone.items():
             setup.peaks.setdefault((setup.variant, query), _peak_mb(result.stdout))
+    # sᵢ under mqx: each query alone under mqx-run (its turnaround), where mqx's own transfers make
+    # a query alone faster or slower than natively.
+    solo_under_mqx = {q: alone[q].seconds for q in names}
     rows = []
     for a, b in pair_list:
         budget, budget_info = contended_budget(setup, [a, b])
@@ -333,6 +351,7 @@ def pairs(setup: Setup, pair_list: Sequence[tuple[str, str]]) -> dict:
             {
                 "pair": [a, b],
                 "weighted_speedup": weighted_speedup(solo, results),
+                "weighted_speedup_over_mqx_alone": weighted_speedup(solo_under_mqx, results),
                 "dma_efficiency": solo_bytes / corun_bytes if corun_bytes else None,
                 "corun_seconds": {q: statistics.mean(r.seconds for r in results if r.name == q) for q in (a, b)},
                 "evictions": sum(_statistics(r).get("evictions", 0) for r in results),
@@ -344,9 +363,11 @@ def pairs(setup: Setup, pair_list: Sequence[tuple[str, str]]) -> dict:
             }
         )
     speedups = [row["weighted_speedup"] for row in rows]
+    over_mqx = [row["weighted_speedup_over_mqx_alone"] for row in rows]
     all_runs = [run for row in rows for run in row["runs"]]
     return {
         "solo_native_seconds": solo,
+        "solo_mqx_seconds": solo_under_mqx,
         "budget": setup.budget if setup.budget_fraction is None else f"{setup.budget_fraction} x the pair's summed peaks",
         "repeats": setup.repeats,
         "repeat": setup.repeat,
@@ -355,10 +376,14 @@ def pairs(setup: Setup, pair_list: Sequence[tuple[str, str]]) -> dict:
             "weighted_speedup_mean": statistics.mean(speedups) if speedups else None,
             "weighted_speedup_min": min(speedups) if speedups else None,
             "weighted_speedup_max": max(speedups) if speedups else None,
+            "weighted_speedup_over_mqx_alone_mean": statistics.mean(over_mqx) if over_mqx else None,
+            "weighted_speedup_over_mqx_alone_min": min(over_mqx) if over_mqx else None,
+            "weighted_speedup_over_mqx_alone_max": max(over_mqx) if over_mqx else None,
             "gpu_fraction": fraction_summary(all_runs),
             "native_gpu_fraction": fraction_summary(native_runs),
         },
         "native_runs": native_runs,
+        "alone_runs": [_timing(alone[q]) for q in names],
         "pairs": rows,
     }
 

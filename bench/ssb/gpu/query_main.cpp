@@ -245,9 +245,13 @@ int runQuery(const Options& options, std::chrono::steady_clock::time_point mainS
   gpu::QueryRun run;
   gpu::DenseAggregate first;
   double gpuMilliseconds = 0;
+  std::string repeatMilliseconds; // each repeat's, for the timing line
   for (int i = 0; i < options.repeat; ++i) {
     run = gpu::runPlan(plan, cache, *device, options.variant);
     gpuMilliseconds += run.totalMilliseconds;
+    char text[32];
+    std::snprintf(text, sizeof text, "%s%.3f", i == 0 ? "" : ", ", run.totalMilliseconds);
+    repeatMilliseconds += text;
     std::printf("# run %d total %.3f ms\n", i + 1, run.totalMilliseconds);
     if (i == 0) {
       first = run.aggregate;
@@ -293,9 +297,11 @@ int runQuery(const Options& options, std::chrono::steady_clock::time_point mainS
   // synchronised), summed over the repeats.
   const double processMs = processMilliseconds(mainStart);
   std::printf("# timing {\"repeat\": %d, \"gpu_ms\": %.3f, \"load_ms\": %.3f, \"check_ms\": %.3f, "
-              "\"process_ms\": %.3f, \"gpu_fraction\": %.4f, \"columns\": \"%s\"}\n",
+              "\"process_ms\": %.3f, \"gpu_fraction\": %.4f, \"columns\": \"%s\", "
+              "\"repeat_ms\": [%s]}\n",
               options.repeat, gpuMilliseconds, loadMilliseconds, checkMilliseconds, processMs,
-              processMs > 0 ? gpuMilliseconds / processMs : 0.0, store ? "shared" : "files");
+              processMs > 0 ? gpuMilliseconds / processMs : 0.0, store ? "shared" : "files",
+              repeatMilliseconds.c_str());
   std::fflush(stdout);
   return status;
 }
