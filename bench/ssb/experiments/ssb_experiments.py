@@ -135,6 +135,8 @@ def _check(results: Sequence[QueryResult]) -> None:
         if not result.ok or "# check passed" not in result.stdout:
             tail = "\n".join((result.stdout + result.stderr).splitlines()[-15:])
             raise ExperimentError(f"{result.name} failed (exit {result.exit_code}):\n{tail}")
+        if not _TIMING.search(result.stdout):
+            raise ExperimentError(f"{result.name} printed no '# timing' line: its GPU fraction is unknown")
 
 
 def _statistics(result: QueryResult) -> dict:
@@ -289,7 +291,7 @@ def _native(setup: Setup, queries: Sequence[str]) -> list[tuple[str, float, str]
     runs = []
     for query, process in processes:
         stdout, stderr = process.communicate(timeout=setup.timeout)
-        if process.returncode != 0 or "# check passed" not in stdout:
+        if process.returncode != 0 or "# check passed" not in stdout or not _TIMING.search(stdout):
             raise ExperimentError(f"{query} failed natively (exit {process.returncode}): {stderr.strip()[-500:]}")
         runs.append((query, time.monotonic() - start, stdout))
     return runs
