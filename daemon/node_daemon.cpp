@@ -25,24 +25,50 @@ namespace {
 
 using namespace mqx::ipc;
 
-// The capacity (docs/daemon.md, "Capacity"), with what mqxd learned of the
-// device in its log.
-NodeCapacity capacityOf(const Config& config) {
-  const NodeCapacity capacity = nodeCapacity(config, [] {
+// The node's devices and their budgets (docs/daemon.md, "Capacity" and
+// "Several GPUs"), with what mqxd learned of each in its log.
+std::vector<DeviceEntry> devicesOf(const Config& config) {
+  std::size_t listed = 0;
+  const std::vector<NodeDevice> devices = nodeDevices(config, [&] {
     std::string why;
-    auto device = probeDeviceMemory(&why);
-    if (!device) {
-      log(LogLevel::Info, "mqxd: no GPU memory found ({})", why);
-    } else if (device->usedBytes > deviceReserveBytes(device->totalBytes)) {
-      log(LogLevel::Warn,
-          "mqxd: {} MiB of the device are in use already, more than the {} MiB reserve: the node budget may not "
-          "fit (set daemon.capacity)",
-          device->usedBytes >> 20, deviceReserveBytes(device->totalBytes) >> 20);
-    }
-    return device;
+    auto gpus = probeDevices(&why);
+    if (gpus.empty()) log(LogLevel::Info, "mqxd: no GPU memory found ({})", why);
+    listed = gpus.size();
+    for (const DeviceMemory& gpu : gpus)
+      if (gpu.usedBytes > deviceReserveBytes(gpu.totalBytes))
+        log(LogLevel::Warn,
+            "mqxd: {} MiB of the device {} are in use already, more than the {} MiB reserve: its budget may not "
+            "fit (set daemon.capacity)",
+            gpu.usedBytes >> 20, gpu.identity, deviceReserveBytes(gpu.totalBytes) >> 20);
+    return gpus;
   });
-  log(LogLevel::Info, "mqxd: node capacity {} MiB: {}", capacity.bytes >> 20, capacity.origin);
-  return capacity;
+  if (listed > devices.size())
+    log(LogLevel::Warn, "mqxd: {} GPUs listed, the node keeps the first {} (set CUDA_VISIBLE_DEVICES)", listed,
+        devices.size());
+  std::vector<DeviceEntry> entries;
+  for (const NodeDevice& device : devices) {
+    DeviceEntry entry;
+    std::snprintf(entry.identity, sizeof entry.identity, "%s", device.identity.c_str());
+    entry.capacity = device.capacity;
+    entries.push_back(entry);
+    log(LogLevel::Info, "mqxd: device {} {}: budget {} MiB: {}", entries.size() - 1, device.identity,
+        device.capacity >> 20, device.origin);
+  }
+  return entries;
+}
+
+AdmissionPolicy admissionPolicyOf(const Config& config) {
+  AdmissionPolicy policy;
+  policy.kind = config.admission;
+  policy.fixN = config.admissionFixN;
+  return policy;
+}
+
+std::vector<std::uint64_t> capacitiesOf(const std::vector<DeviceEntry>& devices) {
+  std::vector<std::uint64_t> capacities;
+  for (const DeviceEntry& device : devices)
+    capacities.push_back(device.capacity);
+  return capacities;
 }
 
 // The queues a client process of the node may have.
@@ -91,15 +117,12 @@ std::string historyPath(const Config& config) {
 } // namespace
 
 NodeDaemon::NodeDaemon(const Config& config)
-    : config_(config), names_(IpcNames::forInstance(config.daemonInstance, getuid())),
-      capacity_(capacityOf(config).bytes), history_(historyPath(config)),
-      launches_(std::chrono::milliseconds(config.launchLeaseMilliseconds)),
+    : config_(config), names_(IpcNames::forInstance(config.daemonInstance, getuid())), devices_(devicesOf(config)),
+      placement_(admissionPolicyOf(config), config.placement, capacitiesOf(devices_)), history_(historyPath(config)),
+      launches_(std::chrono::milliseconds(config.launchLeaseMilliseconds), static_cast<std::uint32_t>(devices_.size())),
       rosterPath_("/dev/shm/" + names_.prefix + "-clients") {
-  policy_.kind = config.admission;
-  policy_.fixN = config.admissionFixN;
-  policy_.capacity = capacity_;
   const std::vector<pid_t> previous = previousClients(); // before create() removes a crashed mqxd's segment
-  segment_ = SharedSegment::create(names_, capacity_);
+  segment_ = SharedSegment::create(names_, devices_);
   requests_ = MessageQueue::create(names_.daemonQueue, 64);
   removeQueuesOfDead(previous);
   std::remove(rosterPath_.c_str());
@@ -108,9 +131,14 @@ NodeDaemon::NodeDaemon(const Config& config)
   metrics_ = std::make_unique<MetricsExporter>(config);
   if (metrics_->port() != 0) log(LogLevel::Info, "mqxd: metrics on http://127.0.0.1:{}/metrics", metrics_->port());
   mps_ = std::make_unique<MpsControl>(config);
-  log(LogLevel::Info, "mqxd: node {} ready: budget {} MiB, admission {}{}", names_.segment, capacity_ >> 20,
-      toString(config.admission),
-      config.admission == AdmissionKind::Fix ? fmt::format("-{}", config.admissionFixN) : "");
+  std::string devices;
+  for (std::size_t i = 0; i < devices_.size(); ++i)
+    devices += fmt::format("{}{} {} MiB", i == 0 ? "" : ", ", devices_[i].identity, devices_[i].capacity >> 20);
+  log(LogLevel::Info, "mqxd: node {} ready: budget {} MiB, admission {}{}; {} device{}: {}{}", names_.segment,
+      segment_->state().capacityOf() >> 20, toString(config.admission),
+      config.admission == AdmissionKind::Fix ? fmt::format("-{}", config.admissionFixN) : "", devices_.size(),
+      devices_.size() == 1 ? "" : "s", devices,
+      devices_.size() > 1 ? fmt::format(", placement {}", toString(config.placement)) : "");
 }
 
 NodeDaemon::~NodeDaemon() {
@@ -438,7 +466,8 @@ std::array<std::uint64_t, kMaxClients> NodeDaemon::heldByQuery() {
   NodeState& node = segment_->state();
   std::array<std::uint64_t, kMaxClients> held{};
   for (const ClientRecord& record : node.clients)
-    if (record.state == ClientState::Memory && record.querySlot < kMaxClients)
+    if (record.state == ClientState::Memory && record.querySlot < kMaxClients &&
+        record.device == node.clients[record.querySlot].device)
       held[record.querySlot] += record.budgetHeld;
   return held;
 }
@@ -458,14 +487,17 @@ void NodeDaemon::observeQueries() {
   }
 }
 
-void NodeDaemon::traceDecision(const char* decision, const ClientRecord& record, std::uint64_t runningWeighted) {
+void NodeDaemon::traceDecision(const char* decision, const ClientRecord& record, std::uint64_t runningWeighted,
+                               std::uint32_t device) {
   if (!trace_) return;
-  trace_->record(trace::instantEvent(decision, "admission", trace::kAdmissionTrack)
-                     .argument("weighted_demand", record.weightedDemand)
-                     .argument("peak_demand", record.peakDemand)
-                     .argument("running_weighted_demand", runningWeighted)
-                     .argument("capacity", capacity_)
-                     .withLabel(record.name));
+  // A query not placed yet shows the node's whole capacity and no device.
+  trace::TraceEvent event = trace::instantEvent(decision, "admission", trace::kAdmissionTrack)
+                                .argument("weighted_demand", record.weightedDemand)
+                                .argument("peak_demand", record.peakDemand)
+                                .argument("running_weighted_demand", runningWeighted)
+                                .argument("capacity", segment_->state().capacityOf(device));
+  if (device < devices_.size()) event.argument("device", device);
+  trace_->record(event.withLabel(record.name));
 }
 
 void NodeDaemon::traceNode() {
@@ -488,6 +520,7 @@ NodeMetrics NodeDaemon::metrics() {
     result.node = snapshotOf(node);
   }
   result.queriesAdmitted = queriesAdmitted_;
+  result.queriesPlaced.assign(queriesPlaced_, queriesPlaced_ + devices_.size());
   result.admissionPostponements = postponements_;
   result.messagesRefused = messagesRefused_;
   result.uptimeSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
@@ -522,48 +555,55 @@ void NodeDaemon::admitPostponed() {
     std::vector<QueryDemand> running, waiting;
     std::vector<std::uint64_t> arrival(kMaxClients);
     // A running query's demand is updated as it runs: what it declared or,
-    // when more, what its processes hold right now (an undeclared query's
-    // demand is what it holds).
+    // when more, what its processes hold right now on its device (an
+    // undeclared query's demand is what it holds).
     const auto held = heldByQuery();
     for (std::uint32_t i = 0; i < kMaxClients; ++i) {
       ClientRecord& record = node.clients[i];
       if (record.state == ClientState::Running)
-        running.push_back({i, std::max(record.weightedDemand, held[i]), std::max(record.peakDemand, held[i])});
+        running.push_back(
+            {i, std::max(record.weightedDemand, held[i]), std::max(record.peakDemand, held[i]), record.device});
       if (record.state == ClientState::Waiting && record.admissionRequested != 0) {
         applyLearnedDemand(record);
-        waiting.push_back({i, record.weightedDemand, record.peakDemand});
+        waiting.push_back({i, record.weightedDemand, record.peakDemand, record.device});
         arrival[i] = record.arrival;
       }
     }
     if (waiting.empty()) return;
     std::sort(waiting.begin(), waiting.end(),
               [&](const QueryDemand& a, const QueryDemand& b) { return arrival[a.id] < arrival[b.id]; });
-    std::uint64_t runningWeighted = 0;
+    std::vector<std::uint64_t> runningWeighted(devices_.size() + 1);
     for (const QueryDemand& query : running)
-      runningWeighted += query.weighted;
-    const auto chosen = policy_.admit(running, waiting);
-    for (std::uint32_t id : chosen) {
-      ClientRecord& record = node.clients[id];
+      runningWeighted[std::min<std::size_t>(query.device, devices_.size())] += query.weighted;
+    const auto chosen = placement_.admit(running, waiting);
+    for (const Placed& place : chosen) {
+      ClientRecord& record = node.clients[place.id];
+      record.device = place.device; // before the state: a running query is always on its device
       record.state = ClientState::Running;
-      admitted.emplace_back(record.pid, id);
+      admitted.emplace_back(record.pid, place.id);
       ++queriesAdmitted_;
-      RunningQuery& query = running_[id];
+      ++queriesPlaced_[place.device];
+      RunningQuery& query = running_[place.id];
       query = RunningQuery{record.pid, 0, {}};
       std::memcpy(query.name, record.name, sizeof query.name);
       query.name[sizeof query.name - 1] = '\0';
-      log(LogLevel::Info, "mqxd: admitting query '{}' (pid {}, weighted demand {} MiB, peak {} MiB)", record.name,
-          record.pid, record.weightedDemand >> 20, record.peakDemand >> 20);
-      traceDecision("admitted", record, runningWeighted);
+      log(LogLevel::Info, "mqxd: admitting query '{}' (pid {}, weighted demand {} MiB, peak {} MiB){}", record.name,
+          record.pid, record.weightedDemand >> 20, record.peakDemand >> 20,
+          devices_.size() > 1 ? fmt::format(" on device {} {}", place.device, devices_[place.device].identity)
+                              : std::string());
+      traceDecision("admitted", record, runningWeighted[place.device], place.device);
     }
     // A postponed query is counted (and traced) once per arrival, not on
     // every pass of the loop.
     for (const QueryDemand& query : waiting) {
-      if (std::find(chosen.begin(), chosen.end(), query.id) != chosen.end()) continue;
+      if (std::any_of(chosen.begin(), chosen.end(), [&](const Placed& place) { return place.id == query.id; }))
+        continue;
       ClientRecord& record = node.clients[query.id];
       if (postponedArrival_[query.id] == record.arrival) continue;
       postponedArrival_[query.id] = record.arrival;
       ++postponements_;
-      traceDecision("postponed", record, runningWeighted);
+      traceDecision("postponed", record, runningWeighted[std::min<std::size_t>(record.device, devices_.size())],
+                    record.device);
     }
   }
   for (auto [pid, slot] : admitted)

@@ -63,7 +63,7 @@ void expectEqual(const LaunchService::Answer& actual, const LaunchService::Answe
 }
 
 TEST(LaunchService, AloneTheKernelGetsItsSingleKernelOptimum) {
-  LaunchService service(std::chrono::milliseconds(1000));
+  LaunchService service(std::chrono::milliseconds(1000), 1);
   const auto kernel = kernelOf(132 * 1536, 32, 0);
   const auto answer = service.request(100, 1, kernel, Clock::now());
   // 1536 threads per SM in one block is beyond 1024: 2 blocks of 768.
@@ -82,7 +82,7 @@ TEST(LaunchService, DemandIsCappedAtWhatTheKernelKeepsResidentAlone) {
 }
 
 TEST(LaunchService, SecondKernelIsSolvedWithTheFirstAndFinishedOnesStopCounting) {
-  LaunchService service(std::chrono::milliseconds(1000));
+  LaunchService service(std::chrono::milliseconds(1000), 1);
   const auto first = kernelOf(132 * 1024, 32, 8192);
   const auto second = kernelOf(132 * 800, 40, 4096);
   service.request(100, 1, first, Clock::now());
@@ -96,7 +96,7 @@ TEST(LaunchService, SecondKernelIsSolvedWithTheFirstAndFinishedOnesStopCounting)
 }
 
 TEST(LaunchService, KernelsThatDoNotFitTogetherGetTheirBatchsParameters) {
-  LaunchService service(std::chrono::milliseconds(1000));
+  LaunchService service(std::chrono::milliseconds(1000), 1);
   // Each wants a whole SM's threads: no two fit together.
   const auto big = kernelOf(132 * 2048, 32, 0, 1024);
   service.request(1, 1, big, Clock::now());
@@ -107,7 +107,7 @@ TEST(LaunchService, KernelsThatDoNotFitTogetherGetTheirBatchsParameters) {
 }
 
 TEST(LaunchService, UnsupportedDeviceKeepsTheLaunchsOwnParameters) {
-  LaunchService service(std::chrono::milliseconds(1000));
+  LaunchService service(std::chrono::milliseconds(1000), 1);
   auto kernel = kernelOf(132 * 256, 32, 0);
   kernel.device.computeCapabilityMajor = 6; // before sm_70: refused
   const auto answer = service.request(1, 1, kernel, Clock::now());
@@ -116,7 +116,7 @@ TEST(LaunchService, UnsupportedDeviceKeepsTheLaunchsOwnParameters) {
 }
 
 TEST(LaunchService, LeaseAndDeadProcessesExpire) {
-  LaunchService service(std::chrono::milliseconds(50));
+  LaunchService service(std::chrono::milliseconds(50), 1);
   const auto now = Clock::now();
   service.request(111, 1, kernelOf(1000, 32, 0), now);
   service.request(222, 1, kernelOf(1000, 32, 0), now + std::chrono::milliseconds(40));
@@ -126,7 +126,7 @@ TEST(LaunchService, LeaseAndDeadProcessesExpire) {
 }
 
 TEST(LaunchService, KernelsOfAnotherDeviceDoNotCompete) {
-  LaunchService service(std::chrono::milliseconds(1000));
+  LaunchService service(std::chrono::milliseconds(1000), 1);
   auto other = kernelOf(132 * 1024, 32, 0);
   other.device.multiprocessorCount = 108;
   service.request(1, 1, other, Clock::now());
@@ -140,7 +140,7 @@ TEST(LaunchService, RandomSequencesEqualKernelopt) {
   const unsigned seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 random(seed);
-  LaunchService service(std::chrono::hours(1));
+  LaunchService service(std::chrono::hours(1), 1);
   std::vector<std::pair<std::uint64_t, ipc::LaunchTuningFields>> active;
   std::uint64_t ticket = 0;
   for (int step = 0; step < 300; ++step) {
