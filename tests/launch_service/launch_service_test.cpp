@@ -13,6 +13,7 @@
 
 #include "daemon/launch_service.hpp"
 #include "device/sim/sim_backend.hpp"
+#include "ipc/launch_tuning_client.hpp"
 #include "kernelopt/batch_optimizer.hpp"
 #include "kernelopt/kernel_level_optimizer.hpp"
 #include "node_fixture.hpp"
@@ -132,6 +133,43 @@ TEST(LaunchService, KernelsOfAnotherDeviceDoNotCompete) {
   service.request(1, 1, other, Clock::now());
   const auto mine = kernelOf(132 * 1024, 32, 0);
   expectEqual(service.request(2, 1, mine, Clock::now()), reference({mine}), "other device ignored");
+}
+
+// A node of several devices (docs/daemon.md, "Several GPUs"): each device's
+// kernels are solved apart, even on identical GPUs; a device the node lacks
+// is refused.
+TEST(LaunchService, EachNodeDeviceIsSolvedApart) {
+  LaunchService service(std::chrono::milliseconds(1000), 2);
+  auto onFirst = kernelOf(132 * 1024, 32, 8192);
+  auto onSecond = kernelOf(132 * 800, 40, 4096);
+  onSecond.nodeDevice = 1;
+  service.request(1, 1, onSecond, Clock::now());
+  expectEqual(service.request(2, 1, onFirst, Clock::now()), reference({onFirst}), "device 1's kernel ignored");
+  auto alsoSecond = onFirst;
+  alsoSecond.nodeDevice = 1;
+  const auto together = service.request(3, 1, alsoSecond, Clock::now());
+  expectEqual(together, reference({onSecond, alsoSecond}), "device 1's kernels together");
+  EXPECT_EQ(together.kernelsSolved, 2u);
+  EXPECT_EQ(service.pendingKernels(0), 1u);
+  EXPECT_EQ(service.pendingKernels(1), 2u);
+  auto nowhere = onFirst;
+  nowhere.nodeDevice = 2;
+  EXPECT_EQ(service.request(4, 1, nowhere, Clock::now()).threadsPerBlock, 0u) << "the node has two devices";
+  EXPECT_EQ(service.pendingKernels(), 3u);
+  // A process's tuner for one device names it in every request.
+  struct Recorder final : device::LaunchTuner {
+    std::uint32_t named = 99;
+    std::optional<device::TunedLaunch> tune(const device::TuningRequest& request, std::uint64_t*) override {
+      named = request.nodeDevice;
+      return std::nullopt;
+    }
+    void finished(std::uint64_t) override {}
+  };
+  auto recorder = std::make_shared<Recorder>();
+  ipc::NodeDeviceLaunchTuner tuner(recorder, 1);
+  std::uint64_t ticket = 0;
+  tuner.tune(device::TuningRequest{}, &ticket);
+  EXPECT_EQ(recorder->named, 1u);
 }
 
 // Seeded random sequences of requests and completions against a reference
