@@ -48,7 +48,7 @@ struct Config {
   std::string simDevice;   // a sim process: the node device it draws on ("": the node's first)
   // [daemon] (mqxd, mqx-run and the processes of a node: docs/daemon.md)
   std::string daemonInstance;     // suffix of the node's IPC names
-  std::size_t daemonCapacity = 0; // node budget; 0: memory.device_memory_limit, else sim.capacity
+  std::size_t daemonCapacity = 0; // each device's budget; 0: memory.device_memory_limit, else by device
   AdmissionKind admission = AdmissionKind::Weight;
   PlacementKind placement = PlacementKind::Demand; // which device a query runs on
   unsigned admissionFixN = 2;                      // FIX-n: at most n queries at once
