@@ -75,6 +75,24 @@ protected:
       if (record.state != ipc::ClientState::Free && name == record.name) return record.state;
     return std::nullopt;
   }
+  // The state of `name` once it has a record and asked for admission (and
+  // mqxd had a few passes to admit it).
+  std::optional<ipc::ClientState> stateAfterArrival(const std::string& name) {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      bool asked = false;
+      {
+        ipc::RobustLock lock(segment_->state().lock);
+        for (const auto& record : segment_->state().clients)
+          if (record.state != ipc::ClientState::Free && name == record.name && record.admissionRequested != 0)
+            asked = true;
+      }
+      if (asked) break;
+      std::this_thread::sleep_for(2ms);
+    }
+    std::this_thread::sleep_for(300ms); // several liveness intervals of mqxd's admission passes
+    return stateOf(name);
+  }
   // Starts `name` and expects it to run on `device`, told so by mqx-run.
   std::unique_ptr<ChildProcess> expectPlaced(const std::string& name, std::uint64_t mib, std::uint32_t device,
                                              const std::vector<std::string>& options = {}) {
@@ -264,19 +282,60 @@ TEST_F(Devices, DeviceIsHonouredAndAdmissionIsPerDevice) {
   // sim-1 is full for another 24 MiB asked there: it waits, and a later
   // query that may run anywhere does not wait behind it (sim-0 is free).
   auto waits = query("waits", 24, {"--device", "sim-1"});
-  std::this_thread::sleep_for(300ms);
-  EXPECT_EQ(stateOf("waits"), std::optional(ipc::ClientState::Waiting));
+  EXPECT_EQ(stateAfterArrival("waits"), std::optional(ipc::ClientState::Waiting));
   auto later = expectPlaced("later", 24, 0);
   // ... but one for sim-1 waits behind the earlier one, however small.
   auto behind = query("behind", 1, {"--device", "sim-1"});
-  std::this_thread::sleep_for(300ms);
-  EXPECT_EQ(stateOf("behind"), std::optional(ipc::ClientState::Waiting)) << "arrival order holds on a device";
+  EXPECT_EQ(stateAfterArrival("behind"), std::optional(ipc::ClientState::Waiting)) << "arrival order holds on a device";
   asked->signal(SIGTERM);
   EXPECT_EQ(runningOn("waits"), std::optional<std::uint32_t>(1));
   EXPECT_EQ(runningOn("behind"), std::optional<std::uint32_t>(1));
   EXPECT_TRUE(waits->waitForLine("device=sim-1", 10s));
   for (auto* process : {waits.get(), later.get(), behind.get()})
     process->signal(SIGTERM);
+}
+
+// A GPU host (a stand-in NVML of three GPUs, tests/daemon/fake_nvml.c):
+// mqxd lists the GPUs CUDA_VISIBLE_DEVICES shows, in its order, by UUID;
+// each query runs with CUDA_VISIBLE_DEVICES=<its GPU's UUID>, replacing the
+// one mqx-run was given, and no MQX_SIM_DEVICE.
+TEST_F(Devices, OnAGpuHostEachVisibleGpuIsADeviceAndAQueryIsGivenItsUuid) {
+  environment_.erase("MQX_BACKEND_KIND");
+  environment_.erase("MQX_SIM_DEVICES");
+  environment_["LD_LIBRARY_PATH"] = FAKE_NVML_DIR;
+  environment_["MQX_LOG_LEVEL"] = "info";
+  const std::string gpu0 = "GPU-00000000-0000-4000-8000-000000000000";
+  const std::string gpu2 = "GPU-00000000-0000-4000-8000-000000000002";
+  environment_["CUDA_VISIBLE_DEVICES"] = gpu2 + ",0";
+  daemon_ = std::make_unique<ChildProcess>(std::vector<std::string>{MQXD_PATH}, environment_, true);
+  const auto ready = daemon_->waitForLineContaining("ready: budget", 5s);
+  ASSERT_TRUE(ready.has_value()) << "mqxd's start line";
+  EXPECT_NE(ready->find("2 devices: " + gpu2 + " 32 MiB, " + gpu0 + " 32 MiB"), std::string::npos) << *ready;
+  ASSERT_TRUE(daemon_->waitForLine("mqxd: ready (" + names().segment + ")", 5s));
+  segment_ = ipc::SharedSegment::open(names());
+  ASSERT_NE(segment_, nullptr);
+  ASSERT_EQ(segment_->state().deviceCount, 2u);
+  EXPECT_EQ(segment_->state().identityOf(0), gpu2);
+  EXPECT_EQ(segment_->state().identityOf(1), gpu0);
+  auto told = [&](const std::string& name, std::uint64_t mib, const std::vector<std::string>& options = {}) {
+    std::vector<std::string> args{"--plan", plan(name, mib)};
+    args.insert(args.end(), options.begin(), options.end());
+    args.insert(args.end(),
+                {"--", "/bin/sh", "-c", "echo gpu=$CUDA_VISIBLE_DEVICES sim=$MQX_SIM_DEVICE; exec sleep 30"});
+    return run(args);
+  };
+  auto first = told("first", 16);
+  EXPECT_TRUE(first->waitForLine("gpu=" + gpu2 + " sim=", 10s));
+  auto second = told("second", 16);
+  EXPECT_TRUE(second->waitForLine("gpu=" + gpu0 + " sim=", 10s)) << "placed by demand on the emptier GPU";
+  auto asked = told("asked", 1, {"--device", gpu0});
+  EXPECT_TRUE(asked->waitForLine("gpu=" + gpu0 + " sim=", 10s));
+  for (auto* process : {first.get(), second.get(), asked.get()})
+    process->signal(SIGTERM);
+  // A GPU that CUDA_VISIBLE_DEVICES hides is no device of the node.
+  auto hidden = run({"--device", "GPU-00000000-0000-4000-8000-000000000001", "--", "/bin/true"}, {}, true);
+  EXPECT_TRUE(hidden->waitForLineContaining("no device 'GPU-00000000-0000-4000-8000-000000000001'", 10s));
+  EXPECT_EQ(hidden->wait(10s), 2);
 }
 
 TEST_F(Devices, ASimDeviceJoinsTheNodeDeviceSimDeviceNames) {

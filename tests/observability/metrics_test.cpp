@@ -166,8 +166,16 @@ TEST_F(Metrics, EachDeviceIsShownUnderItsDeviceLabel) {
   auto holder = client({"hold-budget", std::to_string(8 << 20), "0"}, {{"MQX_SIM_DEVICE", "sim-1"}});
   ASSERT_TRUE(holder->waitForLine("held", 10s));
   auto asked = run({"--plan", plan("a", 12), "--name", "asked", "--device", "sim-0", "--", "/bin/sleep", "5"});
-  // Placed by demand: 20 MiB leave nothing on sim-0 (12 MiB run there), 12 MiB on sim-1.
-  std::this_thread::sleep_for(300ms);
+  // Placed by demand once 'asked' runs: 20 MiB leave nothing on sim-0 (12 MiB
+  // run there), 12 MiB on sim-1.
+  bool askedRuns = false;
+  for (const auto deadline = std::chrono::steady_clock::now() + 10s;
+       !askedRuns && std::chrono::steady_clock::now() < deadline; std::this_thread::sleep_for(2ms)) {
+    ipc::RobustLock lock(segment_->state().lock);
+    for (const auto& record : segment_->state().clients)
+      askedRuns |= record.state == ipc::ClientState::Running && std::string(record.name) == "asked";
+  }
+  ASSERT_TRUE(askedRuns);
   auto placed = run({"--plan", plan("p", 20), "--name", "placed", "--", "/bin/sleep", "5"});
   const Exposition m = waitForFile([](const Exposition& m) {
     return m.value("mqx_device_running_queries{device=\"sim-0\",index=\"0\"}") == 1 &&
