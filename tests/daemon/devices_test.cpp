@@ -101,6 +101,14 @@ protected:
     EXPECT_TRUE(process->waitForLine("device=sim-" + std::to_string(device), 10s)) << name << ": MQX_SIM_DEVICE";
     return process;
   }
+  // Ends queries started by query(): mqx-run forwards SIGTERM to its query
+  // and ends with it (a query left running would hold the test's output).
+  void stop(std::initializer_list<ChildProcess*> queries) {
+    for (auto* process : queries)
+      process->signal(SIGTERM);
+    for (auto* process : queries)
+      EXPECT_EQ(process->wait(10s), 128 + SIGTERM);
+  }
   std::vector<std::string> plans_;
 };
 
@@ -249,8 +257,7 @@ TEST_F(Devices, DemandPlacesABigQueryOnTheEmptierDevice) {
   auto small = expectPlaced("small", 8, 0, {"--device", "sim-0"});
   auto big = expectPlaced("big", 16, 1);
   auto little = expectPlaced("little", 4, 0);
-  for (auto* process : {small.get(), big.get(), little.get()})
-    process->signal(SIGTERM);
+  stop({small.get(), big.get(), little.get()});
 }
 
 TEST_F(Devices, EqualRoomGoesToTheLowestIndex) {
@@ -258,8 +265,7 @@ TEST_F(Devices, EqualRoomGoesToTheLowestIndex) {
   auto first = expectPlaced("first", 10, 0);
   auto second = expectPlaced("second", 10, 1);
   auto third = expectPlaced("third", 10, 0); // 12 MiB left on either: the lowest index
-  for (auto* process : {first.get(), second.get(), third.get()})
-    process->signal(SIGTERM);
+  stop({first.get(), second.get(), third.get()});
 }
 
 TEST_F(Devices, RoundRobinAlternatesBlindToDemand) {
@@ -272,7 +278,7 @@ TEST_F(Devices, RoundRobinAlternatesBlindToDemand) {
   queries.push_back(expectPlaced("pinned", 1, 0, {"--device", "sim-0"}));
   queries.push_back(expectPlaced("q3", 1, 1)); // a pinned query takes no turn
   for (auto& process : queries)
-    process->signal(SIGTERM);
+    stop({process.get()});
 }
 
 TEST_F(Devices, DeviceIsHonouredAndAdmissionIsPerDevice) {
@@ -287,12 +293,11 @@ TEST_F(Devices, DeviceIsHonouredAndAdmissionIsPerDevice) {
   // ... but one for sim-1 waits behind the earlier one, however small.
   auto behind = query("behind", 1, {"--device", "sim-1"});
   EXPECT_EQ(stateAfterArrival("behind"), std::optional(ipc::ClientState::Waiting)) << "arrival order holds on a device";
-  asked->signal(SIGTERM);
+  stop({asked.get()});
   EXPECT_EQ(runningOn("waits"), std::optional<std::uint32_t>(1));
   EXPECT_EQ(runningOn("behind"), std::optional<std::uint32_t>(1));
   EXPECT_TRUE(waits->waitForLine("device=sim-1", 10s));
-  for (auto* process : {waits.get(), later.get(), behind.get()})
-    process->signal(SIGTERM);
+  stop({waits.get(), later.get(), behind.get()});
 }
 
 // A GPU host (a stand-in NVML of three GPUs, tests/daemon/fake_nvml.c):
@@ -330,8 +335,7 @@ TEST_F(Devices, OnAGpuHostEachVisibleGpuIsADeviceAndAQueryIsGivenItsUuid) {
   EXPECT_TRUE(second->waitForLine("gpu=" + gpu0 + " sim=", 10s)) << "placed by demand on the emptier GPU";
   auto asked = told("asked", 1, {"--device", gpu0});
   EXPECT_TRUE(asked->waitForLine("gpu=" + gpu0 + " sim=", 10s));
-  for (auto* process : {first.get(), second.get(), asked.get()})
-    process->signal(SIGTERM);
+  stop({first.get(), second.get(), asked.get()});
   // A GPU that CUDA_VISIBLE_DEVICES hides is no device of the node.
   auto hidden = run({"--device", "GPU-00000000-0000-4000-8000-000000000001", "--", "/bin/true"}, {}, true);
   EXPECT_TRUE(hidden->waitForLineContaining("no device 'GPU-00000000-0000-4000-8000-000000000001'", 10s));
