@@ -9,6 +9,10 @@
 // writes one JSON document with the device, the date, the commit, every
 // measurement and the ratios the issue sets targets for:
 //   launch overhead added per kernel, everything resident   < 1 us
+// The launch latency moves by a few tenths of a microsecond from one process
+// to the next on the same host, as much as mqx adds: the parent also starts
+// kLaunchPairs native/mqx pairs that only measure it, alternating, and the
+// target is judged on the median of the pairs' differences.
 //   lazy pageable load vs native pageable copy (+ kernel)   >= 4x
 //   eviction vs pinned device-to-host copy                  <= 1.2x the time
 #include <cuda.h>
@@ -16,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -37,7 +42,7 @@ struct Options {
   std::string commit = "unknown";
   std::size_t sizeMiB = 1024;
   int repetitions = 3;
-  std::string child;    // "", native, mqx
+  std::string child;    // "", native, mqx; launch-only (a launch pair's member)
   std::string childOut; // where a child saves its results
 };
 
@@ -111,6 +116,7 @@ int runChild(const Options& options) {
   CHILD_CU(cuMemAlloc(&small, 1 << 20));
   measureLaunch(setup, small, "", results);
   CHILD_CU(cuMemFree(small));
+  if (options.child == "launch-only") return results.save(options.childOut) ? 0 : 1;
   if (options.child == "native") {
     measureNativeTransfers(setup, results);
     measureStaging(setup, results);
@@ -133,9 +139,9 @@ bool spawn(const char* self, const Options& options, const std::string& mode,
       setenv(key.c_str(), value.c_str(), 1);
     std::string size = std::to_string(options.sizeMiB);
     std::string reps = std::to_string(options.repetitions);
-    execl(self, self, "--kernels", options.kernels.c_str(), "--child", mode == "native" ? "native" : "mqx",
-          "--child-out", out.c_str(), "--size-mib", size.c_str(), "--repetitions", reps.c_str(),
-          static_cast<char*>(nullptr));
+    const char* child = mode.starts_with("launch") ? "launch-only" : mode == "native" ? "native" : "mqx";
+    execl(self, self, "--kernels", options.kernels.c_str(), "--child", child, "--child-out", out.c_str(), "--size-mib",
+          size.c_str(), "--repetitions", reps.c_str(), static_cast<char*>(nullptr));
     std::_Exit(127);
   }
   int status = 0;
@@ -151,7 +157,31 @@ std::string verdict(double value, double target, bool atMost) {
   return (atMost ? value <= target : value >= target) ? "met" : "missed";
 }
 
-Results derive(const Results& native, const Results& mqx, const Results& mqx64) {
+constexpr int kLaunchPairs = 7;
+
+// The launch pairs' call latencies, native and mqx, alternating; false when a
+// run failed.
+bool measureLaunchPairs(const char* self, const Options& options, const std::string& limit, Results& pairs) {
+  std::vector<double> added;
+  for (int pair = 0; pair < kLaunchPairs; ++pair) {
+    Results native, mqx;
+    if (!spawn(self, options, "launch-native", {}, native) ||
+        !spawn(self, options, "launch-mqx", {{"LD_PRELOAD", options.libmqx}, {"MQX_MEMORY_DEVICE_MEMORY_LIMIT", limit}},
+               mqx))
+      return false;
+    const double difference = mqx.get("launch_call_us") - native.get("launch_call_us");
+    pairs.set("launch_pair_" + std::to_string(pair) + "_native_call_us", native.get("launch_call_us"));
+    pairs.set("launch_pair_" + std::to_string(pair) + "_mqx_call_us", mqx.get("launch_call_us"));
+    added.push_back(difference);
+  }
+  std::sort(added.begin(), added.end());
+  pairs.set("launch_call_added_us_pairs_median", added[added.size() / 2]);
+  pairs.set("launch_call_added_us_pairs_min", added.front());
+  pairs.set("launch_call_added_us_pairs_max", added.back());
+  return true;
+}
+
+Results derive(const Results& native, const Results& mqx, const Results& mqx64, const Results& pairs) {
   Results derived;
   double launchAdded = mqx.get("launch_us") - native.get("launch_us");
   derived.set("launch_added_us", launchAdded);
@@ -159,7 +189,12 @@ Results derive(const Results& native, const Results& mqx, const Results& mqx64) 
   // launch_call_us); the rate's difference is kept beside it.
   double callAdded = mqx.get("launch_call_us") - native.get("launch_call_us");
   derived.set("launch_call_added_us", callAdded);
-  derived.note("launch_added_target_lt_1us", verdict(callAdded, 1.0, true));
+  // The target is judged on the pairs' median where the pairs ran.
+  const double pairsMedian = pairs.get("launch_call_added_us_pairs_median");
+  for (const char* key :
+       {"launch_call_added_us_pairs_median", "launch_call_added_us_pairs_min", "launch_call_added_us_pairs_max"})
+    derived.set(key, pairs.get(key));
+  derived.note("launch_added_target_lt_1us", verdict(std::isfinite(pairsMedian) ? pairsMedian : callAdded, 1.0, true));
   derived.set("manager_launch_added_us_fence_each",
               native.get("manager_launch_us_fence_coalesce_0us") - native.get("launch_us"));
   derived.set("manager_launch_added_us_fence_coalesced",
@@ -194,6 +229,8 @@ int runParent(const char* self, const Options& options) {
       self, options, "mqx_page_64MiB",
       {{"LD_PRELOAD", options.libmqx}, {"MQX_MEMORY_DEVICE_MEMORY_LIMIT", limit}, {"MQX_MEMORY_PAGE_SIZE", "64MiB"}},
       mqx64);
+  Results pairs;
+  const bool pairsOk = measureLaunchPairs(self, options, limit, pairs);
   GpuBenchRun run;
   run.date = utcNow();
   run.commit = options.commit;
@@ -201,12 +238,12 @@ int runParent(const char* self, const Options& options) {
   run.repetitions = options.repetitions;
   run.memoryLimit = limit;
   run.native = native;
-  run.derived = derive(native, mqx, mqx64);
+  run.derived = derive(native, mqx, mqx64, pairs);
   if (mqxOk) run.mqx = mqx;
   if (mqx64Ok) run.mqxPage64MiB = mqx64;
   if (!writeJsonFile(options.out, gpuBenchJson(run))) return 1;
   std::printf("mqx-gpu-bench: wrote %s\n", options.out.c_str());
-  return mqxOk && mqx64Ok ? 0 : 1;
+  return mqxOk && mqx64Ok && pairsOk ? 0 : 1;
 }
 
 } // namespace

@@ -2,10 +2,17 @@
 // cuMemAllocManaged, with the device as the preferred location, as a user
 // oversubscribes a GPU today without mqx. Driver API only: PyTorch brings its
 // own cudart, and the driver call works on the context it made current.
+//
+// A pluggable allocator is told of a free as soon as the tensor goes, while
+// kernels on its stream may still read it (PyTorch's own allocator reuses
+// memory in stream order; this one has no cache): the memory is released
+// only once an event recorded on that stream at the free has completed.
 #include <cuda.h>
 #include <sys/types.h>
 
 #include <cstdio>
+#include <mutex>
+#include <vector>
 
 namespace {
 
@@ -15,15 +22,45 @@ void report(const char* what, CUresult result) {
   std::fprintf(stderr, "mqx_um_allocator: %s: %s\n", what, name != nullptr ? name : "unknown error");
 }
 
+struct PendingFree {
+  CUdeviceptr pointer;
+  CUevent done; // recorded on the freeing stream
+};
+
+std::mutex pendingMutex;
+std::vector<PendingFree> pendingFrees; // under pendingMutex
+
+void release(CUdeviceptr pointer) {
+  if (const CUresult result = cuMemFree(pointer); result != CUDA_SUCCESS) report("cuMemFree", result);
+}
+
+// Releases the frees whose streams have passed them; all of them, waiting,
+// when `wait` (an allocation that failed for want of memory).
+void reap(bool wait) {
+  std::lock_guard lock(pendingMutex);
+  std::erase_if(pendingFrees, [wait](const PendingFree& free) {
+    if (wait) cuEventSynchronize(free.done);
+    if (cuEventQuery(free.done) != CUDA_SUCCESS) return false;
+    release(free.pointer);
+    cuEventDestroy(free.done);
+    return true;
+  });
+}
+
 } // namespace
 
 extern "C" {
 
 // The signatures CUDAPluggableAllocator calls: (size, device, stream).
 void* mqx_um_malloc(ssize_t size, int device, void* /*stream*/) {
+  reap(false);
   CUdeviceptr pointer = 0;
-  if (const CUresult result = cuMemAllocManaged(&pointer, static_cast<size_t>(size), CU_MEM_ATTACH_GLOBAL);
-      result != CUDA_SUCCESS) {
+  CUresult result = cuMemAllocManaged(&pointer, static_cast<size_t>(size), CU_MEM_ATTACH_GLOBAL);
+  if (result == CUDA_ERROR_OUT_OF_MEMORY) {
+    reap(true);
+    result = cuMemAllocManaged(&pointer, static_cast<size_t>(size), CU_MEM_ATTACH_GLOBAL);
+  }
+  if (result != CUDA_SUCCESS) {
     report("cuMemAllocManaged", result);
     return nullptr;
   }
@@ -38,9 +75,21 @@ void* mqx_um_malloc(ssize_t size, int device, void* /*stream*/) {
   return reinterpret_cast<void*>(pointer);
 }
 
-void mqx_um_free(void* pointer, ssize_t /*size*/, int /*device*/, void* /*stream*/) {
-  if (const CUresult result = cuMemFree(reinterpret_cast<CUdeviceptr>(pointer)); result != CUDA_SUCCESS)
-    report("cuMemFree", result);
+void mqx_um_free(void* pointer, ssize_t /*size*/, int /*device*/, void* stream) {
+  CUevent done = nullptr;
+  if (cuEventCreate(&done, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS ||
+      cuEventRecord(done, static_cast<CUstream>(stream)) != CUDA_SUCCESS) {
+    // No event: wait for the stream instead, then release.
+    if (done != nullptr) cuEventDestroy(done);
+    cuStreamSynchronize(static_cast<CUstream>(stream));
+    release(reinterpret_cast<CUdeviceptr>(pointer));
+    return;
+  }
+  {
+    std::lock_guard lock(pendingMutex);
+    pendingFrees.push_back({reinterpret_cast<CUdeviceptr>(pointer), done});
+  }
+  reap(false);
 }
 
 } // extern "C"

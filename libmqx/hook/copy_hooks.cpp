@@ -1,8 +1,10 @@
 // Copy family, one-dimensional copies. Host-to-device into a managed region
 // is recorded lazily by the core; device-to-host from a managed region is
 // served from wherever the valid data lives; device-to-device with a managed
-// side goes through the core. A copy with no managed side passes through,
-// after breaking copy-on-write on a host destination.
+// side goes through the core, and so do peer copies (cuMemcpyPeer*); a copy
+// between two devices' managed allocations goes through both managers
+// (docs/interposer.md, "Several devices"). A copy with no managed side
+// passes through, after breaking copy-on-write on a host destination.
 #include "hook/hook_declarations.hpp"
 #include "hook/hook_support.hpp"
 #include "hook/pointer_location.hpp"
@@ -15,37 +17,56 @@ namespace {
 template <typename PassThrough>
 CUresult hostToDevice(const char* call, CUdeviceptr destination, const void* source, std::size_t bytes, Order order,
                       PassThrough passThrough) {
-  MemoryManager* manager = Runtime::instance().manager();
-  if (manager == nullptr || capturing(order.stream) || !manager->isManaged(destination)) return passThrough();
+  Runtime& runtime = Runtime::instance();
+  if (runtime.hostManager() == nullptr || capturing(order.stream)) return passThrough();
   return guarded(call, [&] {
-    return managedResult(call, manager->copyHostToDevice(destination, source, bytes, order.stream, order.synchronous));
+    MemoryManager* manager = runtime.owner(destination);
+    if (manager == nullptr) return passThrough();
+    const Order on = orderFor(*manager, order);
+    return managedResult(call, manager->copyHostToDevice(destination, source, bytes, on.stream, on.synchronous));
   });
 }
 
 template <typename PassThrough>
 CUresult deviceToHost(const char* call, void* destination, CUdeviceptr source, std::size_t bytes, Order order,
                       PassThrough passThrough) {
-  MemoryManager* manager = Runtime::instance().manager();
-  if (manager == nullptr || capturing(order.stream)) return passThrough();
+  Runtime& runtime = Runtime::instance();
+  if (runtime.hostManager() == nullptr || capturing(order.stream)) return passThrough();
   return guarded(call, [&] {
     // Both paths write host memory without faulting (DMA, or mqx's staging
     // threads): protection goes first.
-    beforeHostWrite(*manager, destination, bytes);
-    if (!manager->isManaged(source)) return passThrough();
-    return managedResult(call, manager->copyDeviceToHost(destination, source, bytes, order.stream, order.synchronous));
+    beforeHostWrite(destination, bytes);
+    MemoryManager* manager = runtime.owner(source);
+    if (manager == nullptr) return passThrough();
+    const Order on = orderFor(*manager, order);
+    return managedResult(call, manager->copyDeviceToHost(destination, source, bytes, on.stream, on.synchronous));
   });
+}
+
+// Device to device, either side managed by any device's manager. Two sides
+// of two devices' managers each keep their own coherence
+// (DeviceManagers::copyBetween), after the application's stream.
+CUresult managedDeviceToDevice(const char* call, MemoryManager* to, CUdeviceptr destination, MemoryManager* from,
+                               CUdeviceptr source, std::size_t bytes, Order order) {
+  if (to != nullptr && from != nullptr && to != from) {
+    callReal(&DriverApi::cuStreamSynchronize, reinterpret_cast<CUstream>(order.stream));
+    return managedResult(call, DeviceManagers::copyBetween(*to, destination, *from, source, bytes));
+  }
+  MemoryManager& manager = to != nullptr ? *to : *from;
+  const Order on = orderFor(manager, order);
+  return managedResult(call, manager.copyDeviceToDevice(destination, source, bytes, on.stream, on.synchronous));
 }
 
 template <typename PassThrough>
 CUresult deviceToDevice(const char* call, CUdeviceptr destination, CUdeviceptr source, std::size_t bytes, Order order,
                         PassThrough passThrough) {
-  MemoryManager* manager = Runtime::instance().manager();
-  if (manager == nullptr || capturing(order.stream) ||
-      (!manager->isManaged(destination) && !manager->isManaged(source)))
-    return passThrough();
+  Runtime& runtime = Runtime::instance();
+  if (runtime.hostManager() == nullptr || capturing(order.stream)) return passThrough();
   return guarded(call, [&] {
-    return managedResult(call,
-                         manager->copyDeviceToDevice(destination, source, bytes, order.stream, order.synchronous));
+    MemoryManager* to = runtime.owner(destination);
+    MemoryManager* from = runtime.owner(source);
+    if (to == nullptr && from == nullptr) return passThrough();
+    return managedDeviceToDevice(call, to, destination, from, source, bytes, order);
   });
 }
 
@@ -53,31 +74,40 @@ CUresult deviceToDevice(const char* call, CUdeviceptr destination, CUdeviceptr s
 template <typename PassThrough>
 CUresult unified(const char* call, CUdeviceptr destination, CUdeviceptr source, std::size_t bytes, Order order,
                  PassThrough passThrough) {
-  MemoryManager* manager = Runtime::instance().manager();
-  if (manager == nullptr || capturing(order.stream)) return passThrough();
+  Runtime& runtime = Runtime::instance();
+  MemoryManager* hostManager = runtime.hostManager();
+  if (hostManager == nullptr || capturing(order.stream)) return passThrough();
   return guarded(call, [&] {
-    bool managedTo = manager->isManaged(destination);
-    bool managedFrom = manager->isManaged(source);
-    if (!managedTo && !managedFrom) {
+    MemoryManager* to = runtime.owner(destination);
+    MemoryManager* from = runtime.owner(source);
+    if (to == nullptr && from == nullptr) {
       // Only a host destination needs care; skip the driver query otherwise.
-      if (manager->hasProtectedHostMemory() && locate(*manager, destination) == Where::Host) {
-        beforeHostWrite(*manager, reinterpret_cast<void*>(destination), bytes);
+      if (hostManager->hasProtectedHostMemory() && locate(destination) == Where::Host) {
+        beforeHostWrite(reinterpret_cast<void*>(destination), bytes);
       }
       return passThrough();
     }
-    Status status = Status::Success;
-    if (managedTo && !managedFrom && locate(*manager, source) == Where::Host) {
-      status = manager->copyHostToDevice(destination, reinterpret_cast<const void*>(source), bytes, order.stream,
-                                         order.synchronous);
-    } else if (managedFrom && !managedTo && locate(*manager, destination) == Where::Host) {
-      beforeHostWrite(*manager, reinterpret_cast<void*>(destination), bytes);
-      status = manager->copyDeviceToHost(reinterpret_cast<void*>(destination), source, bytes, order.stream,
-                                         order.synchronous);
-    } else {
-      status = manager->copyDeviceToDevice(destination, source, bytes, order.stream, order.synchronous);
+    if (to != nullptr && from == nullptr && locate(source) == Where::Host) {
+      const Order on = orderFor(*to, order);
+      return managedResult(call, to->copyHostToDevice(destination, reinterpret_cast<const void*>(source), bytes,
+                                                      on.stream, on.synchronous));
     }
-    return managedResult(call, status);
+    if (from != nullptr && to == nullptr && locate(destination) == Where::Host) {
+      beforeHostWrite(reinterpret_cast<void*>(destination), bytes);
+      const Order on = orderFor(*from, order);
+      return managedResult(
+          call, from->copyDeviceToHost(reinterpret_cast<void*>(destination), source, bytes, on.stream, on.synchronous));
+    }
+    return managedDeviceToDevice(call, to, destination, from, source, bytes, order);
   });
+}
+
+// cuMemcpyPeer*: the contexts only say which devices the addresses are on,
+// which unified addressing says as well.
+template <typename PassThrough>
+CUresult peer(const char* call, CUdeviceptr destination, CUdeviceptr source, std::size_t bytes, Order order,
+              PassThrough passThrough) {
+  return deviceToDevice(call, destination, source, bytes, order, passThrough);
 }
 
 } // namespace
@@ -148,4 +178,25 @@ MQX_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_
 MQX_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s) {
   return deviceToDevice("cuMemcpyDtoDAsync", dst, src, bytes, async(s, true),
                         [&] { return callReal(&DriverApi::cuMemcpyDtoDAsync_v2_ptsz, dst, src, bytes, s); });
+}
+
+MQX_EXPORT CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dstContext, CUdeviceptr src, CUcontext srcContext,
+                                 size_t bytes) {
+  return peer("cuMemcpyPeer", dst, src, bytes, blocking(false),
+              [&] { return callReal(&DriverApi::cuMemcpyPeer, dst, dstContext, src, srcContext, bytes); });
+}
+MQX_EXPORT CUresult cuMemcpyPeer_ptds(CUdeviceptr dst, CUcontext dstContext, CUdeviceptr src, CUcontext srcContext,
+                                      size_t bytes) {
+  return peer("cuMemcpyPeer", dst, src, bytes, blocking(true),
+              [&] { return callReal(&DriverApi::cuMemcpyPeer_ptds, dst, dstContext, src, srcContext, bytes); });
+}
+MQX_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dstContext, CUdeviceptr src, CUcontext srcContext,
+                                      size_t bytes, CUstream s) {
+  return peer("cuMemcpyPeerAsync", dst, src, bytes, async(s, false),
+              [&] { return callReal(&DriverApi::cuMemcpyPeerAsync, dst, dstContext, src, srcContext, bytes, s); });
+}
+MQX_EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dst, CUcontext dstContext, CUdeviceptr src, CUcontext srcContext,
+                                           size_t bytes, CUstream s) {
+  return peer("cuMemcpyPeerAsync", dst, src, bytes, async(s, true),
+              [&] { return callReal(&DriverApi::cuMemcpyPeerAsync_ptsz, dst, dstContext, src, srcContext, bytes, s); });
 }

@@ -16,10 +16,11 @@ struct Endpoint {
   CopySide side;
   Where where = Where::Host;
   bool array = false;
+  MemoryManager* manager = nullptr; // Where::Managed: the manager of its device
 };
 
-Endpoint endpoint(const MemoryManager& manager, CUmemorytype type, const void* host, CUdeviceptr device, CopySide side,
-                  std::size_t width, std::size_t height) {
+Endpoint endpoint(CUmemorytype type, const void* host, CUdeviceptr device, CopySide side, std::size_t width,
+                  std::size_t height) {
   Endpoint result;
   result.side = side;
   switch (type) {
@@ -29,22 +30,22 @@ Endpoint endpoint(const MemoryManager& manager, CUmemorytype type, const void* h
   default: result.array = true; return result;
   }
   CUdeviceptr first = result.side.address(0, 0, width, height);
-  if (type == CU_MEMORYTYPE_HOST) {
-    result.where = Where::Host;
-  } else if (type == CU_MEMORYTYPE_DEVICE) {
-    result.where = manager.isManaged(first) ? Where::Managed : Where::Device;
+  if (type == CU_MEMORYTYPE_HOST) return result;
+  result.manager = Runtime::instance().owner(first);
+  if (result.manager != nullptr) {
+    result.where = Where::Managed;
   } else {
-    result.where = locate(manager, first);
+    result.where = type == CU_MEMORYTYPE_DEVICE ? Where::Device : locate(first);
   }
   return result;
 }
 
 template <typename PassThrough>
-CUresult pitchedCopy(const char* call, MemoryManager& manager, const CopyShape& shape, const Endpoint& from,
-                     const Endpoint& to, Order order, PassThrough passThrough) {
+CUresult pitchedCopy(const char* call, const CopyShape& shape, const Endpoint& from, const Endpoint& to, Order order,
+                     PassThrough passThrough) {
   if (from.where != Where::Managed && to.where != Where::Managed) {
     if (!to.array && to.where == Where::Host) {
-      beforeHostWrite(manager, reinterpret_cast<void*>(shape.destination.address(0, 0, shape.width, shape.height)),
+      beforeHostWrite(reinterpret_cast<void*>(shape.destination.address(0, 0, shape.width, shape.height)),
                       shape.extent(shape.destination));
     }
     return passThrough();
@@ -56,17 +57,24 @@ CUresult pitchedCopy(const char* call, MemoryManager& manager, const CopyShape& 
         call);
     return CUDA_ERROR_NOT_SUPPORTED;
   }
+  // Two devices' managers: each run crosses through both, after the
+  // application's stream (DeviceManagers::copyBetween).
+  const bool between = from.manager != nullptr && to.manager != nullptr && from.manager != to.manager;
+  if (between) callReal(&DriverApi::cuStreamSynchronize, reinterpret_cast<CUstream>(order.stream));
+  MemoryManager& manager = to.manager != nullptr ? *to.manager : *from.manager;
+  const Order on = between ? order : orderFor(manager, order);
   return shape.forEachRun([&](std::uintptr_t source, std::uintptr_t destination, std::size_t bytes) -> CUresult {
     Status status = Status::Success;
-    if (to.where == Where::Managed && from.where == Where::Host) {
-      status = manager.copyHostToDevice(destination, reinterpret_cast<const void*>(source), bytes, order.stream,
-                                        order.synchronous);
+    if (between) {
+      status = DeviceManagers::copyBetween(*to.manager, destination, *from.manager, source, bytes);
+    } else if (to.where == Where::Managed && from.where == Where::Host) {
+      status = manager.copyHostToDevice(destination, reinterpret_cast<const void*>(source), bytes, on.stream,
+                                        on.synchronous);
     } else if (from.where == Where::Managed && to.where == Where::Host) {
-      beforeHostWrite(manager, reinterpret_cast<void*>(destination), bytes);
-      status = manager.copyDeviceToHost(reinterpret_cast<void*>(destination), source, bytes, order.stream,
-                                        order.synchronous);
+      beforeHostWrite(reinterpret_cast<void*>(destination), bytes);
+      status = manager.copyDeviceToHost(reinterpret_cast<void*>(destination), source, bytes, on.stream, on.synchronous);
     } else {
-      status = manager.copyDeviceToDevice(destination, source, bytes, order.stream, order.synchronous);
+      status = manager.copyDeviceToDevice(destination, source, bytes, on.stream, on.synchronous);
     }
     return managedResult(call, status);
   });
@@ -96,17 +104,16 @@ CopyShape shapeOf(const CUDA_MEMCPY3D& copy) {
 // cuMemcpy2D* and cuMemcpy3D*: `Descriptor` is CUDA_MEMCPY2D or CUDA_MEMCPY3D.
 template <typename Descriptor, typename PassThrough>
 CUresult copyPitched(const char* call, const Descriptor* copy, Order order, PassThrough passThrough) {
-  MemoryManager* manager = Runtime::instance().manager();
-  if (manager == nullptr || capturing(order.stream) || copy == nullptr) return passThrough();
+  if (Runtime::instance().hostManager() == nullptr || capturing(order.stream) || copy == nullptr) return passThrough();
   return guarded(call, [&] {
     CopyShape shape = shapeOf(*copy);
-    Endpoint from = endpoint(*manager, copy->srcMemoryType, copy->srcHost, copy->srcDevice, shape.source, shape.width,
-                             shape.height);
-    Endpoint to = endpoint(*manager, copy->dstMemoryType, copy->dstHost, copy->dstDevice, shape.destination,
-                           shape.width, shape.height);
+    Endpoint from =
+        endpoint(copy->srcMemoryType, copy->srcHost, copy->srcDevice, shape.source, shape.width, shape.height);
+    Endpoint to =
+        endpoint(copy->dstMemoryType, copy->dstHost, copy->dstDevice, shape.destination, shape.width, shape.height);
     shape.source = from.side;
     shape.destination = to.side;
-    return pitchedCopy(call, *manager, shape, from, to, order, passThrough);
+    return pitchedCopy(call, shape, from, to, order, passThrough);
   });
 }
 

@@ -82,4 +82,28 @@ inline bool capturing(StreamHandle stream) noexcept {
 }
 inline Order async(CUstream stream, bool perThread) noexcept { return Order{streamOf(stream, perThread), false}; }
 
+// The device of `stream` (CUDA 12.8's cuStreamGetDevice; before it, the
+// calling thread's current device), or -1.
+inline int deviceOfStream(StreamHandle stream) noexcept {
+  CUdevice device = -1;
+  if (callReal(&DriverApi::cuStreamGetDevice, reinterpret_cast<CUstream>(stream), &device) == CUDA_SUCCESS)
+    return static_cast<int>(device);
+  return callReal(&DriverApi::cuCtxGetDevice, &device) == CUDA_SUCCESS ? static_cast<int>(device) : -1;
+}
+
+// How `manager` may carry out a call ordered by `order`. A manager does its
+// stream work only on streams of its own device: its fences are events,
+// which the driver records only on streams of their device. A call whose
+// stream belongs to another device (a copy from device 1's memory issued on
+// a device-0 stream, which the driver allows) is ordered by waiting for
+// that stream first, then runs to completion on the manager's own default
+// stream. One process, one device: nothing to ask.
+inline Order orderFor(const MemoryManager& manager, Order order) noexcept {
+  const Runtime& runtime = Runtime::instance();
+  if (runtime.managers().count() < 2 || runtime.managers().ordinalOf(&manager) == deviceOfStream(order.stream))
+    return order;
+  callReal(&DriverApi::cuStreamSynchronize, reinterpret_cast<CUstream>(order.stream));
+  return Order{StreamHandle{}, true};
+}
+
 } // namespace mqx::hook

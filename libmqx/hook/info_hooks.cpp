@@ -13,11 +13,13 @@ namespace {
 // The managed region that holds `address`, or false.
 bool managedPointer(CUdeviceptr address, ManagedPointer* pointer) {
   Runtime& runtime = Runtime::instance();
-  MemoryManager* manager = runtime.manager();
+  if (runtime.hostManager() == nullptr) return false;
+  MemoryManager* manager = runtime.owner(address);
   if (manager == nullptr || !ok(manager->regionOf(address, &pointer->region))) return false;
+  const Runtime::ManagedDevice device = runtime.deviceOf(manager);
   pointer->address = address;
-  pointer->context = runtime.backend()->context();
-  pointer->deviceOrdinal = static_cast<int>(runtime.backend()->device());
+  pointer->context = device.backend->context();
+  pointer->deviceOrdinal = static_cast<int>(device.backend->device());
   return true;
 }
 

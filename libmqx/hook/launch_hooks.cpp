@@ -38,7 +38,7 @@ std::vector<void*> unpackExtra(CUfunction function, void** extra) {
       bufferBytes = *static_cast<std::size_t*>(value);
     }
   }
-  auto* backend = Runtime::instance().backend();
+  auto* backend = Runtime::instance().current().backend;
   std::vector<ParamInfo> layout;
   if (buffer == nullptr || backend == nullptr ||
       !ok(backend->paramLayout(reinterpret_cast<FunctionHandle>(function), &layout))) {
@@ -60,7 +60,10 @@ struct Geometry {
 
 template <typename PassThrough>
 CUresult launch(const char* call, const NativeLaunch& native, const Geometry& geometry, PassThrough passThrough) {
-  MemoryManager* manager = Runtime::instance().manager();
+  // The launch runs on the current context's device: that device's manager
+  // makes its references resident (a device mqx does not manage runs it
+  // unchanged).
+  MemoryManager* manager = Runtime::instance().current().manager;
   if (manager == nullptr || capturing(geometry.stream)) return passThrough();
   return guarded(call, [&] {
     KernelLaunch request;
@@ -169,7 +172,7 @@ MQX_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, un
 // graph completes (docs/interposer.md, "graphs").
 namespace {
 template <typename PassThrough> CUresult graphLaunch(CUstream stream, bool perThread, PassThrough passThrough) {
-  MemoryManager* manager = Runtime::instance().manager();
+  MemoryManager* manager = Runtime::instance().current().manager;
   const StreamHandle handle = streamOf(stream, perThread);
   if (manager == nullptr || capturing(handle)) return passThrough();
   return guarded("cuGraphLaunch", [&] {

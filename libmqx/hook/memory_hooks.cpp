@@ -35,7 +35,7 @@ bool capturingOn(CUstream stream, bool perThread) { return capturing(streamOf(st
 // may be the source of a lazy copy: its pending bytes are saved first, as
 // for free() and munmap() (the segfault of cuda-samples' simpleMultiCopy).
 template <typename PassThrough> CUresult releaseHost(void* pointer, PassThrough passThrough) {
-  MemoryManager* manager = Runtime::instance().manager();
+  MemoryManager* manager = Runtime::instance().hostManager();
   if (manager == nullptr || pointer == nullptr || !manager->hasProtectedHostMemory()) return passThrough();
   CUdeviceptr base = 0;
   std::size_t bytes = 0;
@@ -50,8 +50,9 @@ template <typename PassThrough> CUresult releaseHost(void* pointer, PassThrough 
 }
 
 template <typename PassThrough> CUresult release(const char* call, CUdeviceptr address, PassThrough passThrough) {
-  MemoryManager* manager = Runtime::instance().manager();
-  if (manager == nullptr || !manager->isManaged(address)) return passThrough();
+  Runtime& runtime = Runtime::instance();
+  MemoryManager* manager = runtime.hostManager() != nullptr ? runtime.owner(address) : nullptr;
+  if (manager == nullptr) return passThrough();
   return guarded(call, [&] { return managedResult(call, manager->free(address)); });
 }
 
@@ -71,7 +72,7 @@ MQX_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* address, size_t* pitch, size
       pitch != nullptr && width != 0 && height != 0 && (elementSize == 4 || elementSize == 8 || elementSize == 16);
   std::size_t rowBytes = roundUp(width, kPitchAlignment);
   CUresult result = allocate("cuMemAllocPitch", address, valid ? rowBytes * height : 0, passThrough);
-  if (result == CUDA_SUCCESS && Runtime::instance().manager() != nullptr) *pitch = rowBytes;
+  if (result == CUDA_SUCCESS && Runtime::instance().owner(*address) != nullptr) *pitch = rowBytes;
   return result;
 }
 

@@ -14,17 +14,22 @@ namespace {
 template <typename PassThrough>
 CUresult fill2D(const char* call, CUdeviceptr destination, std::size_t pitch, std::uint32_t pattern,
                 unsigned elementSize, std::size_t width, std::size_t height, Order order, PassThrough passThrough) {
-  MemoryManager* manager = Runtime::instance().manager();
-  if (manager == nullptr || capturing(order.stream) || !manager->isManaged(destination)) return passThrough();
+  Runtime& runtime = Runtime::instance();
+  if (runtime.hostManager() == nullptr || capturing(order.stream)) return passThrough();
+  MemoryManager* manager = runtime.owner(destination);
+  if (manager == nullptr) return passThrough();
+  // Asynchronous, unless the stream is another device's (orderFor): then
+  // complete on return, as nothing on that stream can wait for it.
+  const Order on = orderFor(*manager, order);
+  const bool waits = on.stream != order.stream || on.synchronous != order.synchronous;
   return guarded(call, [&] {
     std::size_t rowBytes = width * elementSize;
     if (height <= 1 || pitch == rowBytes) {
-      return managedResult(call,
-                           manager->memset(destination, pattern, elementSize, width * height, order.stream, false));
+      return managedResult(call, manager->memset(destination, pattern, elementSize, width * height, on.stream, waits));
     }
     if (pitch < rowBytes) return CUDA_ERROR_INVALID_VALUE;
     for (std::size_t row = 0; row < height; ++row) {
-      Status status = manager->memset(destination + row * pitch, pattern, elementSize, width, order.stream, false);
+      Status status = manager->memset(destination + row * pitch, pattern, elementSize, width, on.stream, waits);
       if (!ok(status)) return managedResult(call, status);
     }
     return CUDA_SUCCESS;

@@ -18,8 +18,10 @@ using namespace mqx::hook;
 // does not manage has nothing to advise: success.
 MQX_EXPORT int mqx_advise(std::uint64_t address, int flags) {
   if (flags < 1 || flags > 3) return CUDA_ERROR_INVALID_VALUE;
-  MemoryManager* manager = Runtime::instance().manager();
-  if (manager == nullptr) return CUDA_SUCCESS;
+  Runtime& runtime = Runtime::instance();
+  if (runtime.hostManager() == nullptr) return CUDA_SUCCESS;
+  MemoryManager* manager = runtime.owner(address);
+  if (manager == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return guarded("cudaAdvice",
                  [&] { return managedResult("cudaAdvice", manager->advise(address, static_cast<Access>(flags))); });
 }
@@ -61,13 +63,17 @@ MQX_EXPORT int mqx_node_declare_operator(double seconds, std::uint64_t bytes) {
 }
 
 // 1 when mqx manages this process' device memory.
-MQX_EXPORT int mqx_active() { return Runtime::instance().manager() != nullptr ? 1 : 0; }
+MQX_EXPORT int mqx_active() { return Runtime::instance().hostManager() != nullptr ? 1 : 0; }
 
 // Writes the statistics as JSON ("{}" when inactive) into buffer, truncated
 // and NUL-terminated; returns the full length.
 MQX_EXPORT std::size_t mqx_statistics_json(char* buffer, std::size_t size) {
   std::string json = "{}";
-  if (MemoryManager* manager = Runtime::instance().manager()) {
+  // The current device's manager, else the first one's.
+  const Runtime& runtime = Runtime::instance();
+  MemoryManager* manager = runtime.current().manager;
+  if (manager == nullptr) manager = runtime.hostManager();
+  if (manager != nullptr) {
     try {
       json = manager->statistics().toJson();
     } catch (...) {

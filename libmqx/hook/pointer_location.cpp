@@ -4,8 +4,8 @@
 
 namespace mqx::hook {
 
-Where locate(const MemoryManager& manager, CUdeviceptr address) {
-  if (manager.isManaged(address)) return Where::Managed;
+Where locate(CUdeviceptr address) {
+  if (Runtime::instance().owner(address) != nullptr) return Where::Managed;
   const auto* api = Runtime::instance().driver();
   unsigned type = 0;
   // Pageable host memory is unknown to the driver: the query fails.
@@ -16,9 +16,10 @@ Where locate(const MemoryManager& manager, CUdeviceptr address) {
   return Where::Host;
 }
 
-void beforeHostWrite(MemoryManager& manager, const void* destination, std::size_t bytes) {
-  if (bytes == 0 || !manager.hasProtectedHostMemory()) return;
-  manager.prepareHostWrite(const_cast<void*>(destination), bytes);
+void beforeHostWrite(const void* destination, std::size_t bytes) {
+  MemoryManager* manager = Runtime::instance().hostManager();
+  if (bytes == 0 || manager == nullptr || !manager->hasProtectedHostMemory()) return;
+  manager->prepareHostWrite(const_cast<void*>(destination), bytes);
 }
 
 } // namespace mqx::hook

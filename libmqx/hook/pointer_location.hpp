@@ -13,11 +13,12 @@ namespace mqx::hook {
 
 enum class Where { Managed, Device, Host };
 
-// Managed region, other device memory (the driver's word), or host memory
-// (pinned or pageable).
-Where locate(const MemoryManager& manager, CUdeviceptr address);
+// A managed region (of any managed device), other device memory (the
+// driver's word), or host memory (pinned or pageable).
+Where locate(CUdeviceptr address);
 
-// MemoryManager::prepareHostWrite, skipped cheaply when nothing is protected.
-void beforeHostWrite(MemoryManager& manager, const void* destination, std::size_t bytes);
+// MemoryManager::prepareHostWrite of the manager that protects host memory
+// (Runtime::hostManager), skipped cheaply when nothing is protected.
+void beforeHostWrite(const void* destination, std::size_t bytes);
 
 } // namespace mqx::hook

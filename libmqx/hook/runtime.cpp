@@ -4,6 +4,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
+#include <string>
+
+#include <fmt/format.h>
 
 #include "common/log.hpp"
 #include "embedded/runtime_options.hpp"
@@ -21,33 +24,64 @@ using device::cuda::DriverApi;
 
 namespace {
 
-// Membership of mqxd's node, when one runs (docs/daemon.md), and the
-// admission client of the query this process runs for (its demand). Leaked
-// on purpose like the Runtime: the budget it backs is used until exit.
-// Joined once, by the first of activation and the advice API
-// (mqx_declare_operator may come before the process's first CUDA call).
+// Membership of mqxd's node, when one runs (docs/daemon.md), for one device
+// of the node, and the admission client of the query this process runs for
+// (its demand). Leaked on purpose like the Runtime: the budget it backs is
+// used until exit. A process joins once per device it manages (each device
+// has its own budget on the node); the join of device 0 may come first from
+// the advice API (mqx_declare_operator may come before the process's first
+// CUDA call), and it is the one the advice API talks through.
 struct NodeJoin {
   std::shared_ptr<ipc::NodeMembership> membership;
   std::shared_ptr<ipc::AdmissionClient> queryAdmission;
 };
-NodeJoin* nodeJoin = nullptr;
-std::once_flag nodeJoinOnce;
+std::mutex nodeJoinMutex;
+std::array<NodeJoin*, DeviceManagers::kMaxDevices> nodeJoins{}; // under nodeJoinMutex
+std::array<bool, DeviceManagers::kMaxDevices> nodeJoinTried{};  // under nodeJoinMutex
+NodeJoin* adviceJoin = nullptr;                                 // the first join; under nodeJoinMutex
 
-void joinNodeOnce(const Config& config) {
-  std::call_once(nodeJoinOnce, [&config] {
-    try {
-      auto membership = ipc::NodeMembership::connect(embedded::nodeOptions(config), ipc::NodeMembership::Role::Memory,
-                                                     program_invocation_short_name);
-      if (membership == nullptr) return;
-      auto admission = std::make_shared<ipc::AdmissionClient>(membership, embedded::admissionOptions(config));
-      nodeJoin = new NodeJoin{std::move(membership), std::move(admission)};
-      // A process that never activates leaves at exit too (leave() is
-      // idempotent: activation's exit handler calls it as well).
-      std::atexit([] { nodeJoin->membership->leave(); });
-    } catch (const std::exception& error) {
-      log(LogLevel::Warn, "cannot join mqxd's node ({}); managing this process's device memory alone", error.what());
-    }
-  });
+// How the node names the device of `ordinal`: its UUID as nvidia-smi -L
+// prints it (mqxd lists the node's GPUs by it), or "" (the node's first
+// device) when the driver cannot say.
+std::string nodeDeviceName(const DriverApi& api, int ordinal) {
+  CUdevice device = 0;
+  CUuuid uuid{};
+  if (api.cuDeviceGetUuid_v2 == nullptr || api.cuDeviceGet(&device, ordinal) != CUDA_SUCCESS ||
+      api.cuDeviceGetUuid_v2(&uuid, device) != CUDA_SUCCESS)
+    return {};
+  const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
+  return fmt::format(
+      "GPU-{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}", b[0],
+      b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+NodeJoin* joinNode(const Config& config, const DriverApi* api, int ordinal) {
+  std::lock_guard lock(nodeJoinMutex);
+  if (ordinal < 0 || ordinal >= DeviceManagers::kMaxDevices) return nullptr;
+  if (nodeJoinTried[ordinal]) return nodeJoins[ordinal];
+  nodeJoinTried[ordinal] = true;
+  ipc::NodeOptions options = embedded::nodeOptions(config);
+  if (api != nullptr) options.device = nodeDeviceName(*api, ordinal);
+  try {
+    auto membership =
+        ipc::NodeMembership::connect(options, ipc::NodeMembership::Role::Memory, program_invocation_short_name);
+    if (membership == nullptr) return nullptr;
+    auto admission = std::make_shared<ipc::AdmissionClient>(membership, embedded::admissionOptions(config));
+    NodeJoin* join = new NodeJoin{std::move(membership), std::move(admission)};
+    nodeJoins[ordinal] = join;
+    if (adviceJoin == nullptr) adviceJoin = join;
+    // A process that never activates leaves at exit too (leave() is
+    // idempotent: activation's exit handler calls it as well).
+    std::atexit([] {
+      std::lock_guard lock(nodeJoinMutex);
+      for (NodeJoin* join : nodeJoins)
+        if (join != nullptr) join->membership->leave();
+    });
+    return join;
+  } catch (const std::exception& error) {
+    log(LogLevel::Warn, "cannot join mqxd's node for device {} ({}); managing its memory alone", ordinal, error.what());
+    return nullptr;
+  }
 }
 
 } // namespace
@@ -66,8 +100,18 @@ ipc::AdmissionClient* nodeAdmission() {
       log(LogLevel::Warn, "{}: not joining mqxd's node for the advice API", error.what());
     }
   });
-  if (valid) joinNodeOnce(config);
-  return nodeJoin != nullptr ? nodeJoin->queryAdmission.get() : nullptr;
+  {
+    std::lock_guard lock(nodeJoinMutex);
+    if (adviceJoin != nullptr || !valid) return adviceJoin != nullptr ? adviceJoin->queryAdmission.get() : nullptr;
+  }
+  // Before the first activation: device 0, the device mqx-run placed the
+  // query on (it exports CUDA_VISIBLE_DEVICES). The driver names it once
+  // initialised; cuInit is what the program's first CUDA call does anyway.
+  const DriverApi* api = Runtime::instance().driver();
+  if (api != nullptr && api->cuInit(0) != CUDA_SUCCESS) api = nullptr;
+  joinNode(config, api, 0);
+  std::lock_guard lock(nodeJoinMutex);
+  return adviceJoin != nullptr ? adviceJoin->queryAdmission.get() : nullptr;
 }
 
 Runtime& Runtime::instance() {
@@ -127,63 +171,114 @@ bool Runtime::configure() {
   return configureLocked();
 }
 
+Runtime::ManagedDevice Runtime::device(int ordinal) const noexcept {
+  if (ordinal < 0 || ordinal >= DeviceManagers::kMaxDevices) return {};
+  return ManagedDevice{backends_[ordinal].load(std::memory_order_acquire), managers_.on(ordinal)};
+}
+
+Runtime::ManagedDevice Runtime::current() const noexcept {
+  if (managers_.count() == 0) return {};
+  // One device in sight: it is the current one whenever a context is.
+  if (visibleDevices_.load(std::memory_order_acquire) == 1) return device(0);
+  CUdevice ordinal = 0;
+  if (driver_ == nullptr || driver_->cuCtxGetDevice == nullptr || driver_->cuCtxGetDevice(&ordinal) != CUDA_SUCCESS)
+    return {};
+  return device(static_cast<int>(ordinal));
+}
+
 MemoryManager* Runtime::activate() {
-  if (MemoryManager* manager = this->manager()) return manager;
-  if (state() != State::Pending) return nullptr;
+  if (state() == State::Active) {
+    if (MemoryManager* manager = current().manager) return manager;
+  } else if (state() != State::Pending) {
+    return nullptr;
+  }
   const DriverApi* api = driver();
   if (api == nullptr) return nullptr;
-  std::lock_guard lock(mutex_);
-  if (MemoryManager* manager = this->manager()) return manager;
-  if (state() != State::Pending || !configureLocked()) return nullptr;
-  if (config_.backend == BackendKind::Sim) {
-    passThrough("backend.kind is sim, which cannot serve a GPU process");
-    return nullptr;
-  }
-  if (std::string missing; !api->complete(missing)) {
-    passThrough("libcuda.so.1 lacks " + missing + " (driver too old?)");
-    return nullptr;
-  }
   CUcontext context = nullptr;
-  if (api->cuCtxGetCurrent(&context) != CUDA_SUCCESS || context == nullptr) return nullptr; // stay pending
+  CUdevice device = 0;
+  if (api->cuCtxGetCurrent(&context) != CUDA_SUCCESS || context == nullptr) return nullptr; // stay as we are
+  if (api->cuCtxGetDevice(&device) != CUDA_SUCCESS || device < 0 || device >= DeviceManagers::kMaxDevices)
+    return nullptr;
+  std::lock_guard lock(mutex_);
+  if (MemoryManager* manager = managers_.on(device)) return manager;
+  if ((state() != State::Pending && state() != State::Active) || refused_[device]) return nullptr;
+  if (!configureLocked()) return nullptr;
+  return activateLocked(*api, device);
+}
+
+MemoryManager* Runtime::activateLocked(const DriverApi& api, CUdevice device) {
+  const bool first = managers_.count() == 0;
+  // Refusals of the first device pass the whole process through; a later
+  // device that cannot be managed only leaves that device's calls to the
+  // driver (the managed ones keep their memory).
+  auto refuse = [&](const std::string& why) -> MemoryManager* {
+    if (first) {
+      passThrough(why);
+    } else {
+      refused_[device] = true;
+      log(LogLevel::Warn, "device {}: {}: its calls pass through unmanaged", device, why);
+    }
+    return nullptr;
+  };
+  if (config_.backend == BackendKind::Sim) return refuse("backend.kind is sim, which cannot serve a GPU process");
+  if (std::string missing; !api.complete(missing))
+    return refuse("libcuda.so.1 lacks " + missing + " (driver too old?)");
   std::unique_ptr<CudaBackend> backend;
   CudaBackendOptions options;
   options.fenceCoalesceMicroseconds = config_.fenceCoalesceMicroseconds;
-  if (Status status = CudaBackend::create(*api, options, &backend); !ok(status)) {
-    passThrough(fmt::format("the CUDA backend cannot start ({})", toString(status)));
-    return nullptr;
-  }
-  // Joins the node: the process's device memory then comes from the node's
-  // budget and other processes may ask it to evict. No node: alone.
-  joinNodeOnce(config_);
+  if (Status status = CudaBackend::create(api, options, &backend); !ok(status))
+    return refuse(fmt::format("the CUDA backend cannot start ({})", toString(status)));
+  // Joins the node for this device: its device memory then comes from the
+  // device's budget on the node and other processes on the device may ask
+  // it to evict. No node: alone.
+  NodeJoin* join = joinNode(config_, &api, device);
+  ManagerOptions managerOptions = embedded::managerOptions(config_);
+  // Only the first device's manager write-protects host memory: two
+  // managers protecting one page could each lift the other's protection
+  // (DeviceManagers::first). The others save a lazy copy's source at copy
+  // time, and still move it to the device only when a launch needs it.
+  if (!first) managerOptions.copyOnWrite = false;
+  DeviceStorage& storage = devices_[device];
   try {
-    managerStorage_ = std::make_unique<ipc::ManagerOnNode>(embedded::managerOptions(config_), *backend,
-                                                           nodeJoin != nullptr ? nodeJoin->membership : nullptr,
-                                                           nodeJoin != nullptr ? nodeJoin->queryAdmission : nullptr);
+    storage.manager =
+        std::make_unique<ipc::ManagerOnNode>(managerOptions, *backend, join != nullptr ? join->membership : nullptr,
+                                             join != nullptr ? join->queryAdmission : nullptr);
   } catch (const std::exception& error) {
-    passThrough(fmt::format("the memory manager cannot start ({})", error.what()));
-    return nullptr;
+    return refuse(fmt::format("the memory manager cannot start ({})", error.what()));
   }
-  // Copy-on-write faults and frees of protected host buffers go to it from now
-  // on.
-  registerHostMemoryManager(&managerStorage_->manager());
-  backendStorage_ = std::move(backend);
-  backend_.store(backendStorage_.get(), std::memory_order_release);
-  manager_.store(&managerStorage_->manager(), std::memory_order_release);
+  storage.backend = std::move(backend);
+  MemoryManager* manager = &storage.manager->manager();
+  if (first) {
+    int count = 0;
+    if (api.cuDeviceGetCount(&count) != CUDA_SUCCESS || count < 1) count = 2; // unknown: ask every time
+    visibleDevices_.store(count, std::memory_order_release);
+    // Copy-on-write faults and frees of protected host buffers go to it from
+    // now on.
+    registerHostMemoryManager(manager);
+  }
+  backends_[device].store(storage.backend.get(), std::memory_order_release);
+  managers_.add(device, manager);
   state_.store(State::Active, std::memory_order_release);
-  log(LogLevel::Info, "managing device memory on {} (limit {} MiB, page {} KiB, policy {})",
-      backendStorage_->deviceName(), config_.deviceMemoryLimit >> 20, config_.pageSize >> 10,
+  log(LogLevel::Info, "managing device memory on device {}, {} (limit {} MiB, page {} KiB, policy {})", device,
+      storage.backend->deviceName(), config_.deviceMemoryLimit >> 20, config_.pageSize >> 10,
       toString(config_.replacement));
-  if (nodeJoin != nullptr) startLaunchTuning(*api);
+  if (!first) return manager;
+  if (join != nullptr) startLaunchTuning(api);
   // Registered after cudart's own exit handler, so it runs before cudart
   // tears the context down; it only reads counters (and leaves the node:
   // the context's memory goes with the process).
   std::atexit([] {
-    Runtime::instance().logStatisticsAtExit();
-    if (MemoryManager* manager = Runtime::instance().manager()) manager->finishTrace();
-    if (nodeJoin != nullptr) nodeJoin->membership->leave();
-    if (auto& tuner = Runtime::instance().launchTuningClient_) tuner->leave();
+    Runtime& runtime = Runtime::instance();
+    runtime.logStatisticsAtExit();
+    runtime.managers().forEach([](int, MemoryManager& manager) { manager.finishTrace(); });
+    {
+      std::lock_guard lock(nodeJoinMutex);
+      for (NodeJoin* join : nodeJoins)
+        if (join != nullptr) join->membership->leave();
+    }
+    if (auto& tuner = runtime.launchTuningClient_) tuner->leave();
   });
-  return &managerStorage_->manager();
+  return manager;
 }
 
 void Runtime::startLaunchTuning(const DriverApi& api) {
@@ -218,12 +313,12 @@ void Runtime::declareResizable(const std::string& name) {
 }
 
 void Runtime::logStatisticsAtExit() {
-  if (MemoryManager* manager = this->manager()) {
+  managers_.forEach([](int ordinal, MemoryManager& manager) {
     try {
-      log(LogLevel::Info, "statistics: {}", manager->statistics().toJson());
+      log(LogLevel::Info, "statistics of device {}: {}", ordinal, manager.statistics().toJson());
     } catch (...) {
     }
-  }
+  });
 }
 
 } // namespace mqx::hook

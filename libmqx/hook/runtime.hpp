@@ -1,24 +1,29 @@
 // Runtime: the one piece of global mutable state of libmqx.so. It owns the
-// real driver's entry points, the configuration, the CUDA backend and the
-// MemoryManager, and knows whether this process is managed at all.
+// real driver's entry points, the configuration, and for each device the
+// process manages a CUDA backend and a MemoryManager (docs/interposer.md,
+// "Several devices"), and knows whether this process is managed at all.
 //
 // States: Pending (nothing decided yet) -> Active (a manager exists) or
 // PassThrough (no driver, no GPU, no usable device: every call goes to the
 // driver unchanged, said once in the log) or Failed (bad configuration:
 // managed entry points fail with CUDA_ERROR_NOT_INITIALIZED, said once).
 // Activation happens on the first allocation-like call made with a context
-// current (cudart's primary context, or the driver API program's own).
+// current (cudart's primary context, or the driver API program's own); each
+// further device is activated by the first allocation-like call made while
+// one of its contexts is current.
 //
 // The object is created on first use and never destroyed: hooks can run
 // during exit, after static destructors.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
 
 #include "config/config.hpp"
+#include "core/device_managers.hpp"
 #include "core/memory_manager.hpp"
 #include "device/cuda/cuda_backend.hpp"
 #include "device/cuda/cuda_launch_tuning.hpp"
@@ -38,16 +43,36 @@ public:
   // loaded (then the process is passed through).
   const device::cuda::DriverApi* driver();
 
-  // The manager when Active, else nullptr. Lock-free: the hot path.
-  MemoryManager* manager() const noexcept { return manager_.load(std::memory_order_acquire); }
-  device::cuda::CudaBackend* backend() const noexcept { return backend_.load(std::memory_order_acquire); }
+  // One managed device: its backend (in the context that was current when
+  // it was activated) and its manager.
+  struct ManagedDevice {
+    device::cuda::CudaBackend* backend = nullptr;
+    MemoryManager* manager = nullptr;
+  };
+
+  // The managers, one per managed device. Lock-free: the hot path.
+  const DeviceManagers& managers() const noexcept { return managers_; }
+  // The manager whose region holds `address`, or nullptr.
+  MemoryManager* owner(DevicePtr address) const { return managers_.owner(address); }
+  // The manager that watches host memory (copy-on-write): the first device's.
+  // Non-null exactly when some device is managed.
+  MemoryManager* hostManager() const noexcept { return managers_.first(); }
+  // The managed device of the calling thread's current context, or nullptr
+  // values (no context, or a device not managed). One driver call when the
+  // process sees more than one device, none otherwise.
+  ManagedDevice current() const noexcept;
+  // Device `ordinal`, or nullptr values.
+  ManagedDevice device(int ordinal) const noexcept;
+  // The device whose manager is `manager`.
+  ManagedDevice deviceOf(const MemoryManager* manager) const noexcept { return device(managers_.ordinalOf(manager)); }
   // Launch tuning of resizable kernels, when Active and mqxd runs.
   device::cuda::CudaLaunchTuning* launchTuning() const noexcept {
     return launchTuning_.load(std::memory_order_acquire);
   }
 
-  // From allocation-like hooks: activates on first call if possible. Returns
-  // the manager, or nullptr (look at state()).
+  // From allocation-like hooks: the manager of the current context's device,
+  // activated on its first call if possible; nullptr when there is none
+  // (look at state()).
   MemoryManager* activate();
 
   // Called after a successful cuInit: reads the configuration early so that
@@ -67,7 +92,14 @@ public:
   bool anyCapture() const noexcept { return captures_.load(std::memory_order_acquire) != 0; }
 
 private:
+  // What one managed device owns; leaked like the Runtime.
+  struct DeviceStorage {
+    std::unique_ptr<device::cuda::CudaBackend> backend;
+    std::unique_ptr<ipc::ManagerOnNode> manager; // on the node when one runs
+  };
+
   Runtime() = default;
+  MemoryManager* activateLocked(const device::cuda::DriverApi& api, CUdevice device);
   bool configureLocked();
   void passThrough(const std::string& why);
   void logStatisticsAtExit();
@@ -86,15 +118,16 @@ private:
   std::mutex mutex_;
   std::atomic<State> state_{State::Pending};
   std::atomic<std::int64_t> captures_{0};
-  std::atomic<MemoryManager*> manager_{nullptr};
-  std::atomic<device::cuda::CudaBackend*> backend_{nullptr};
+  DeviceManagers managers_;
+  std::array<std::atomic<device::cuda::CudaBackend*>, DeviceManagers::kMaxDevices> backends_{};
+  std::array<DeviceStorage, DeviceManagers::kMaxDevices> devices_; // under mutex_
+  std::array<bool, DeviceManagers::kMaxDevices> refused_{}; // a later device that cannot be managed; under mutex_
+  std::atomic<int> visibleDevices_{0};                      // cuDeviceGetCount at the first activation
   std::once_flag driverOnce_;
   const device::cuda::DriverApi* driver_ = nullptr; // set once, under driverOnce_
   bool configured_ = false;
   Config config_;
   device::cuda::DriverApi driverStorage_;
-  std::unique_ptr<device::cuda::CudaBackend> backendStorage_;
-  std::unique_ptr<ipc::ManagerOnNode> managerStorage_; // the manager, on the node when one runs
   std::unique_ptr<device::cuda::CudaLaunchTuning> launchTuningStorage_;
   std::shared_ptr<ipc::LaunchTuningClient> launchTuningClient_; // to leave at exit
   std::atomic<device::cuda::CudaLaunchTuning*> launchTuning_{nullptr};

@@ -11,12 +11,12 @@ namespace {
 
 CUresult thenPoll(CUresult result) noexcept {
   if (result != CUDA_SUCCESS) return result;
-  if (MemoryManager* manager = Runtime::instance().manager()) {
+  Runtime::instance().managers().forEach([](int, MemoryManager& manager) {
     guarded("poll", [&] {
-      manager->poll();
+      manager.poll();
       return CUDA_SUCCESS;
     });
-  }
+  });
   return result;
 }
 
@@ -45,7 +45,12 @@ MQX_EXPORT CUresult cuEventSynchronize(CUevent event) {
 // never uses its handle again (cuda-samples' graphMemoryNodes crashed in a
 // later fence wait on its destroyed stream).
 MQX_EXPORT CUresult cuStreamDestroy_v2(CUstream stream) {
-  if (device::DeviceBackend* backend = Runtime::instance().backend(); backend != nullptr && stream != nullptr)
-    backend->streamDestroyed(reinterpret_cast<StreamHandle>(stream));
+  if (stream != nullptr) {
+    const Runtime& runtime = Runtime::instance();
+    runtime.managers().forEach([&](int ordinal, MemoryManager&) {
+      if (device::DeviceBackend* backend = runtime.device(ordinal).backend)
+        backend->streamDestroyed(reinterpret_cast<StreamHandle>(stream));
+    });
+  }
   return callReal(&DriverApi::cuStreamDestroy_v2, stream);
 }

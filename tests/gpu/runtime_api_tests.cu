@@ -15,33 +15,17 @@
 #include <string>
 #include <vector>
 
+#include "cuda_runtime_check.cuh"
 #include "gpu_check.hpp"
 #include "mqx/advice.h"
 
 using gpu_test::deviceLimit;
+using gpu_test::fillKernel;
 using gpu_test::mqxActive;
 using gpu_test::mqxStatistic;
 using gpu_test::pattern;
 
-#define CUDA_OK(call)                                                                                                  \
-  do {                                                                                                                 \
-    cudaError_t cuda_ok_error_ = (call);                                                                               \
-    if (cuda_ok_error_ != cudaSuccess) {                                                                               \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(cuda_ok_error_));          \
-      std::exit(1);                                                                                                    \
-    }                                                                                                                  \
-  } while (0)
-
 namespace {
-
-__device__ std::uint32_t devicePattern(std::uint32_t seed, std::uint64_t i) {
-  return seed * 0x9E3779B9U ^ static_cast<std::uint32_t>(i * 2654435761ULL);
-}
-
-__global__ void fillKernel(std::uint32_t* data, std::size_t n, std::uint32_t seed) {
-  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-    data[i] = devicePattern(seed, i);
-}
 
 __global__ void addKernel(std::uint32_t* data, std::size_t n, std::uint32_t delta) {
   for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)

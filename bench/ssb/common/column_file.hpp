@@ -13,19 +13,21 @@ namespace mqx::ssb {
 
 // Reads a whole column; throws DataError unless the file holds exactly
 // `expectedRows` values.
-std::vector<std::int32_t> readInt32Column(const std::filesystem::path &path,
-                                          std::int64_t expectedRows);
+std::vector<std::int32_t> readInt32Column(const std::filesystem::path& path, std::int64_t expectedRows);
+// The same into `out` (exactly `expectedRows` values): the shared column
+// store reads each column straight into shared memory.
+void readInt32ColumnInto(const std::filesystem::path& path, std::int64_t expectedRows, std::span<std::int32_t> out);
 
 // Appends int32 values to a new column file through a large stdio buffer, so
 // that the generator's many small appends become few large writes.
 class Int32ColumnWriter {
 public:
-  explicit Int32ColumnWriter(const std::filesystem::path &path);
+  explicit Int32ColumnWriter(const std::filesystem::path& path);
   ~Int32ColumnWriter();
-  Int32ColumnWriter(Int32ColumnWriter &&other) noexcept;
-  Int32ColumnWriter &operator=(Int32ColumnWriter &&) = delete;
-  Int32ColumnWriter(const Int32ColumnWriter &) = delete;
-  Int32ColumnWriter &operator=(const Int32ColumnWriter &) = delete;
+  Int32ColumnWriter(Int32ColumnWriter&& other) noexcept;
+  Int32ColumnWriter& operator=(Int32ColumnWriter&&) = delete;
+  Int32ColumnWriter(const Int32ColumnWriter&) = delete;
+  Int32ColumnWriter& operator=(const Int32ColumnWriter&) = delete;
 
   void append(std::span<const std::int32_t> values);
   std::int64_t rows() const { return rows_; }
@@ -35,7 +37,7 @@ public:
 
 private:
   std::filesystem::path path_;
-  std::FILE *file_ = nullptr;
+  std::FILE* file_ = nullptr;
   std::int64_t rows_ = 0;
 };
 

@@ -1,7 +1,8 @@
 """Placement on a node of several devices (issue 16; docs/daemon.md, "Several GPUs"): the SSB queries
 arriving as in the open system (§7.5: `count` queries drawn from the 13 with seeded Poisson arrivals,
 Weight admission on each query's operator plan written from its solo run) on a node of 2 devices,
-each with a budget of `budget`; once placed by weighted demand (daemon.placement = "demand") and once
+each with a budget of --budget (with --budget-fraction F: F times the queries' summed peaks, shared
+out among the devices); once placed by weighted demand (daemon.placement = "demand") and once
 round-robin, under the same arrivals, in one run. Throughput, makespan, turnaround and the queries
 placed on each device for both; every query checked against the CPU reference.
 
@@ -34,8 +35,14 @@ def _node_devices(log: str) -> list[str]:
 
 
 def placement(setup: ssb.Setup, queries: Sequence[str], count: int, rate: float, seed: int, devices: int = 2) -> dict:
-    """Demand against round-robin placement; the node budget of each device is setup.budget."""
-    alone = ssb.solo_mqx(setup, queries, setup.budget)
+    """Demand against round-robin placement on a node of `devices` devices."""
+    if setup.budget_fraction is None:
+        budget, derived = setup.budget, {"budget_per_device": setup.budget}
+    else:  # the single node's contended budget, shared out among the devices
+        _, derived = ssb.contended_budget(setup, queries)
+        budget = ssb._mib(setup.budget_fraction * derived["sum_of_peaks_mb"] / devices)
+        derived = {**derived, "budget_per_device": budget}
+    alone = ssb.solo_mqx(setup, queries, setup.capacity)  # the plans: each query alone, ample budget
     settings = {"MQX_BACKEND_KIND": "sim", "MQX_SIM_DEVICES": str(devices)} if setup.device == "sim" else {}
     rows = []
     node_devices: list[str] = []
@@ -43,7 +50,7 @@ def placement(setup: ssb.Setup, queries: Sequence[str], count: int, rate: float,
         plans = {q: ssb._plan_file(Path(directory), alone[q]) for q in queries}
         commands = [setup.command(q, plan=plans[q]) for q in queries]
         for kind in PLACEMENTS:
-            with setup.daemon(setup.budget, admission="weight", settings={**settings, "MQX_DAEMON_PLACEMENT": kind}) as node:
+            with setup.daemon(budget, admission="weight", settings={**settings, "MQX_DAEMON_PLACEMENT": kind}) as node:
                 results = ssb.run_poisson(commands, rate, count, seed, env=node.env, mqx_run=setup.mqx_run, timeout=setup.timeout, ordered=False)
             node_devices = _node_devices(node.log)  # mqxd's log, read once it stopped
             if len(node_devices) != devices:
@@ -72,7 +79,7 @@ def placement(setup: ssb.Setup, queries: Sequence[str], count: int, rate: float,
         "rate_per_s": rate,
         "seed": seed,
         "devices": node_devices,
-        "budget_per_device": setup.budget,
+        **derived,
         "admission": "weight",
         "placements": rows,
         "demand_over_round_robin_throughput": by["demand"]["throughput_qps"] / by["round-robin"]["throughput_qps"],

@@ -15,6 +15,18 @@ Experiments (each returns a JSON-ready dict):
              NoRef, NoAccess, NoPage
   overhead   each query alone natively and under mqx (ample budget), and pairs without contention
              (§7.6)
+  cdr        CDR against LRU (and the other policies) where their costs differ (§4.2): the queries'
+             join-first variant (large intermediates written on the device and read operators later,
+             base columns read once) at once under a node budget below the sum of their peaks,
+             several rounds; makespan, bytes moved, written back and dropped clean per policy
+
+The paper's regime (docs/ssb.md): with a shared column store (SharedStore: an ssb-loader process
+keeps the columns in shared memory, each query maps them: --shared) and --repeat N (each query
+process runs its GPU work N times), a query process spends most of its time on the GPU. Every run
+records gpu_fraction: the seconds of GPU work and transfers the query reported (the executor's
+timed phases, "# timing") over the process's wall time (mqx-run's "ran"; natively the time from
+spawn to exit). Budgets can be set relative to the queries' peaks (budget_fraction): a budget
+below the sum of the co-running queries' peaks, measured alone.
 
 "Native" is the program run directly: on the GPU without libmqx; on the simulated device with the
 process's own device (libmqx's manager with a private budget of sim.capacity), no mqxd. Every query
@@ -26,13 +38,16 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
+import select
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
 from typing import Optional, Sequence
@@ -67,6 +82,10 @@ ADMISSIONS = [("FIX-1", "fix", 1), ("FIX-2", "fix", 2), ("FIX-3", "fix", 3), ("P
 _STATISTICS = re.compile(r"statistics:? (\{.*\})")
 _OPERATOR = re.compile(r"^# operator (.+?)\s+([0-9.]+) ms\s+([0-9.]+) MB$", re.M)
 _CROSS = re.compile(r"(\d+) cross-process evictions freed (\d+) MiB")
+_TIMING = re.compile(r"^# timing (\{.*\})$", re.M)
+_PEAK = re.compile(r"^# device peak ([0-9.]+) MB$", re.M)
+# A result counts as the paper's regime when the GPU work takes this much of the process's time.
+REGIME_FRACTION = 0.8
 
 
 class ExperimentError(RuntimeError):
@@ -78,15 +97,24 @@ class Setup:
     build: Path
     data: Path
     device: str  # sim or gpu
-    budget: str  # the node budget of contended runs
+    budget: str  # the node budget of contended runs (unless budget_fraction)
     repeats: int
     timeout: float
+    shared: Optional[str] = None  # the shared column store's name (SharedStore), else files
+    repeat: int = 1  # --repeat of every query process: its GPU work N times
+    budget_fraction: Optional[float] = None  # contended budgets: this fraction of the summed peaks
+    capacity: str = "4GiB"  # ample: where peaks are measured
+    variant: tuple[str, ...] = ()  # e.g. ("--join-first",)
+    solo_repeats: Optional[int] = None  # native solo runs per query (default: repeats)
+    peaks: dict = field(default_factory=dict)  # (variant, query) -> MB, measured alone
 
     def program(self, query: str) -> str:
         return str(self.build / "bench" / "ssb" / "gpu" / f"ssb-{query}")
 
     def command(self, query: str, plan: Optional[str] = None) -> QueryCommand:
-        argv = [self.program(query), "--data", str(self.data), "--check", "--device", self.device]
+        source = ["--shared", self.shared] if self.shared else ["--data", str(self.data)]
+        repeat = ["--repeat", str(self.repeat)] if self.repeat > 1 else []
+        argv = [self.program(query), *source, "--check", "--device", self.device, *repeat, *self.variant]
         return QueryCommand(query, argv, plan=plan, env={"MQX_LOG_LEVEL": "info"})
 
     @property
@@ -108,6 +136,8 @@ def _check(results: Sequence[QueryResult]) -> None:
         if not result.ok or "# check passed" not in result.stdout:
             tail = "\n".join((result.stdout + result.stderr).splitlines()[-15:])
             raise ExperimentError(f"{result.name} failed (exit {result.exit_code}):\n{tail}")
+        if not _TIMING.search(result.stdout):
+            raise ExperimentError(f"{result.name} printed no '# timing' line: its GPU fraction is unknown")
 
 
 def _statistics(result: QueryResult) -> dict:
@@ -125,6 +155,133 @@ def _cross(node: Daemon) -> dict:
     return {"cross_process_evictions": int(match.group(1)), "cross_process_mib": int(match.group(2))} if match else {}
 
 
+def _timing_of(query: str, stdout: str, process_seconds: float, **extra) -> dict:
+    """One run's GPU fraction: the GPU work the query reported over the process's wall time."""
+    match = _TIMING.search(stdout)
+    timing = json.loads(match.group(1)) if match else {}
+    gpu = timing.get("gpu_ms", 0.0) / 1000.0
+    return {
+        "query": query,
+        **extra,
+        "process_s": round(process_seconds, 4),
+        "gpu_s": round(gpu, 4),
+        "gpu_fraction": round(gpu / process_seconds, 4) if process_seconds > 0 else None,
+        "gpu_fraction_inside": timing.get("gpu_fraction"),  # the query's own view, before its exit
+        "load_s": round(timing.get("load_ms", 0.0) / 1000.0, 4),
+        "check_s": round(timing.get("check_ms", 0.0) / 1000.0, 4),
+        # The first repeat and the mean of the others: mqx's lazy transfers show in the difference.
+        "repeat_first_s": round(timing["repeat_ms"][0] / 1000.0, 4) if timing.get("repeat_ms") else None,
+        "repeat_rest_mean_s": round(statistics.mean(timing["repeat_ms"][1:]) / 1000.0, 4) if len(timing.get("repeat_ms", [])) > 1 else None,
+    }
+
+
+def _timing(result: QueryResult) -> dict:
+    """gpu_fraction of a run under mqx-run: over the seconds mqx-run says the query ran."""
+    process = result.ran if result.ran else result.seconds - (result.waited or 0.0)
+    stats = _statistics(result)
+    return _timing_of(
+        result.name,
+        result.stdout,
+        process,
+        seconds=round(result.seconds, 4),
+        waited=result.waited,
+        bytes_to_device=stats.get("bytes_to_device"),
+        evictions=stats.get("evictions"),
+    )
+
+
+def fraction_summary(runs: Sequence[dict]) -> dict:
+    """The GPU fractions of a set of runs, and whether all of them are in the paper's regime."""
+    fractions = [r["gpu_fraction"] for r in runs if r.get("gpu_fraction") is not None]
+    if not fractions:
+        return {"runs": 0}
+    return {
+        "runs": len(fractions),
+        "min": round(min(fractions), 4),
+        "mean": round(statistics.mean(fractions), 4),
+        "max": round(max(fractions), 4),
+        "regime": min(fractions) >= REGIME_FRACTION,
+    }
+
+
+def _peak_mb(stdout: str) -> float:
+    match = _PEAK.search(stdout)
+    return float(match.group(1)) if match else 0.0
+
+
+def _mib(megabytes: float) -> str:
+    return f"{max(1, int(megabytes * 1e6 / 2**20))}MiB"
+
+
+def peaks(setup: Setup, queries: Sequence[str]) -> dict[str, float]:
+    """Each query's device peak (MB) alone under mqx-run at the ample capacity, measured once per
+    variant and kept in setup.peaks."""
+    missing = [q for q in queries if (setup.variant, q) not in setup.peaks]
+    if missing:
+        for query, result in solo_mqx(setup, missing, setup.capacity).items():
+            setup.peaks[(setup.variant, query)] = _peak_mb(result.stdout)
+    return {q: setup.peaks[(setup.variant, q)] for q in queries}
+
+
+def contended_budget(setup: Setup, queries: Sequence[str]) -> tuple[str, dict]:
+    """The node budget of `queries` running at once: setup.budget, or budget_fraction of the sum of
+    their peaks alone (memory decides); with what it was derived from."""
+    if setup.budget_fraction is None:
+        return setup.budget, {"budget": setup.budget}
+    alone = peaks(setup, queries)
+    total = sum(alone.values())
+    budget = _mib(setup.budget_fraction * total)
+    return budget, {"budget": budget, "budget_fraction": setup.budget_fraction, "sum_of_peaks_mb": round(total, 1), "peaks_mb": alone}
+
+
+class SharedStore:
+    """An ssb-loader process keeping the data's columns in shared memory while the experiments run
+    (the queries map them: Setup.shared). Started and waited for (bounded) on entry, stopped on exit."""
+
+    def __init__(self, build: Path, data: Path, name: Optional[str] = None, timeout: float = 900.0) -> None:
+        self.program = str(build / "bench" / "ssb" / "loader" / "ssb-loader")
+        self.data = data
+        self.name = name or f"experiments-{os.getpid()}"
+        self.timeout = timeout
+        self.ready_line = ""
+        self.process: Optional[subprocess.Popen[str]] = None
+
+    def __enter__(self) -> "SharedStore":
+        self.process = subprocess.Popen(
+            [self.program, "--data", str(self.data), "--name", self.name],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert self.process.stdout is not None
+        # The loader prints one ready line once every column and reference result is in place
+        # (or exits); the wait for it is bounded.
+        ready, _, _ = select.select([self.process.stdout], [], [], self.timeout)
+        line = self.process.stdout.readline() if ready else ""
+        if " ready: " not in line:
+            why = self._stderr() or f"nothing within {self.timeout:.0f} s"
+            self.__exit__(None, None, None)
+            raise ExperimentError(f"ssb-loader did not get store {self.name} ready: {line.strip()} {why}")
+        self.ready_line = line.strip()
+        print(self.ready_line, file=sys.stderr, flush=True)
+        return self
+
+    def _stderr(self) -> str:
+        if self.process is None or self.process.poll() is None or self.process.stderr is None:
+            return ""
+        return self.process.stderr.read().strip()
+
+    def __exit__(self, *exc) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.communicate()
+
+
 def _native(setup: Setup, queries: Sequence[str]) -> list[tuple[str, float, str]]:
     """Runs the queries' programs directly and at once; (query, seconds, stdout) each."""
     start = time.monotonic()
@@ -135,18 +292,29 @@ def _native(setup: Setup, queries: Sequence[str]) -> list[tuple[str, float, str]
     runs = []
     for query, process in processes:
         stdout, stderr = process.communicate(timeout=setup.timeout)
-        if process.returncode != 0 or "# check passed" not in stdout:
+        if process.returncode != 0 or "# check passed" not in stdout or not _TIMING.search(stdout):
             raise ExperimentError(f"{query} failed natively (exit {process.returncode}): {stderr.strip()[-500:]}")
         runs.append((query, time.monotonic() - start, stdout))
     return runs
 
 
-def solo_native(setup: Setup, queries: Sequence[str]) -> dict[str, float]:
-    """sᵢ: mean seconds of each query run alone natively, setup.repeats times (after one run that
-    warms the page cache and is not counted)."""
+def solo_native(setup: Setup, queries: Sequence[str], runs: Optional[list] = None) -> dict[str, float]:
+    """sᵢ: mean seconds of each query run alone natively, setup.solo_repeats (else setup.repeats)
+    times, after one run that warms the page cache and is not counted (none with a shared store,
+    which is in memory already). `runs` receives each counted run's timing."""
+    if not setup.shared:
+        for query in queries:
+            _native(setup, [query])
+    seconds = {}
     for query in queries:
-        _native(setup, [query])
-    return {q: statistics.mean(_native(setup, [q])[0][1] for _ in range(setup.repeats)) for q in queries}
+        measured = []
+        for _ in range(setup.solo_repeats or setup.repeats):
+            ((_, wall, stdout),) = _native(setup, [query])
+            measured.append(wall)
+            if runs is not None:
+                runs.append(_timing_of(query, stdout, wall, native=True))
+        seconds[query] = statistics.mean(measured)
+    return seconds
 
 
 def solo_mqx(setup: Setup, queries: Sequence[str], capacity: str) -> dict[str, QueryResult]:
@@ -162,26 +330,65 @@ def solo_mqx(setup: Setup, queries: Sequence[str], capacity: str) -> dict[str, Q
 
 def pairs(setup: Setup, pair_list: Sequence[tuple[str, str]]) -> dict:
     names = sorted({q for pair in pair_list for q in pair})
-    solo = solo_native(setup, names)
-    alone = solo_mqx(setup, names, setup.budget)
+    native_runs: list = []
+    solo = solo_native(setup, names, native_runs)
+    # Bytes a query moves alone: at the contended budget, or at the ample capacity where the
+    # budget is relative to the peaks (each pair has its own budget then).
+    alone = solo_mqx(setup, names, setup.budget if setup.budget_fraction is None else setup.capacity)
+    if setup.budget_fraction is not None:
+        for query, result in alone.items():
+            setup.peaks.setdefault((setup.variant, query), _peak_mb(result.stdout))
+    # sᵢ under mqx: each query alone under mqx-run (its turnaround), where mqx's own transfers make
+    # a query alone faster or slower than natively.
+    solo_under_mqx = {q: alone[q].seconds for q in names}
     rows = []
     for a, b in pair_list:
-        with setup.daemon(setup.budget) as node:
+        budget, budget_info = contended_budget(setup, [a, b])
+        with setup.daemon(budget) as node:
             results = run_closed([setup.command(a), setup.command(b)], setup.repeats, env=node.env, mqx_run=setup.mqx_run, timeout=setup.timeout)
         _check(results)
         solo_bytes = sum(_moved([alone[r.name]]) for r in results)
         corun_bytes = _moved(results)
+        runs = [_timing(r) for r in results]
         rows.append(
             {
                 "pair": [a, b],
                 "weighted_speedup": weighted_speedup(solo, results),
+                "weighted_speedup_over_mqx_alone": weighted_speedup(solo_under_mqx, results),
                 "dma_efficiency": solo_bytes / corun_bytes if corun_bytes else None,
                 "corun_seconds": {q: statistics.mean(r.seconds for r in results if r.name == q) for q in (a, b)},
                 "evictions": sum(_statistics(r).get("evictions", 0) for r in results),
+                "bytes_moved": corun_bytes,
                 **_cross(node),
+                **budget_info,
+                "gpu_fraction": fraction_summary(runs),
+                "runs": runs,
             }
         )
-    return {"solo_native_seconds": solo, "budget": setup.budget, "repeats": setup.repeats, "pairs": rows}
+    speedups = [row["weighted_speedup"] for row in rows]
+    over_mqx = [row["weighted_speedup_over_mqx_alone"] for row in rows]
+    all_runs = [run for row in rows for run in row["runs"]]
+    return {
+        "solo_native_seconds": solo,
+        "solo_mqx_seconds": solo_under_mqx,
+        "budget": setup.budget if setup.budget_fraction is None else f"{setup.budget_fraction} x the pair's summed peaks",
+        "repeats": setup.repeats,
+        "repeat": setup.repeat,
+        "summary": {
+            "pairs": len(rows),
+            "weighted_speedup_mean": statistics.mean(speedups) if speedups else None,
+            "weighted_speedup_min": min(speedups) if speedups else None,
+            "weighted_speedup_max": max(speedups) if speedups else None,
+            "weighted_speedup_over_mqx_alone_mean": statistics.mean(over_mqx) if over_mqx else None,
+            "weighted_speedup_over_mqx_alone_min": min(over_mqx) if over_mqx else None,
+            "weighted_speedup_over_mqx_alone_max": max(over_mqx) if over_mqx else None,
+            "gpu_fraction": fraction_summary(all_runs),
+            "native_gpu_fraction": fraction_summary(native_runs),
+        },
+        "native_runs": native_runs,
+        "alone_runs": [_timing(alone[q]) for q in names],
+        "pairs": rows,
+    }
 
 
 def _plan_file(directory: Path, result: QueryResult) -> str:
@@ -204,45 +411,125 @@ def open_system(setup: Setup, queries: Sequence[str], count: int, rate: float, s
             with setup.daemon(capacity, admission=admission, fix_n=fix_n) as node:
                 results = run_poisson(commands, rate, count, seed, env=node.env, mqx_run=setup.mqx_run, timeout=setup.timeout, ordered=False)
             _check(results)
+            runs = [_timing(r) for r in results]
             rows.append(
                 {
                     "policy": label,
                     "throughput_qps": throughput(results),
                     "mean_turnaround_s": statistics.mean(r.seconds for r in results),
                     "mean_wait_s": statistics.mean(r.waited or 0.0 for r in results),
+                    "evictions": sum(_statistics(r).get("evictions", 0) for r in results),
+                    "bytes_moved": _moved(results),
                     **_cross(node),
+                    "gpu_fraction": fraction_summary(runs),
+                    "runs": runs,
                 }
             )
-    return {"queries": list(queries), "count": count, "rate_per_s": rate, "seed": seed, "capacity": capacity, "policies": rows}
+    peaks_alone = {q: _peak_mb(alone[q].stdout) for q in queries}
+    return {
+        "queries": list(queries),
+        "count": count,
+        "rate_per_s": rate,
+        "seed": seed,
+        "capacity": capacity,
+        "peaks_mb": peaks_alone,
+        "repeat": setup.repeat,
+        "gpu_fraction": fraction_summary([run for row in rows for run in row["runs"]]),
+        "policies": rows,
+    }
 
 
-def _contended(setup: Setup, queries: Sequence[str], settings: dict) -> dict:
-    with setup.daemon(setup.budget, settings=settings) as node:
+def _contended(setup: Setup, queries: Sequence[str], settings: dict, budget: Optional[str] = None) -> dict:
+    with setup.daemon(budget or setup.budget, settings=settings) as node:
         results = run_concurrent([setup.command(q) for q in queries], env=node.env, mqx_run=setup.mqx_run, timeout=setup.timeout, ordered=False)
     _check(results)
     makespan = max(r.finished for r in results) - min(r.submitted for r in results)
+    runs = [_timing(r) for r in results]
+
+    def total(key: str) -> int:
+        return sum(_statistics(r).get(key, 0) for r in results)
+
     return {
         "makespan_s": makespan,
         "throughput_qps": throughput(results),
-        "evictions": sum(_statistics(r).get("evictions", 0) for r in results),
+        "evictions": total("evictions"),
         "bytes_moved": _moved(results),
+        "bytes_to_device": total("bytes_to_device"),
+        "bytes_to_host": total("bytes_to_host"),
+        "bytes_written_back": total("bytes_written_back"),
+        "bytes_dropped_clean": total("bytes_dropped_clean"),
         **_cross(node),
+        "gpu_fraction": fraction_summary(runs),
+        "runs": runs,
     }
 
 
 def policies(setup: Setup, queries: Sequence[str]) -> dict:
-    rows = [{"policy": p.upper(), **_contended(setup, queries, {"MQX_POLICY_REPLACEMENT": p})} for p in POLICIES]
-    return {"queries": list(queries), "budget": setup.budget, "policies": rows}
+    budget, budget_info = contended_budget(setup, queries)
+    rows = [{"policy": p.upper(), **_contended(setup, queries, {"MQX_POLICY_REPLACEMENT": p}, budget)} for p in POLICIES]
+    return {"queries": list(queries), **budget_info, "repeat": setup.repeat, "policies": rows}
 
 
 def ablations(setup: Setup, queries: Sequence[str]) -> dict:
-    rows = [{"variant": name, **_contended(setup, queries, settings)} for name, settings in ABLATIONS.items()]
-    return {"queries": list(queries), "budget": setup.budget, "variants": rows}
+    budget, budget_info = contended_budget(setup, queries)
+    rows = [{"variant": name, **_contended(setup, queries, settings, budget)} for name, settings in ABLATIONS.items()]
+    return {"queries": list(queries), **budget_info, "repeat": setup.repeat, "variants": rows}
+
+
+def cdr(setup: Setup, queries: Sequence[str], rounds: int, seed: int) -> dict:
+    """CDR against the other policies on the join-first variant (executor.hpp): every query's
+    join index (rows and dimension positions, lineorder's length, written on the device and read
+    operators later) next to base columns read once, all queries at once under a node budget below
+    the sum of their join-first peaks. `rounds` rounds, each policy once per round in a shuffled
+    order (seeded), so that drift over the session spreads over the policies."""
+    joined = Setup(**{**setup.__dict__, "variant": setup.variant + ("--join-first",)})
+    budget, budget_info = contended_budget(joined, queries)
+    order = random.Random(seed)
+    measured: dict[str, list[dict]] = {p: [] for p in POLICIES}
+    for _ in range(rounds):
+        for policy in order.sample(POLICIES, len(POLICIES)):
+            measured[policy].append(_contended(joined, queries, {"MQX_POLICY_REPLACEMENT": policy}, budget))
+    rows = []
+    for policy in POLICIES:
+        runs = measured[policy]
+
+        def stat(key: str, runs=runs) -> dict:
+            values = [run.get(key, 0) for run in runs]
+            return {"mean": statistics.mean(values), "min": min(values), "max": max(values), "values": values}
+
+        rows.append(
+            {
+                "policy": policy.upper(),
+                "makespan_s": stat("makespan_s"),
+                "bytes_moved": stat("bytes_moved"),
+                "bytes_to_device": stat("bytes_to_device"),
+                "bytes_written_back": stat("bytes_written_back"),
+                "bytes_dropped_clean": stat("bytes_dropped_clean"),
+                "evictions": stat("evictions"),
+                "cross_process_evictions": stat("cross_process_evictions"),
+                "gpu_fraction": fraction_summary([r for run in runs for r in run["runs"]]),
+                "rounds": [{k: v for k, v in run.items() if k != "runs"} for run in runs],
+            }
+        )
+    by_policy = {row["policy"]: row for row in rows}
+    comparison = {}
+    if "CDR" in by_policy and "LRU" in by_policy:
+        cdr_row, lru_row = by_policy["CDR"], by_policy["LRU"]
+        comparison = {
+            "cdr_speedup_over_lru": lru_row["makespan_s"]["mean"] / cdr_row["makespan_s"]["mean"],
+            "cdr_bytes_over_lru": cdr_row["bytes_moved"]["mean"] / lru_row["bytes_moved"]["mean"] if lru_row["bytes_moved"]["mean"] else None,
+            "cdr_written_back_over_lru": (
+                cdr_row["bytes_written_back"]["mean"] / lru_row["bytes_written_back"]["mean"] if lru_row["bytes_written_back"]["mean"] else None
+            ),
+        }
+    return {"queries": list(queries), "variant": "join-first", **budget_info, "rounds": rounds, "repeat": setup.repeat, "comparison": comparison, "policies": rows}
 
 
 def overhead(setup: Setup, queries: Sequence[str], pair_list: Sequence[tuple[str, str]], capacity: str) -> dict:
-    native = solo_native(setup, queries)
-    under = {q: statistics.mean(r.seconds for r in [solo_mqx(setup, [q], capacity)[q] for _ in range(setup.repeats)]) for q in queries}
+    native_runs: list = []
+    native = solo_native(setup, queries, native_runs)
+    mqx_runs = {q: [solo_mqx(setup, [q], capacity)[q] for _ in range(setup.repeats)] for q in queries}
+    under = {q: statistics.mean(r.seconds for r in runs) for q, runs in mqx_runs.items()}
     rows = [{"query": q, "native_s": native[q], "mqx_s": under[q], "ratio": under[q] / native[q]} for q in queries]
     pair_rows = []
     for a, b in pair_list:
@@ -252,7 +539,26 @@ def overhead(setup: Setup, queries: Sequence[str], pair_list: Sequence[tuple[str
         _check(results)
         mqx_pair = max(r.finished for r in results) - min(r.submitted for r in results)
         pair_rows.append({"pair": [a, b], "native_s": native_pair, "mqx_s": mqx_pair, "ratio": mqx_pair / native_pair})
-    return {"capacity": capacity, "queries": rows, "pairs": pair_rows}
+    runs = [_timing(r) for results in mqx_runs.values() for r in results]
+    return {
+        "capacity": capacity,
+        "repeat": setup.repeat,
+        "gpu_fraction": fraction_summary(runs),
+        "native_gpu_fraction": fraction_summary(native_runs),
+        "queries": rows,
+        "pairs": pair_rows,
+        "runs": runs,
+        "native_runs": native_runs,
+    }
+
+
+def sample_pairs(queries: Sequence[str], count: Optional[int], seed: int) -> list[tuple[str, str]]:
+    """All pairs of `queries`, or a seeded sample of `count` of them (in the order of all_pairs)."""
+    every = all_pairs(queries)
+    if count is None or count >= len(every):
+        return every
+    chosen = set(random.Random(seed).sample(range(len(every)), count))
+    return [pair for i, pair in enumerate(every) if i in chosen]
 
 
 def all_pairs(queries: Sequence[str]) -> list[tuple[str, str]]:

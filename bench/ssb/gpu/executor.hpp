@@ -30,9 +30,17 @@ struct QueryRun {
 
 // OperatorAtATime: the YDB-style plan of operators.hpp. Fused: the same
 // dimension builds, then the lineorder pass as one kernel (fused_star.hpp).
-enum class Variant { OperatorAtATime, Fused };
+// JoinFirst: late materialisation through a join index. Every lineorder row
+// is joined with every dimension before any predicate applies (hash tables
+// over all dimension rows carrying each row's position), the positions are
+// carried as intermediates of lineorder's length, and the predicates and
+// group attributes are applied afterwards by gathers through them. Its
+// intermediates are large, written on the device and read again operators
+// later, next to base columns read once: the workload where evicting clean
+// data before dirty data matters (docs/ssb.md, "CDR against LRU").
+enum class Variant { OperatorAtATime, Fused, JoinFirst };
 
-QueryRun runPlan(const QueryPlan &plan, ColumnCache &cache, QueryDevice &device,
+QueryRun runPlan(const QueryPlan& plan, ColumnCache& cache, QueryDevice& device,
                  Variant variant = Variant::OperatorAtATime);
 
 } // namespace mqx::ssb::gpu
