@@ -1,7 +1,8 @@
 // NodeDaemon: what mqxd is. It owns the node's segment and request queue,
 // registers clients (they claim records in the segment), reclaims the budget
 // of clients that died (docs/architecture.md decision 9: within one liveness
-// interval, 100 ms by default), and admits queries (decision 10, paper §5).
+// interval, 100 ms by default), and admits queries (decision 10, paper §5)
+// on the node's devices (node_admission.cpp).
 #pragma once
 
 #include <array>
@@ -25,6 +26,10 @@
 #include "trace/trace_recorder.hpp"
 
 namespace mqx::daemon {
+
+// The most a demand may be (daemon.capacity's own limit): a larger value in
+// a message is refused, never added up.
+inline constexpr std::uint64_t kMaxDemandBytes = std::uint64_t{1} << 50;
 
 // The segment is no longer a node state (someone wrote over it): mqxd
 // refuses it and exits (docs/hardening.md, "Faults and bad inputs tried").
