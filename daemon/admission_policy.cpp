@@ -6,6 +6,13 @@ std::uint64_t AdmissionPolicy::demandOf(const QueryDemand& query) const {
   return kind == AdmissionKind::Peak ? query.peak : query.weighted;
 }
 
+bool AdmissionPolicy::fits(std::size_t count, std::uint64_t used, const QueryDemand& query,
+                           std::uint64_t deviceCapacity) const {
+  if (kind == AdmissionKind::Fix) return count < fixN;
+  const std::uint64_t demand = demandOf(query);
+  return count == 0 || (used <= deviceCapacity && demand <= deviceCapacity - used);
+}
+
 std::vector<std::uint32_t> AdmissionPolicy::admit(const std::vector<QueryDemand>& running,
                                                   const std::vector<QueryDemand>& waiting) const {
   std::vector<std::uint32_t> admitted;
@@ -14,16 +21,9 @@ std::vector<std::uint32_t> AdmissionPolicy::admit(const std::vector<QueryDemand>
   for (const auto& query : running)
     used += demandOf(query);
   for (const auto& query : waiting) {
-    bool fits = false;
-    if (kind == AdmissionKind::Fix) {
-      fits = count < fixN;
-    } else {
-      const std::uint64_t demand = demandOf(query);
-      fits = count == 0 || (used <= capacity && demand <= capacity - used);
-      used += demand;
-    }
-    if (!fits) break; // FIFO: nobody overtakes the first postponed query
+    if (!fits(count, used, query, capacity)) break; // FIFO: nobody overtakes the first postponed query
     admitted.push_back(query.id);
+    used += demandOf(query);
     ++count;
   }
   return admitted;

@@ -21,6 +21,9 @@ struct QueryDemand {
   std::uint32_t id = 0;
   std::uint64_t weighted = 0;
   std::uint64_t peak = 0;
+  // The node device (DevicePlacement): a running query's, a waiting one's
+  // if it asked for one; ipc::kAnyDevice otherwise.
+  std::uint32_t device = 0xffffffffu;
 };
 
 struct AdmissionPolicy {
@@ -32,6 +35,9 @@ struct AdmissionPolicy {
   std::vector<std::uint32_t> admit(const std::vector<QueryDemand>& running,
                                    const std::vector<QueryDemand>& waiting) const;
   std::uint64_t demandOf(const QueryDemand& query) const;
+  // Whether `query` starts on a device of `deviceCapacity` where `count`
+  // queries of demands summing to `used` run (demandOf each).
+  bool fits(std::size_t count, std::uint64_t used, const QueryDemand& query, std::uint64_t deviceCapacity) const;
 };
 
 } // namespace mqx::daemon

@@ -27,7 +27,14 @@ unsigned toUnsigned(std::int64_t value) {
 
 } // namespace
 
-bool sameDevice(const DeviceAttributes& a, const DeviceAttributes& b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+bool sameDevice(const ipc::LaunchTuningFields& a, const ipc::LaunchTuningFields& b) {
+  return a.nodeDevice == b.nodeDevice && std::memcmp(&a.device, &b.device, sizeof a.device) == 0;
+}
+
+std::size_t LaunchService::pendingKernels(std::uint32_t nodeDevice) const {
+  return static_cast<std::size_t>(std::count_if(entries_.begin(), entries_.end(),
+                                                [&](const Entry& e) { return e.kernel.nodeDevice == nodeDevice; }));
+}
 
 KernelDemand LaunchService::demandOf(const ipc::LaunchTuningFields& kernel) {
   const DeviceLimits limits = DeviceLimits::fromAttributes(kernel.device);
@@ -78,10 +85,15 @@ LaunchService::Answer solveLast(const DeviceAttributes& device, const std::vecto
 
 LaunchService::Answer LaunchService::request(pid_t pid, std::uint64_t ticket, const ipc::LaunchTuningFields& kernel,
                                              Clock::time_point now) {
+  if (kernel.nodeDevice >= devices_) {
+    log(LogLevel::Warn, "mqxd: launch request of process {} names device {}, the node has {}: it keeps its parameters",
+        pid, kernel.nodeDevice, devices_);
+    return {};
+  }
   std::vector<KernelDemand> kernels;
   try {
     for (const Entry& entry : entries_)
-      if (sameDevice(entry.kernel.device, kernel.device)) kernels.push_back(demandOf(entry.kernel));
+      if (sameDevice(entry.kernel, kernel)) kernels.push_back(demandOf(entry.kernel));
     kernels.push_back(demandOf(kernel));
   } catch (const std::invalid_argument& error) {
     log(LogLevel::Warn, "mqxd: launch request of process {} refused ({}): it keeps its parameters", pid, error.what());

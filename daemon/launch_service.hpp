@@ -4,8 +4,11 @@
 // each new one with the block size and grid that the knapsack paper's
 // kernel-level optimizer (Algorithm 1) gives it together with the others;
 // when they do not all fit an SM, with those of its batch from the
-// batch-level optimizer (Algorithm 2). Kernels of a dead process, and kernels
-// whose completion was not reported within the lease, stop counting.
+// batch-level optimizer (Algorithm 2). Each of the node's devices is solved
+// apart: a request names its device (LaunchTuningFields::nodeDevice), and
+// only the kernels of that device compete for its SMs. Kernels of a dead
+// process, and kernels whose completion was not reported within the lease,
+// stop counting.
 #pragma once
 
 #include <sys/types.h>
@@ -32,7 +35,9 @@ public:
     unsigned kernelsSolved = 0;
   };
 
-  explicit LaunchService(std::chrono::milliseconds lease) : lease_(lease) {}
+  // `devices`: how many devices the node has (a request naming another is
+  // refused: it keeps its parameters).
+  LaunchService(std::chrono::milliseconds lease, std::uint32_t devices) : lease_(lease), devices_(devices) {}
 
   // Counts the kernel of (pid, ticket) as pending and answers it.
   Answer request(pid_t pid, std::uint64_t ticket, const ipc::LaunchTuningFields& kernel, Clock::time_point now);
@@ -45,6 +50,8 @@ public:
   std::optional<ipc::Message> handle(const ipc::Message& message);
 
   std::size_t pendingKernels() const { return entries_.size(); }
+  // Those of one node device.
+  std::size_t pendingKernels(std::uint32_t nodeDevice) const;
 
   // The demand the optimizer is given for a kernel: the threads its grid
   // launches, at most what it keeps resident alone at its own block size.
@@ -59,12 +66,13 @@ private:
   };
 
   std::chrono::milliseconds lease_;
+  std::uint32_t devices_;
   std::vector<Entry> entries_; // in arrival order
 };
 
-// Whether two requests come from the same kind of device (one node may hold
-// several; only kernels of one device compete for its SMs).
-bool sameDevice(const kernelopt::DeviceAttributes& a, const kernelopt::DeviceAttributes& b);
+// Whether two requests are for the same device: the same node device and
+// the same attributes (only kernels of one device compete for its SMs).
+bool sameDevice(const ipc::LaunchTuningFields& a, const ipc::LaunchTuningFields& b);
 
 // The parameters of the last kernel of `kernels` solved with the others:
 // Algorithm 1 when they all fit an SM, else the batch of the batch-level plan

@@ -37,9 +37,41 @@ void single(std::string& out, const char* name, const char* type, const char* he
   sample(out, name, value);
 }
 
+// The device a memory client draws on or a query runs on ("" for a query
+// not placed yet).
 std::string clientLabels(const ipc::ClientSnapshot& client) {
-  return fmt::format("slot=\"{}\",pid=\"{}\",state=\"{}\",name=\"{}\"", client.slot, client.pid,
-                     ipc::toString(client.state), escapeLabelValue(client.name));
+  return fmt::format("slot=\"{}\",pid=\"{}\",state=\"{}\",name=\"{}\",device=\"{}\"", client.slot, client.pid,
+                     ipc::toString(client.state), escapeLabelValue(client.name),
+                     escapeLabelValue(client.deviceIdentity));
+}
+
+std::string deviceLabels(const ipc::DeviceSnapshot& device) {
+  return fmt::format("device=\"{}\",index=\"{}\"", escapeLabelValue(device.identity), device.index);
+}
+
+// Each device's budget, use and queries (docs/daemon.md, "Several GPUs").
+void renderDevices(std::string& out, const NodeMetrics& metrics) {
+  const auto& devices = metrics.node.devices;
+  auto perDevice = [&](const char* name, const char* type, const char* help, auto value) {
+    family(out, name, type, help);
+    for (const ipc::DeviceSnapshot& device : devices)
+      sample(out, name, value(device), deviceLabels(device));
+  };
+  perDevice("mqx_device_capacity_bytes", "gauge", "A device's budget.",
+            [](const ipc::DeviceSnapshot& d) { return d.capacity; });
+  perDevice("mqx_device_used_bytes", "gauge", "Bytes the memory clients on a device hold.",
+            [](const ipc::DeviceSnapshot& d) { return d.usedBytes; });
+  perDevice("mqx_device_running_queries", "gauge", "Admitted queries running on a device.",
+            [](const ipc::DeviceSnapshot& d) { return std::uint64_t{d.runningQueries}; });
+  perDevice("mqx_device_running_weighted_demand_bytes", "gauge",
+            "Sum of the weighted demands of the queries running on a device.",
+            [](const ipc::DeviceSnapshot& d) { return d.runningWeightedDemand; });
+  perDevice("mqx_device_memory_clients", "gauge", "Memory clients drawing on a device.",
+            [](const ipc::DeviceSnapshot& d) { return std::uint64_t{d.memoryClients}; });
+  perDevice("mqx_device_queries_placed_total", "counter", "Queries mqxd admitted on a device.",
+            [&](const ipc::DeviceSnapshot& d) {
+              return d.index < metrics.queriesPlaced.size() ? metrics.queriesPlaced[d.index] : 0;
+            });
 }
 
 // One field of ClientActivity as a node-wide family and a per-client one
@@ -102,8 +134,9 @@ std::string escapeLabelValue(const std::string& text) {
 std::string renderMetrics(const NodeMetrics& metrics) {
   const ipc::NodeSnapshot& m = metrics.node;
   std::string out;
-  single(out, "mqx_node_capacity_bytes", "gauge", "The node's device budget.", m.capacity);
-  single(out, "mqx_node_used_bytes", "gauge", "Device bytes the node's processes hold.", m.usedBytes);
+  single(out, "mqx_node_capacity_bytes", "gauge", "The node's device budget (of every device together).", m.capacity);
+  single(out, "mqx_node_used_bytes", "gauge", "Device bytes the node's processes hold (on every device).", m.usedBytes);
+  renderDevices(out, metrics);
 
   std::uint64_t byState[4] = {};
   std::uint64_t runningWeighted = 0, waitingWeighted = 0;

@@ -27,6 +27,7 @@ namespace mqx::daemon {
 struct NodeMetrics {
   ipc::NodeSnapshot node;
   std::uint64_t queriesAdmitted = 0;
+  std::vector<std::uint64_t> queriesPlaced; // queries admitted on each device (node.devices' order), total
   std::uint64_t admissionPostponements = 0; // a waiting query found not to fit (once per query and pass that changed)
   std::uint64_t messagesRefused = 0;
   double uptimeSeconds = 0;

@@ -5,11 +5,16 @@
 // While it waits it says why on stderr, and it gives up after --timeout
 // (daemon.admission_timeout_s) with exit status 75 (docs/daemon.md). When
 // mqxd stops while the query waits (a restart or an upgrade), it waits for
-// the next mqxd, at most --daemon-restart-wait seconds, and asks it.
+// the next mqxd, at most --daemon-restart-wait seconds, and asks it. On a
+// node of several devices mqxd places the query on one (or it asks for one
+// with --device), and the query runs on it: CUDA_VISIBLE_DEVICES is its
+// GPU's UUID, MQX_SIM_DEVICE its simulated device (docs/daemon.md, "Several
+// GPUs").
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -43,6 +48,7 @@ void forwardSignal(int signal) {
 struct Options {
   std::string plan;
   std::string name;
+  std::string device; // --device: a GPU UUID, sim-<n> or a node index; "": mqxd places the query
   bool stats = false;
   bool allowNoDaemon = false;
   std::optional<unsigned> timeoutSeconds; // --timeout; else daemon.admission_timeout_s
@@ -51,12 +57,14 @@ struct Options {
 };
 
 void usage(FILE* out) {
-  std::fprintf(out, "usage: mqx-run [--plan FILE] [--name NAME] [--timeout SECONDS] [--daemon-restart-wait SECONDS] "
-                    "[--stats] [--allow-no-daemon] -- "
+  std::fprintf(out, "usage: mqx-run [--plan FILE] [--name NAME] [--device ID] [--timeout SECONDS] "
+                    "[--daemon-restart-wait SECONDS] [--stats] [--allow-no-daemon] -- "
                     "QUERY [ARGS...]\n"
                     "  --plan FILE        the query's operator plan (time and device memory per operator)\n"
                     "  --name NAME        the query's name (demand is learned per name); default: plan name or "
                     "QUERY's file name\n"
+                    "  --device ID        run on this device of the node (a GPU UUID, sim-N or the node's index N) "
+                    "instead of where mqxd places it (daemon.placement)\n"
                     "  --timeout SECONDS  give up waiting for admission after SECONDS (exit 75); 0: no limit; "
                     "default: daemon.admission_timeout_s\n"
                     "  --daemon-restart-wait SECONDS  when mqxd stops before admitting the query (a restart, "
@@ -76,6 +84,15 @@ bool parse(int argc, char** argv, Options* options) {
     }
     if ((arg == "--plan" || arg == "--name") && i + 1 < argc) {
       (arg == "--plan" ? options->plan : options->name) = argv[++i];
+    } else if (arg == "--device" && i + 1 < argc) {
+      const std::string text = argv[++i];
+      const bool printable = std::all_of(text.begin(), text.end(), [](unsigned char c) { return c > ' ' && c < 127; });
+      if (text.empty() || !printable || text.size() >= mqx::ipc::kDeviceIdentityBytes) {
+        std::fprintf(stderr, "mqx-run: --device wants a GPU UUID (GPU-...), sim-N or a device index, not '%s'\n",
+                     text.c_str());
+        return false;
+      }
+      options->device = text;
     } else if ((arg == "--timeout" || arg == "--daemon-restart-wait") && i + 1 < argc) {
       const std::string text = argv[++i];
       char* end = nullptr;
@@ -131,7 +148,15 @@ std::string findLibrary() {
   return {};
 }
 
-int runQuery(const Options& options, std::uint32_t querySlot) {
+// What the query's processes are told of the device it runs on: a GPU's
+// UUID as CUDA_VISIBLE_DEVICES (the CUDA runtime and driver then show that
+// GPU alone, as device 0), a simulated device as sim.device.
+void exportDevice(const std::string& identity) {
+  if (identity.starts_with("GPU-")) setenv("CUDA_VISIBLE_DEVICES", identity.c_str(), 1);
+  if (identity.starts_with("sim-")) setenv("MQX_SIM_DEVICE", identity.c_str(), 1);
+}
+
+int runQuery(const Options& options, std::uint32_t querySlot, const std::string& device = {}) {
   const std::string library = findLibrary();
   if (library.empty())
     mqx::log(mqx::LogLevel::Warn, "mqx-run: libmqx.so not found (set MQX_LIBRARY); running the query without it");
@@ -154,6 +179,7 @@ int runQuery(const Options& options, std::uint32_t querySlot) {
       setenv("LD_PRELOAD", preload.c_str(), 1);
     }
     if (querySlot != mqx::ipc::kNoSlot) setenv("MQX_QUERY_SLOT", std::to_string(querySlot).c_str(), 1);
+    exportDevice(device);
     execvp(options.command[0], options.command.data());
     std::fprintf(stderr, "mqx-run: cannot run '%s': %s\n", options.command[0], std::strerror(errno));
     _exit(127);
@@ -189,7 +215,8 @@ int main(int argc, char** argv) {
     if (options.name.empty()) options.name = std::filesystem::path(options.command[0]).filename().string();
 
     using mqx::ipc::AdmissionClient;
-    const auto nodeOptions = mqx::embedded::nodeOptions(config);
+    auto nodeOptions = mqx::embedded::nodeOptions(config);
+    nodeOptions.device = options.device;
     const auto admissionOptions = mqx::embedded::admissionOptions(config);
     auto client = AdmissionClient::connect(nodeOptions, admissionOptions, options.name);
     if (client == nullptr) {
@@ -198,7 +225,7 @@ int main(int argc, char** argv) {
                      config.daemonInstance.empty() ? "" : (" and instance " + config.daemonInstance).c_str());
         return kNoDaemonExit;
       }
-      return runQuery(options, mqx::ipc::kNoSlot);
+      return runQuery(options, mqx::ipc::kNoSlot, options.device); // alone: a device named by identity still holds
     }
     const auto start = std::chrono::steady_clock::now();
     // 0: no limit.
@@ -258,7 +285,11 @@ int main(int argc, char** argv) {
       }
     }
     const auto admitted = std::chrono::steady_clock::now();
-    const int status = runQuery(options, client->membership().slot());
+    const auto placed = client->placedDevice();
+    if (placed && placed->deviceCount > 1)
+      mqx::log(mqx::LogLevel::Info, "mqx-run: query '{}' runs on device {} {}", options.name, placed->index,
+               placed->identity);
+    const int status = runQuery(options, client->membership().slot(), placed ? placed->identity : std::string());
     const auto end = std::chrono::steady_clock::now();
     const std::uint64_t observedPeak = client->observedPeak();
     client->finishQuery();
@@ -266,11 +297,15 @@ int main(int argc, char** argv) {
       using Seconds = std::chrono::duration<double>;
       std::fprintf(stderr,
                    "mqx-run: query '%s': waited %.3f s for admission, ran %.3f s, peak device memory %llu MiB, "
-                   "exit %d\n",
+                   "exit %d%s\n",
                    options.name.c_str(), Seconds(admitted - start).count(), Seconds(end - admitted).count(),
-                   static_cast<unsigned long long>(observedPeak >> 20), status);
+                   static_cast<unsigned long long>(observedPeak >> 20), status,
+                   placed ? (", device " + placed->identity).c_str() : "");
     }
     return status;
+  } catch (const mqx::ipc::UnknownDevice& error) {
+    std::fprintf(stderr, "mqx-run: --device: %s\n", error.what());
+    return kUsageExit;
   } catch (const std::exception& error) {
     std::fprintf(stderr, "mqx-run: %s\n", error.what());
     return 1;

@@ -25,24 +25,50 @@ namespace {
 
 using namespace mqx::ipc;
 
-// The capacity (docs/daemon.md, "Capacity"), with what mqxd learned of the
-// device in its log.
-NodeCapacity capacityOf(const Config& config) {
-  const NodeCapacity capacity = nodeCapacity(config, [] {
+// The node's devices and their budgets (docs/daemon.md, "Capacity" and
+// "Several GPUs"), with what mqxd learned of each in its log.
+std::vector<DeviceEntry> devicesOf(const Config& config) {
+  std::size_t listed = 0;
+  const std::vector<NodeDevice> devices = nodeDevices(config, [&] {
     std::string why;
-    auto device = probeDeviceMemory(&why);
-    if (!device) {
-      log(LogLevel::Info, "mqxd: no GPU memory found ({})", why);
-    } else if (device->usedBytes > deviceReserveBytes(device->totalBytes)) {
-      log(LogLevel::Warn,
-          "mqxd: {} MiB of the device are in use already, more than the {} MiB reserve: the node budget may not "
-          "fit (set daemon.capacity)",
-          device->usedBytes >> 20, deviceReserveBytes(device->totalBytes) >> 20);
-    }
-    return device;
+    auto gpus = probeDevices(&why);
+    if (gpus.empty()) log(LogLevel::Info, "mqxd: no GPU memory found ({})", why);
+    listed = gpus.size();
+    for (const DeviceMemory& gpu : gpus)
+      if (gpu.usedBytes > deviceReserveBytes(gpu.totalBytes))
+        log(LogLevel::Warn,
+            "mqxd: {} MiB of the device {} are in use already, more than the {} MiB reserve: its budget may not "
+            "fit (set daemon.capacity)",
+            gpu.usedBytes >> 20, gpu.identity, deviceReserveBytes(gpu.totalBytes) >> 20);
+    return gpus;
   });
-  log(LogLevel::Info, "mqxd: node capacity {} MiB: {}", capacity.bytes >> 20, capacity.origin);
-  return capacity;
+  if (listed > devices.size())
+    log(LogLevel::Warn, "mqxd: {} GPUs listed, the node keeps the first {} (set CUDA_VISIBLE_DEVICES)", listed,
+        devices.size());
+  std::vector<DeviceEntry> entries;
+  for (const NodeDevice& device : devices) {
+    DeviceEntry entry;
+    std::snprintf(entry.identity, sizeof entry.identity, "%s", device.identity.c_str());
+    entry.capacity = device.capacity;
+    entries.push_back(entry);
+    log(LogLevel::Info, "mqxd: device {} {}: budget {} MiB: {}", entries.size() - 1, device.identity,
+        device.capacity >> 20, device.origin);
+  }
+  return entries;
+}
+
+AdmissionPolicy admissionPolicyOf(const Config& config) {
+  AdmissionPolicy policy;
+  policy.kind = config.admission;
+  policy.fixN = config.admissionFixN;
+  return policy;
+}
+
+std::vector<std::uint64_t> capacitiesOf(const std::vector<DeviceEntry>& devices) {
+  std::vector<std::uint64_t> capacities;
+  for (const DeviceEntry& device : devices)
+    capacities.push_back(device.capacity);
+  return capacities;
 }
 
 // The queues a client process of the node may have.
@@ -63,10 +89,6 @@ pid_t clientOfQueue(const IpcNames& names, const std::string& entry) {
   }
   return 0;
 }
-
-// The most a demand may be (daemon.capacity's own limit): a larger value in
-// a message is refused, never added up.
-constexpr std::uint64_t kMaxDemandBytes = std::uint64_t{1} << 50;
 
 bool demandsInRange(const Message& message) {
   return message.weightedDemand <= kMaxDemandBytes && message.peakDemand <= kMaxDemandBytes &&
@@ -91,15 +113,12 @@ std::string historyPath(const Config& config) {
 } // namespace
 
 NodeDaemon::NodeDaemon(const Config& config)
-    : config_(config), names_(IpcNames::forInstance(config.daemonInstance, getuid())),
-      capacity_(capacityOf(config).bytes), history_(historyPath(config)),
-      launches_(std::chrono::milliseconds(config.launchLeaseMilliseconds)),
+    : config_(config), names_(IpcNames::forInstance(config.daemonInstance, getuid())), devices_(devicesOf(config)),
+      placement_(admissionPolicyOf(config), config.placement, capacitiesOf(devices_)), history_(historyPath(config)),
+      launches_(std::chrono::milliseconds(config.launchLeaseMilliseconds), static_cast<std::uint32_t>(devices_.size())),
       rosterPath_("/dev/shm/" + names_.prefix + "-clients") {
-  policy_.kind = config.admission;
-  policy_.fixN = config.admissionFixN;
-  policy_.capacity = capacity_;
   const std::vector<pid_t> previous = previousClients(); // before create() removes a crashed mqxd's segment
-  segment_ = SharedSegment::create(names_, capacity_);
+  segment_ = SharedSegment::create(names_, devices_);
   requests_ = MessageQueue::create(names_.daemonQueue, 64);
   removeQueuesOfDead(previous);
   std::remove(rosterPath_.c_str());
@@ -108,9 +127,14 @@ NodeDaemon::NodeDaemon(const Config& config)
   metrics_ = std::make_unique<MetricsExporter>(config);
   if (metrics_->port() != 0) log(LogLevel::Info, "mqxd: metrics on http://127.0.0.1:{}/metrics", metrics_->port());
   mps_ = std::make_unique<MpsControl>(config);
-  log(LogLevel::Info, "mqxd: node {} ready: budget {} MiB, admission {}{}", names_.segment, capacity_ >> 20,
-      toString(config.admission),
-      config.admission == AdmissionKind::Fix ? fmt::format("-{}", config.admissionFixN) : "");
+  std::string devices;
+  for (std::size_t i = 0; i < devices_.size(); ++i)
+    devices += fmt::format("{}{} {} MiB", i == 0 ? "" : ", ", devices_[i].identity, devices_[i].capacity >> 20);
+  log(LogLevel::Info, "mqxd: node {} ready: budget {} MiB, admission {}{}; {} device{}: {}{}", names_.segment,
+      segment_->state().capacityOf() >> 20, toString(config.admission),
+      config.admission == AdmissionKind::Fix ? fmt::format("-{}", config.admissionFixN) : "", devices_.size(),
+      devices_.size() == 1 ? "" : "s", devices,
+      devices_.size() > 1 ? fmt::format(", placement {}", toString(config.placement)) : "");
 }
 
 NodeDaemon::~NodeDaemon() {
@@ -383,29 +407,6 @@ void NodeDaemon::handle(const Message& message) {
   }
 }
 
-// A waiting query that declares nothing: the demand learned from earlier runs
-// of the query (paper §5). Call with the node's lock held.
-void NodeDaemon::applyLearnedDemand(ClientRecord& record) {
-  if (record.weightedDemand != 0 || record.peakDemand != 0) return;
-  if (auto learned = history_.demandOf(record.name)) {
-    record.weightedDemand = record.peakDemand = *learned;
-    log(LogLevel::Info, "mqxd: query '{}' declares no demand; learned {} MiB", record.name, *learned >> 20);
-  }
-}
-
-// Call with the node's lock held.
-void NodeDaemon::setDemandFromProcesses(NodeState& node, std::uint32_t querySlot) {
-  std::uint64_t weighted = 0, peak = 0;
-  for (const ClientRecord& record : node.clients) {
-    if (record.state != ClientState::Memory || record.querySlot != querySlot) continue;
-    weighted += record.weightedDemand;
-    peak += record.peakDemand;
-  }
-  ClientRecord& query = node.clients[querySlot];
-  query.weightedDemand = std::min(weighted, kMaxDemandBytes);
-  query.peakDemand = std::min(std::max(peak, weighted), kMaxDemandBytes);
-}
-
 void NodeDaemon::reclaimDeadClients() {
   NodeState& node = segment_->state();
   std::vector<pid_t> dead;
@@ -433,41 +434,6 @@ void NodeDaemon::reclaimDeadClients() {
   }
 }
 
-std::array<std::uint64_t, kMaxClients> NodeDaemon::heldByQuery() {
-  // Call with the lock held. The bytes each query's processes hold now.
-  NodeState& node = segment_->state();
-  std::array<std::uint64_t, kMaxClients> held{};
-  for (const ClientRecord& record : node.clients)
-    if (record.state == ClientState::Memory && record.querySlot < kMaxClients)
-      held[record.querySlot] += record.budgetHeld;
-  return held;
-}
-
-void NodeDaemon::observeQueries() {
-  // What a running query's processes hold at most is learned for its next
-  // run (when it declared nothing).
-  NodeState& node = segment_->state();
-  RobustLock lock = lockNode();
-  const auto held = heldByQuery();
-  for (std::uint32_t i = 0; i < kMaxClients; ++i) {
-    ClientRecord& record = node.clients[i];
-    if (record.state != ClientState::Running) continue;
-    record.observedPeak = std::max(record.observedPeak, held[i]);
-    if (running_[i].pid == record.pid)
-      running_[i].observedPeak = std::max(running_[i].observedPeak, record.observedPeak);
-  }
-}
-
-void NodeDaemon::traceDecision(const char* decision, const ClientRecord& record, std::uint64_t runningWeighted) {
-  if (!trace_) return;
-  trace_->record(trace::instantEvent(decision, "admission", trace::kAdmissionTrack)
-                     .argument("weighted_demand", record.weightedDemand)
-                     .argument("peak_demand", record.peakDemand)
-                     .argument("running_weighted_demand", runningWeighted)
-                     .argument("capacity", capacity_)
-                     .withLabel(record.name));
-}
-
 void NodeDaemon::traceNode() {
   const NodeMetrics now = metrics();
   std::uint64_t waiting = 0, runningWeighted = 0;
@@ -488,6 +454,7 @@ NodeMetrics NodeDaemon::metrics() {
     result.node = snapshotOf(node);
   }
   result.queriesAdmitted = queriesAdmitted_;
+  result.queriesPlaced.assign(queriesPlaced_, queriesPlaced_ + devices_.size());
   result.admissionPostponements = postponements_;
   result.messagesRefused = messagesRefused_;
   result.uptimeSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
@@ -512,62 +479,6 @@ void NodeDaemon::refuse(const Message& message, const char* why) {
       refusalsNotLogged_ != 0 ? fmt::format(" ({} more refused in the last second, not logged)", refusalsNotLogged_)
                               : std::string());
   refusalsNotLogged_ = 0;
-}
-
-void NodeDaemon::admitPostponed() {
-  NodeState& node = segment_->state();
-  std::vector<std::pair<pid_t, std::uint32_t>> admitted;
-  {
-    RobustLock lock = lockNode();
-    std::vector<QueryDemand> running, waiting;
-    std::vector<std::uint64_t> arrival(kMaxClients);
-    // A running query's demand is updated as it runs: what it declared or,
-    // when more, what its processes hold right now (an undeclared query's
-    // demand is what it holds).
-    const auto held = heldByQuery();
-    for (std::uint32_t i = 0; i < kMaxClients; ++i) {
-      ClientRecord& record = node.clients[i];
-      if (record.state == ClientState::Running)
-        running.push_back({i, std::max(record.weightedDemand, held[i]), std::max(record.peakDemand, held[i])});
-      if (record.state == ClientState::Waiting && record.admissionRequested != 0) {
-        applyLearnedDemand(record);
-        waiting.push_back({i, record.weightedDemand, record.peakDemand});
-        arrival[i] = record.arrival;
-      }
-    }
-    if (waiting.empty()) return;
-    std::sort(waiting.begin(), waiting.end(),
-              [&](const QueryDemand& a, const QueryDemand& b) { return arrival[a.id] < arrival[b.id]; });
-    std::uint64_t runningWeighted = 0;
-    for (const QueryDemand& query : running)
-      runningWeighted += query.weighted;
-    const auto chosen = policy_.admit(running, waiting);
-    for (std::uint32_t id : chosen) {
-      ClientRecord& record = node.clients[id];
-      record.state = ClientState::Running;
-      admitted.emplace_back(record.pid, id);
-      ++queriesAdmitted_;
-      RunningQuery& query = running_[id];
-      query = RunningQuery{record.pid, 0, {}};
-      std::memcpy(query.name, record.name, sizeof query.name);
-      query.name[sizeof query.name - 1] = '\0';
-      log(LogLevel::Info, "mqxd: admitting query '{}' (pid {}, weighted demand {} MiB, peak {} MiB)", record.name,
-          record.pid, record.weightedDemand >> 20, record.peakDemand >> 20);
-      traceDecision("admitted", record, runningWeighted);
-    }
-    // A postponed query is counted (and traced) once per arrival, not on
-    // every pass of the loop.
-    for (const QueryDemand& query : waiting) {
-      if (std::find(chosen.begin(), chosen.end(), query.id) != chosen.end()) continue;
-      ClientRecord& record = node.clients[query.id];
-      if (postponedArrival_[query.id] == record.arrival) continue;
-      postponedArrival_[query.id] = record.arrival;
-      ++postponements_;
-      traceDecision("postponed", record, runningWeighted);
-    }
-  }
-  for (auto [pid, slot] : admitted)
-    sendTo(names_.replyQueue(pid), Message::of(MessageKind::Admitted, getpid(), slot));
 }
 
 } // namespace mqx::daemon

@@ -1,7 +1,8 @@
 // NodeDaemon: what mqxd is. It owns the node's segment and request queue,
 // registers clients (they claim records in the segment), reclaims the budget
 // of clients that died (docs/architecture.md decision 9: within one liveness
-// interval, 100 ms by default), and admits queries (decision 10, paper §5).
+// interval, 100 ms by default), and admits queries (decision 10, paper §5)
+// on the node's devices (node_admission.cpp).
 #pragma once
 
 #include <array>
@@ -15,6 +16,7 @@
 #include "admission_policy.hpp"
 #include "config/config.hpp"
 #include "demand_history.hpp"
+#include "device_placement.hpp"
 #include "ipc/ipc_names.hpp"
 #include "ipc/message_queue.hpp"
 #include "ipc/shared_segment.hpp"
@@ -24,6 +26,10 @@
 #include "trace/trace_recorder.hpp"
 
 namespace mqx::daemon {
+
+// The most a demand may be (daemon.capacity's own limit): a larger value in
+// a message is refused, never added up.
+inline constexpr std::uint64_t kMaxDemandBytes = std::uint64_t{1} << 50;
 
 // The segment is no longer a node state (someone wrote over it): mqxd
 // refuses it and exits (docs/hardening.md, "Faults and bad inputs tried").
@@ -45,7 +51,8 @@ public:
   // over.
   void run(const std::atomic<bool>& stop);
 
-  std::uint64_t capacity() const { return capacity_; }
+  // The node's devices as the segment lists them (docs/daemon.md, "Several GPUs").
+  const std::vector<ipc::DeviceEntry>& devices() const { return devices_; }
   const ipc::IpcNames& names() const { return names_; }
 
   // Acts on one message that passed validMessage(); nothing in it is trusted
@@ -76,6 +83,7 @@ private:
   void setDemandFromProcesses(ipc::NodeState& node, std::uint32_t querySlot);
   void applyLearnedDemand(ipc::ClientRecord& record);
   void observeQueries();
+  // The bytes each query's processes hold now on the device it runs on.
   std::array<std::uint64_t, ipc::kMaxClients> heldByQuery();
   void admitPostponed();
   // A message that is not from the registered client of the record it
@@ -83,12 +91,13 @@ private:
   // one line a second, with the count of those not logged).
   void refuse(const ipc::Message& message, const char* why);
   void traceNode(); // counter samples of the node (tracing on)
-  void traceDecision(const char* decision, const ipc::ClientRecord& record, std::uint64_t runningWeighted);
+  void traceDecision(const char* decision, const ipc::ClientRecord& record, std::uint64_t runningWeighted,
+                     std::uint32_t device);
 
   Config config_;
   ipc::IpcNames names_;
-  std::uint64_t capacity_ = 0;
-  AdmissionPolicy policy_;
+  std::vector<ipc::DeviceEntry> devices_;
+  DevicePlacement placement_;
   DemandHistory history_;
   std::unique_ptr<ipc::SharedSegment> segment_;
   std::unique_ptr<ipc::MessageQueue> requests_;
@@ -99,6 +108,7 @@ private:
   std::unique_ptr<MetricsExporter> metrics_;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::uint64_t queriesAdmitted_ = 0;
+  std::uint64_t queriesPlaced_[ipc::kMaxDevices] = {}; // admitted on each device, total
   std::uint64_t postponements_ = 0;
   std::uint64_t postponedArrival_[ipc::kMaxClients] = {}; // the arrival last traced as postponed, per slot
   std::uint64_t messagesRefused_ = 0;

@@ -238,6 +238,12 @@ const Choices<MpsMode>& choicesOf(MpsMode) {
   return choices;
 }
 
+const Choices<PlacementKind>& choicesOf(PlacementKind) {
+  static const Choices<PlacementKind> choices = {{"demand", PlacementKind::Demand},
+                                                 {"round-robin", PlacementKind::RoundRobin}};
+  return choices;
+}
+
 const Choices<LogLevel>& choicesOf(LogLevel) {
   static const Choices<LogLevel> choices = {{"error", LogLevel::Error},
                                             {"warn", LogLevel::Warn},
@@ -323,6 +329,16 @@ void requireInstanceName(const std::string& instance, const std::string& key) {
   if (!safe || instance.size() > 64) fail(key, "letters, digits, '-' and '_' only, at most 64");
 }
 
+// sim.device: "" (the node's first device), a simulated device's name
+// sim-<n> or its index <n>, n below sim.devices' limit of 8. Whether the node
+// has that device is NodeMembership's check when the process joins.
+void requireSimDeviceName(const std::string& device, const std::string& key) {
+  if (device.empty()) return;
+  const std::string digits = device.starts_with("sim-") ? device.substr(4) : device;
+  if (digits.size() != 1 || digits[0] < '0' || digits[0] > '7')
+    fail(key, "expected sim-<n> or <n> with n from 0 to 7, or \"\", got '" + device + "'");
+}
+
 // Every key, in one table: the TOML parser, the environment and configValues
 // all use it.
 const std::map<std::string, KeyHandler>& keyTable() {
@@ -349,9 +365,12 @@ const std::map<std::string, KeyHandler>& keyTable() {
       {"sim.copy_bandwidth_gbps", doubleKey(&Config::simCopyBandwidthGBps, 0.001, 1e5)},
       {"sim.device_bandwidth_gbps", doubleKey(&Config::simDeviceBandwidthGBps, 0.001, 1e6)},
       {"sim.realtime", boolKey(&Config::simRealtime)},
+      {"sim.devices", integerKey(&Config::simDevices, 1, 8)},
+      {"sim.device", stringKey(&Config::simDevice, requireSimDeviceName)},
       {"daemon.instance", stringKey(&Config::daemonInstance, requireInstanceName)},
       {"daemon.capacity", sizeKey(&Config::daemonCapacity, 0, std::size_t{1} << 50)},
       {"daemon.admission", choiceKey(&Config::admission)},
+      {"daemon.placement", choiceKey(&Config::placement)},
       {"daemon.fix_n", integerKey(&Config::admissionFixN, 1, 64)},
       {"daemon.liveness_interval_ms", integerKey(&Config::livenessIntervalMilliseconds, 10, 1000)},
       {"daemon.eviction_timeout_ms", integerKey(&Config::evictionTimeoutMilliseconds, 10, 600'000)},
@@ -548,6 +567,8 @@ std::string toString(ReplacementKind kind) { return choiceName(kind); }
 std::string toString(AdmissionKind kind) { return choiceName(kind); }
 
 std::string toString(MpsMode mode) { return choiceName(mode); }
+
+std::string toString(PlacementKind kind) { return choiceName(kind); }
 
 std::map<std::string, ConfigValue> configValues(const Config& config) {
   std::map<std::string, ConfigValue> values;

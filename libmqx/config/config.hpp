@@ -44,11 +44,14 @@ struct Config {
   double simCopyBandwidthGBps = 25.0;
   double simDeviceBandwidthGBps = 1000.0;
   bool simRealtime = false;
+  unsigned simDevices = 1; // mqxd: the node's simulated devices sim-0 .. sim-<n-1>, each of sim.capacity
+  std::string simDevice;   // a sim process: the node device it draws on ("": the node's first)
   // [daemon] (mqxd, mqx-run and the processes of a node: docs/daemon.md)
   std::string daemonInstance;     // suffix of the node's IPC names
-  std::size_t daemonCapacity = 0; // node budget; 0: memory.device_memory_limit, else sim.capacity
+  std::size_t daemonCapacity = 0; // each device's budget; 0: memory.device_memory_limit, else by device
   AdmissionKind admission = AdmissionKind::Weight;
-  unsigned admissionFixN = 2; // FIX-n: at most n queries at once
+  PlacementKind placement = PlacementKind::Demand; // which device a query runs on
+  unsigned admissionFixN = 2;                      // FIX-n: at most n queries at once
   unsigned livenessIntervalMilliseconds = 100;
   unsigned evictionTimeoutMilliseconds = 2000;
   unsigned demandReportIntervalMilliseconds = 100; // a query's observed demand goes to mqxd at most this often

@@ -14,10 +14,14 @@ enum class ReferenceDetection { Auto, Advice, Scan, All };
 enum class BackendKind { Auto, Cuda, Sim };
 enum class AdmissionKind { Weight, Peak, Fix };
 enum class MpsMode { Off, Detect, Manage };
+// How mqxd places a query on one of the node's devices (docs/daemon.md,
+// "Several GPUs").
+enum class PlacementKind { Demand, RoundRobin };
 
 // The lower-case names of the configuration file ("cdr", "weight", ...).
 std::string toString(ReplacementKind kind);
 std::string toString(AdmissionKind kind);
 std::string toString(MpsMode mode);
+std::string toString(PlacementKind kind);
 
 } // namespace mqx

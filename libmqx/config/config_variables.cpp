@@ -55,6 +55,17 @@ const std::set<std::string>& otherVariables() {
       "MQX_PEERS_PYTHON",            // tools/gpu-peers
       "MQX_PEERS_STEPS",             // tools/gpu-peers
       "MQX_PEERS_TIMEOUT",           // tools/gpu-peers
+      "MQX_REGIME_CAPACITY",         // bench/ssb/experiments/run-gpu-regime
+      "MQX_REGIME_CDR_FRACTION",     // bench/ssb/experiments/run-gpu-regime
+      "MQX_REGIME_CDR_QUERIES",      // bench/ssb/experiments/run-gpu-regime
+      "MQX_REGIME_CDR_REPEAT",       // bench/ssb/experiments/run-gpu-regime
+      "MQX_REGIME_DATA",             // bench/ssb/experiments/run-gpu-regime
+      "MQX_REGIME_OPEN_COUNT",       // bench/ssb/experiments/run-gpu-regime
+      "MQX_REGIME_OPEN_QUERIES",     // bench/ssb/experiments/run-gpu-regime
+      "MQX_REGIME_OPEN_RATE",        // bench/ssb/experiments/run-gpu-regime
+      "MQX_REGIME_PAIRS",            // bench/ssb/experiments/run-gpu-regime
+      "MQX_REGIME_REPEAT",           // bench/ssb/experiments/run-gpu-regime
+      "MQX_REGIME_SF",               // bench/ssb/experiments/run-gpu-regime
   };
   return names;
 }

@@ -24,6 +24,9 @@ struct TuningRequest {
   int ownThreadsPerBlock = 0;   // the block size the application asked for
   std::uint64_t threads = 0;    // the threads the application's grid launches
   kernelopt::DeviceAttributes device;
+  // The node device (NodeMembership::device()) the kernel runs on: mqxd's
+  // launch service solves each device's kernels apart.
+  std::uint32_t nodeDevice = 0;
 };
 
 // The optimizer's answer: a one-dimensional grid and block.

@@ -42,6 +42,12 @@ ipc::NodeOptions nodeOptions(const Config& config) {
   return options;
 }
 
+ipc::NodeOptions simNodeOptions(const Config& config) {
+  ipc::NodeOptions options = nodeOptions(config);
+  options.device = config.simDevice;
+  return options;
+}
+
 ipc::AdmissionOptions admissionOptions(const Config& config) {
   ipc::AdmissionOptions options;
   options.admission = config.admission;

@@ -20,8 +20,15 @@ ManagerOptions managerOptions(const Config& config);
 // The [sim] section: capacity, granularity, bandwidths, realtime.
 device::SimBackendOptions simBackendOptions(const Config& config);
 
-// daemon.instance and daemon.eviction_timeout_ms: which node to join.
+// daemon.instance and daemon.eviction_timeout_ms: which node to join (its
+// device left to the caller: "" is the node's first, or mqxd's placement
+// for a query).
 ipc::NodeOptions nodeOptions(const Config& config);
+
+// A process on the simulated device: nodeOptions and sim.device, the node
+// device it draws on (mqx-run sets MQX_SIM_DEVICE to the one mqxd placed the
+// query on; docs/daemon.md, "Several GPUs").
+ipc::NodeOptions simNodeOptions(const Config& config);
 
 // daemon.admission, daemon.admission_fix_n and
 // daemon.demand_report_interval_ms.

@@ -10,7 +10,7 @@ namespace mqx::embedded {
 
 SimDevice::SimDevice(const Config& config, const std::string& clientName, bool joinNode) : config_(config) {
   if (joinNode)
-    membership_ = ipc::NodeMembership::connect(nodeOptions(config_), ipc::NodeMembership::Role::Memory, clientName);
+    membership_ = ipc::NodeMembership::connect(simNodeOptions(config_), ipc::NodeMembership::Role::Memory, clientName);
   backend_ = std::make_unique<device::SimBackend>(simBackendOptions(config_));
   // As libmqx.so's runtime: the node's budget, its eviction requests served
   // (the region global victim selection names first), the activity published.
@@ -31,5 +31,9 @@ SimDevice::~SimDevice() {
 }
 
 MemoryManager& SimDevice::manager() { return manager_->manager(); }
+
+std::string SimDevice::nodeDevice() const {
+  return membership_ ? membership_->node().identityOf(membership_->device()) : std::string();
+}
 
 } // namespace mqx::embedded

@@ -38,9 +38,11 @@ class SimDevice {
 public:
   // Joins mqxd's node (as a memory client named `clientName`) when a daemon
   // runs for this user and daemon.instance and `joinNode` is set; the device
-  // budget is then the node's, shared with the other processes. Otherwise the
+  // budget is then that of the node device sim.device names (the node's
+  // first when ""), shared with the other processes on it. Otherwise the
   // process works alone with memory.device_memory_limit (or sim.capacity).
-  // Throws std::runtime_error when the node refuses the process.
+  // Throws std::runtime_error when the node refuses the process (full, or no
+  // such device: ipc::UnknownDevice).
   SimDevice(const Config& config, const std::string& clientName, bool joinNode = true);
   ~SimDevice();
   SimDevice(const SimDevice&) = delete;
@@ -51,6 +53,8 @@ public:
   const Config& config() const { return config_; }
   // Whether the device budget is the node's (a daemon runs and was joined).
   bool onNode() const { return membership_ != nullptr; }
+  // The node device it draws on ("sim-1"), "" when alone.
+  std::string nodeDevice() const;
 
 private:
   Config config_;

@@ -154,6 +154,21 @@ std::uint64_t AdmissionClient::observedPeak() {
   return member.node().clients[member.slot()].observedPeak;
 }
 
+std::optional<AdmissionClient::PlacedDevice> AdmissionClient::placedDevice() {
+  NodeMembership& member = *membership_;
+  if (member.slot() == kNoSlot) return std::nullopt;
+  NodeState& node = member.node();
+  std::uint32_t device = kAnyDevice;
+  {
+    RobustLock lock(node.lock);
+    const ClientRecord& record = node.clients[member.slot()];
+    if (record.pid != getpid() || record.state != ClientState::Running) return std::nullopt;
+    device = record.device;
+  }
+  if (device >= node.deviceCount || device >= kMaxDevices) return std::nullopt;
+  return PlacedDevice{device, node.identityOf(device), node.deviceCount};
+}
+
 void AdmissionClient::finishQuery() {
   NodeMembership& member = *membership_;
   if (member.slot() == kNoSlot || !member.inJoiningProcess()) return;

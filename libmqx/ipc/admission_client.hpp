@@ -88,6 +88,16 @@ public:
   std::string admissionWaitReason();
   // Query role: the most device bytes the query's processes held at once.
   std::uint64_t observedPeak();
+  // Query role, once admitted: the node device mqxd placed the query on (or
+  // the one it asked for: NodeOptions::device), which the query's processes
+  // are to use (docs/daemon.md, "Several GPUs"). nullopt before admission or
+  // when the record is no longer this process's.
+  struct PlacedDevice {
+    std::uint32_t index = 0;
+    std::string identity;          // a GPU's UUID or "sim-<n>"
+    std::uint32_t deviceCount = 0; // the node's
+  };
+  std::optional<PlacedDevice> placedDevice();
   // Reports the end of the query (with observedPeak, for learned demand) and
   // frees its record.
   void finishQuery();

@@ -54,6 +54,7 @@ std::optional<device::TunedLaunch> LaunchTuningClient::tune(const device::Tuning
   fields.maxThreadsPerBlock = static_cast<std::uint32_t>(request.maxThreadsPerBlock);
   fields.ownThreadsPerBlock = static_cast<std::uint32_t>(request.ownThreadsPerBlock);
   fields.device = request.device;
+  fields.nodeDevice = request.nodeDevice;
   if (!sendTo(names_.daemonQueue, message)) {
     log(LogLevel::Debug, "no launch service (mqxd gone or busy): '{}' keeps its parameters", request.kernelName);
     return std::nullopt;

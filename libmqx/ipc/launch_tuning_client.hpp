@@ -48,4 +48,25 @@ private:
   bool left_ = false;
 };
 
+// The launch tuner of one node device (docs/daemon.md, "Several GPUs"):
+// the process's LaunchTuningClient, with every request naming `nodeDevice`
+// (NodeMembership::device() of the device's membership), so that mqxd's
+// launch service solves the kernels of each device apart. One per device
+// of a process; they share the client and its reply queue.
+class NodeDeviceLaunchTuner final : public device::LaunchTuner {
+public:
+  NodeDeviceLaunchTuner(std::shared_ptr<device::LaunchTuner> client, std::uint32_t nodeDevice)
+      : client_(std::move(client)), nodeDevice_(nodeDevice) {}
+  std::optional<device::TunedLaunch> tune(const device::TuningRequest& request, std::uint64_t* ticket) override {
+    device::TuningRequest onDevice = request;
+    onDevice.nodeDevice = nodeDevice_;
+    return client_->tune(onDevice, ticket);
+  }
+  void finished(std::uint64_t ticket) override { client_->finished(ticket); }
+
+private:
+  std::shared_ptr<device::LaunchTuner> client_;
+  std::uint32_t nodeDevice_;
+};
+
 } // namespace mqx::ipc

@@ -16,7 +16,7 @@
 namespace mqx::ipc {
 
 inline constexpr std::uint32_t kMessageMagic = 0x6d71786d; // "mqxm"
-inline constexpr std::uint16_t kMessageVersion = 1;
+inline constexpr std::uint16_t kMessageVersion = 2;        // 2: LaunchTuningFields::nodeDevice
 
 enum class MessageKind : std::uint16_t {
   // To mqxd.
@@ -43,6 +43,7 @@ struct LaunchTuningFields {
   std::uint32_t maxThreadsPerBlock = 0;   // request: the kernel's own limit
   std::uint32_t ownThreadsPerBlock = 0;   // request: the block size it asked for
   kernelopt::DeviceAttributes device{};   // request
+  std::uint32_t nodeDevice = 0;           // request: the node device (index) it runs on; only kernels of one compete
   std::uint32_t threadsPerBlock = 0;      // reply; 0: keep the launch's own parameters
   std::uint32_t gridBlocks = 0;           // reply
   std::uint32_t kernelsSolved = 0;        // reply: kernels solved together (this one included)

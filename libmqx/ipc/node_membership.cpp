@@ -28,15 +28,19 @@ std::uint32_t querySlotFromEnvironment(NodeState& node) {
 
 // Why an eviction request must be refused, or null when it may be served:
 // it must come from a live memory client of this node (the pid registered in
-// the record its slot names), name a region this process published (or
-// none), and ask for no more than the node has. Call with the node lock held.
+// the record its slot names) on this process's device (budgets of different
+// devices are apart: freeing memory here gives the sender nothing), name a
+// region this process published (or none), and ask for no more than the
+// device has. Call with the node lock held.
 constexpr const char* kNotAMember = "not from the registered memory client of the slot it names";
 
 const char* evictRequestRefusal(const NodeState& node, std::uint32_t ownSlot, const Message& request) {
   if (request.slot >= kMaxClients || request.slot == ownSlot) return kNotAMember;
   const ClientRecord& sender = node.clients[request.slot];
   if (sender.state != ClientState::Memory || sender.pid != request.pid) return kNotAMember;
-  if (request.bytes > node.capacity) return "asks for more bytes than the node has";
+  const std::uint32_t device = node.clients[ownSlot].device;
+  if (sender.device != device) return "from a memory client of another device";
+  if (request.bytes > node.capacityOf(device)) return "asks for more bytes than the device has";
   if (request.region == 0) return nullptr;
   RegionSummary summary;
   for (const PublishedRegion& entry : node.published[ownSlot].entries)
@@ -72,14 +76,29 @@ std::shared_ptr<NodeMembership> NodeMembership::connect(const NodeOptions& optio
     return nullptr;
   }
   if (!member->daemonAlive()) return nullptr;
+  // The device first: a process that names none the node has is refused
+  // before anything of it is on the node.
+  const NodeState& node = member->node();
+  if (role == Role::Query && options.device.empty()) {
+    member->device_ = kAnyDevice; // mqxd places it
+  } else if (const auto device = findDevice(node, options.device)) {
+    member->device_ = *device;
+  } else {
+    throw UnknownDevice(
+        fmt::format("mqx: the node has no device '{}' (its devices: {})", options.device, listDevices(node)));
+  }
   const pid_t self = getpid();
   // Queues first: a record is visible to others only once it can be reached.
   member->replies_ = MessageQueue::create(member->names_.replyQueue(self));
   if (role == Role::Memory) member->evictions_ = MessageQueue::create(member->names_.evictQueue(self));
   if (!member->claimRecord(name)) throw std::runtime_error("mqx: the node has no free client record (64 in use)");
   if (role == Role::Memory) member->server_ = std::thread([raw = member.get()] { raw->serveEvictions(); });
-  log(LogLevel::Info, "joined node {} as client {} (budget {} MiB)", member->names_.segment, member->slot_,
-      member->node().capacity >> 20);
+  if (member->device_ == kAnyDevice)
+    log(LogLevel::Info, "joined node {} as client {} (devices: {})", member->names_.segment, member->slot_,
+        listDevices(node));
+  else
+    log(LogLevel::Info, "joined node {} as client {} on device {} {} (budget {} MiB)", member->names_.segment,
+        member->slot_, member->device_, node.identityOf(member->device_), node.capacityOf(member->device_) >> 20);
   return member;
 }
 
@@ -98,6 +117,7 @@ bool NodeMembership::claimRecord(const std::string& name) {
     record.querySlot = role_ == Role::Memory ? querySlotFromEnvironment(node) : kNoSlot;
     record.blockedOnMemory = 0;
     record.admissionRequested = 0;
+    record.device = device_;
     record.activity = ClientActivity{};
     node.published[i].clear();
     record.arrival = node.nextArrival++;
@@ -233,7 +253,8 @@ bool NodeMembership::mustYield() {
     RobustLock lock(node().lock);
     const std::uint64_t mine = node().clients[slot_].arrival;
     for (const ClientRecord& record : node().clients)
-      if (record.state == ClientState::Memory && record.blockedOnMemory != 0 && record.arrival < mine)
+      if (record.state == ClientState::Memory && record.device == device_ && record.blockedOnMemory != 0 &&
+          record.arrival < mine)
         older.push_back(record.pid);
   }
   return std::any_of(older.begin(), older.end(), processAlive);
@@ -265,7 +286,7 @@ std::size_t NodeMembership::requestEvictionOf(std::uint32_t ownerSlot, std::uint
   {
     RobustLock lock(node().lock);
     const ClientRecord& record = node().clients[ownerSlot];
-    if (record.state != ClientState::Memory) return 0;
+    if (record.state != ClientState::Memory || record.device != device_) return 0;
     owner = record.pid;
   }
   if (!processAlive(owner)) return 0;
@@ -308,9 +329,10 @@ PeerReclaim NodeMembership::requestEviction(std::size_t bytes) {
       RobustLock lock(node().lock);
       // Freed meanwhile (another process released, or the daemon reclaimed
       // a dead one's bytes): retry the budget.
-      if (node().usedBytes() + bytes <= node().capacity) return PeerReclaim::Freed;
+      if (node().usedBytes(device_) + bytes <= node().capacityOf(device_)) return PeerReclaim::Freed;
       for (const ClientRecord& record : node().clients)
-        if (record.state == ClientState::Memory && record.pid != self && record.budgetHeld > 0)
+        if (record.state == ClientState::Memory && record.device == device_ && record.pid != self &&
+            record.budgetHeld > 0)
           owners.emplace_back(record.budgetHeld, record.pid);
     }
     // An older client waits too: this one gives way (the caller releases
@@ -360,7 +382,10 @@ std::uint64_t NodeMembership::progress() {
   mix(state.deadClients);
   for (std::uint32_t i = 0; i < kMaxClients; ++i) {
     const ClientRecord& record = state.clients[i];
+    // Clients of other devices hold none of this budget; queries (no
+    // device until placed) count, their admission is progress.
     if (i == slot_ || record.state == ClientState::Free) continue;
+    if (record.state == ClientState::Memory && record.device != device_) continue;
     mix(i);
     mix(static_cast<std::uint64_t>(record.pid));
     mix(static_cast<std::uint64_t>(record.state));
@@ -382,22 +407,25 @@ std::string NodeMembership::describeNode() {
     std::string name;
   };
   std::vector<Other> others;
-  std::uint64_t capacity = 0, used = 0;
+  std::uint64_t capacity = node().capacityOf(device_), used = 0;
   {
     RobustLock lock(node().lock);
-    capacity = node().capacity;
-    used = node().usedBytes();
+    used = node().usedBytes(device_);
     const std::uint64_t mine = slot_ != kNoSlot ? node().clients[slot_].arrival : 0;
     for (std::uint32_t i = 0; i < kMaxClients; ++i) {
       const ClientRecord& record = node().clients[i];
-      if (i == slot_ || record.state != ClientState::Memory) continue;
+      if (i == slot_ || record.state != ClientState::Memory || record.device != device_) continue;
       if (record.budgetHeld == 0 && record.blockedOnMemory == 0) continue;
       others.push_back({record.budgetHeld, record.pid, record.blockedOnMemory != 0, record.arrival < mine,
                         std::string(record.name, strnlen(record.name, sizeof record.name))});
     }
   }
   std::sort(others.begin(), others.end(), [](const Other& a, const Other& b) { return a.held > b.held; });
-  std::string text = fmt::format("node {} of {} MiB used", used >> 20, capacity >> 20);
+  // A node of one device reads as before devices were counted.
+  std::string text = node().deviceCount == 1
+                         ? fmt::format("node {} of {} MiB used", used >> 20, capacity >> 20)
+                         : fmt::format("device {} ({} of the node's {}) {} of {} MiB used", node().identityOf(device_),
+                                       device_, node().deviceCount, used >> 20, capacity >> 20);
   constexpr std::size_t kShown = 6;
   for (std::size_t i = 0; i < others.size() && i < kShown; ++i) {
     const Other& other = others[i];

@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -32,13 +33,21 @@
 
 namespace mqx::ipc {
 
+// NodeMembership::connect's refusal of a device the node does not have: one
+// line naming it and listing the node's devices.
+struct UnknownDevice : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // Which node to join and how long its members wait for each other
 // (daemon.* in configs/default.toml, whose defaults these are).
 struct NodeOptions {
   std::string instance;                        // daemon.instance: the node's IPC names
   unsigned evictionTimeoutMilliseconds = 2000; // daemon.eviction_timeout_ms
-  // The node device a memory client draws on: "" for the node's first, a
-  // GPU UUID ("GPU-..."), a simulated device ("sim-N") or a node index.
+  // Which of the node's devices (docs/daemon.md, "Several GPUs"): a GPU's
+  // UUID ("GPU-..."), a simulated device's name ("sim-<n>") or the device's
+  // decimal index on the node. "": a memory client draws on the node's first
+  // device; a query is placed by mqxd when it is admitted.
   std::string device;
 };
 
@@ -56,7 +65,8 @@ public:
   using ActivitySource = std::function<std::optional<ClientActivity>()>;
 
   // Null when no daemon runs for this user and instance (then the process
-  // works alone). Throws std::runtime_error when the node is full.
+  // works alone). Throws std::runtime_error when the node is full or has no
+  // device options.device (the message names it and lists the node's).
   static std::shared_ptr<NodeMembership> connect(const NodeOptions& options, Role role, const std::string& name = {});
   ~NodeMembership();
   NodeMembership(const NodeMembership&) = delete;
@@ -73,6 +83,10 @@ public:
 
   Role role() const { return role_; }
   std::uint32_t slot() const { return slot_; }
+  // The node device this membership's record is on: a memory client's, the
+  // one it draws on; a query's, the one it asked for, or kAnyDevice (mqxd
+  // places it: AdmissionClient::placedDevice).
+  std::uint32_t device() const { return device_; }
   NodeState& node() { return segment_->state(); }
   const IpcNames& names() const { return names_; }
   bool daemonAlive();
@@ -93,7 +107,8 @@ public:
   // leaves.
   void setActivitySource(ActivitySource source);
 
-  // Memory role, asking the others. Asks other memory clients, largest
+  // Memory role, asking the others. Asks other memory clients of this
+  // device (never those of another: their budgets are apart), largest
   // holder first, to free `bytes`, again and again while the node makes
   // progress (docs/daemon.md, "Queue or evict, never abort"): Freed when some
   // bytes were freed (or the node has room); MustYield at once when an older
@@ -103,14 +118,15 @@ public:
   PeerReclaim requestEviction(std::size_t bytes);
   // A fingerprint of the other clients' progress (PeerRegions::progress).
   std::uint64_t progress();
-  // The other clients that hold budget or wait for memory, largest first,
-  // in one line.
+  // The device's use and the other clients on it that hold budget or wait
+  // for memory, largest first, in one line.
   std::string describeNode();
   // Asks the client in `ownerSlot` to evict `region` (or its best
   // alternative) for `bytes`; waits for its acknowledgement at most
   // daemon.eviction_timeout_ms. The bytes it freed.
   std::size_t requestEvictionOf(std::uint32_t ownerSlot, std::uint64_t region, std::size_t bytes);
-  // Whether another live memory client of older arrival waits for memory.
+  // Whether another live memory client of this device, of older arrival,
+  // waits for memory.
   bool mustYield();
 
 private:
@@ -132,6 +148,7 @@ private:
   IpcNames names_;
   std::unique_ptr<SharedSegment> segment_;
   std::uint32_t slot_ = kNoSlot;
+  std::uint32_t device_ = kAnyDevice;
   std::unique_ptr<MessageQueue> replies_;
   std::unique_ptr<MessageQueue> evictions_;
   std::thread server_;

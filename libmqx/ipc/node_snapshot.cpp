@@ -20,8 +20,10 @@ const char* toString(ClientState state) {
 NodeSnapshot snapshotOf(const NodeState& node) {
   NodeSnapshot snapshot;
   snapshot.daemonPid = node.daemonPid;
-  snapshot.capacity = node.capacity;
+  snapshot.capacity = node.capacityOf();
   snapshot.usedBytes = node.usedBytes();
+  for (std::uint32_t i = 0; i < std::min(node.deviceCount, kMaxDevices); ++i)
+    snapshot.devices.push_back({i, node.identityOf(i), node.capacityOf(i), node.usedBytes(i)});
   snapshot.reclaimedBytes = node.reclaimedBytes;
   snapshot.deadClients = node.deadClients;
   snapshot.evictionRequestsServed = node.evictionRequestsServed;
@@ -44,6 +46,17 @@ NodeSnapshot snapshotOf(const NodeState& node) {
     client.querySlot = record.querySlot < kMaxClients ? record.querySlot : kNoSlot;
     client.blockedOnMemory = record.blockedOnMemory != 0;
     client.activity = record.activity;
+    if (record.device < snapshot.devices.size()) {
+      client.device = record.device;
+      client.deviceIdentity = snapshot.devices[record.device].identity;
+      DeviceSnapshot& device = snapshot.devices[record.device];
+      if (record.state == ClientState::Running) {
+        ++device.runningQueries;
+        device.runningWeightedDemand += record.weightedDemand;
+      }
+      device.waitingQueries += record.state == ClientState::Waiting ? 1 : 0;
+      device.memoryClients += record.state == ClientState::Memory ? 1 : 0;
+    }
     snapshot.activity.addCounters(record.activity);
     snapshot.activity.swapUsedBytes += record.activity.swapUsedBytes;
     snapshot.activity.swapReservedBytes += record.activity.swapReservedBytes;
@@ -56,6 +69,12 @@ namespace {
 
 std::string mib(std::uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
+// Whether a query that may run on `candidates` competes with a client on
+// `device` (kAnyDevice: not placed, it may run anywhere).
+bool overlaps(std::uint32_t candidates, std::uint32_t device) {
+  return candidates == kAnyDevice || device == kAnyDevice || candidates == device;
+}
+
 } // namespace
 
 std::string describeAdmissionWait(const NodeSnapshot& node, std::uint32_t slot, AdmissionKind admission,
@@ -64,6 +83,8 @@ std::string describeAdmissionWait(const NodeSnapshot& node, std::uint32_t slot, 
                                  [&](const ClientSnapshot& client) { return client.slot == slot; });
   if (self == node.clients.end()) return "its record is gone";
   if (self->state == ClientState::Running) return "admitted";
+  // The devices it may run on: the one it asked for, else every one.
+  const std::uint32_t candidates = self->device;
   std::uint64_t held[kMaxClients] = {};
   bool stopped[kMaxClients] = {};
   for (const ClientSnapshot& client : node.clients)
@@ -71,38 +92,70 @@ std::string describeAdmissionWait(const NodeSnapshot& node, std::uint32_t slot, 
       held[client.querySlot] += client.budgetHeld;
       stopped[client.querySlot] = stopped[client.querySlot] || processStopped(client.pid);
     }
-  // What mqxd counts against the capacity (NodeDaemon::admitPostponed).
+  // What mqxd counts against each device's capacity (NodeDaemon::admitPostponed).
   const bool byPeak = admission == AdmissionKind::Peak;
-  std::uint64_t runningDemand = 0;
-  std::uint32_t runningCount = 0, earlier = 0;
+  std::vector<std::uint64_t> runningDemand(node.devices.size());
+  std::vector<std::uint32_t> runningCount(node.devices.size());
+  std::uint32_t earlier = 0;
   std::vector<std::pair<std::uint64_t, std::string>> holders;
+  const bool severalDevices = node.devices.size() > 1;
+  auto on = [&](const ClientSnapshot& client) {
+    return severalDevices ? fmt::format(" on {}", client.deviceIdentity) : std::string();
+  };
   for (const ClientSnapshot& client : node.clients) {
-    if (client.state == ClientState::Waiting && client.arrival < self->arrival) ++earlier;
-    if (client.state == ClientState::Running) {
+    if (client.state == ClientState::Waiting && client.arrival < self->arrival && overlaps(candidates, client.device))
+      ++earlier;
+    if (client.state == ClientState::Running && client.device < node.devices.size()) {
       const std::uint64_t demand = std::max(byPeak ? client.peakDemand : client.weightedDemand, held[client.slot]);
-      runningDemand += demand;
-      ++runningCount;
+      runningDemand[client.device] += demand;
+      ++runningCount[client.device];
+      if (!overlaps(candidates, client.device)) continue;
       const bool isStopped = stopped[client.slot] || processStopped(client.pid);
-      holders.emplace_back(demand, fmt::format("'{}' (pid {}{}) demand {}, holds {}", client.name, client.pid,
-                                               isStopped ? ", STOPPED: SIGCONT resumes it" : "", mib(demand),
-                                               mib(held[client.slot])));
-    } else if (client.state == ClientState::Memory && client.querySlot == kNoSlot && client.budgetHeld != 0) {
+      holders.emplace_back(demand, fmt::format("'{}' (pid {}{}){} demand {}, holds {}", client.name, client.pid,
+                                               isStopped ? ", STOPPED: SIGCONT resumes it" : "", on(client),
+                                               mib(demand), mib(held[client.slot])));
+    } else if (client.state == ClientState::Memory && client.querySlot == kNoSlot && client.budgetHeld != 0 &&
+               overlaps(candidates, client.device)) {
       holders.emplace_back(client.budgetHeld,
-                           fmt::format("pid {} outside any query{} holds {}", client.pid,
-                                       processStopped(client.pid) ? " (STOPPED: SIGCONT resumes it)" : "",
+                           fmt::format("pid {} outside any query{}{} holds {}", client.pid,
+                                       processStopped(client.pid) ? " (STOPPED: SIGCONT resumes it)" : "", on(client),
                                        mib(client.budgetHeld)));
     }
   }
   std::sort(holders.begin(), holders.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::string why;
-  if (admission == AdmissionKind::Fix) {
-    why = fmt::format("{} of at most {} queries run (admission fix)", runningCount, fixN);
+  const std::uint64_t need = byPeak ? self->peakDemand : self->weightedDemand;
+  if (!severalDevices) {
+    const std::uint64_t capacity = node.devices.empty() ? node.capacity : node.devices[0].capacity;
+    const std::uint64_t running = runningDemand.empty() ? 0 : runningDemand[0];
+    if (admission == AdmissionKind::Fix) {
+      why =
+          fmt::format("{} of at most {} queries run (admission fix)", runningCount.empty() ? 0 : runningCount[0], fixN);
+    } else {
+      const std::uint64_t free = capacity > running ? capacity - running : 0;
+      why = fmt::format("it needs {} ({} demand), {} of the node's {} are free", mib(need),
+                        byPeak ? "peak" : "weighted", mib(free), mib(capacity));
+      if (need <= free) why += " (it fits)";
+    }
   } else {
-    const std::uint64_t need = byPeak ? self->peakDemand : self->weightedDemand;
-    const std::uint64_t free = node.capacity > runningDemand ? node.capacity - runningDemand : 0;
-    why = fmt::format("it needs {} ({} demand), {} of the node's {} are free", mib(need), byPeak ? "peak" : "weighted",
-                      mib(free), mib(node.capacity));
-    if (need <= free) why += " (it fits)";
+    why = admission == AdmissionKind::Fix
+              ? fmt::format("at most {} queries run on a device (admission fix)", fixN)
+              : fmt::format("it needs {} ({} demand)", mib(need), byPeak ? "peak" : "weighted");
+    why += candidates == kAnyDevice ? "; on the node's devices: " : "; on the device it asked for: ";
+    bool first = true;
+    for (const DeviceSnapshot& device : node.devices) {
+      if (!overlaps(candidates, device.index)) continue;
+      why += first ? "" : ", ";
+      first = false;
+      if (admission == AdmissionKind::Fix) {
+        why += fmt::format("{} {} running", device.identity, runningCount[device.index]);
+      } else {
+        const std::uint64_t running = runningDemand[device.index];
+        const std::uint64_t free = device.capacity > running ? device.capacity - running : 0;
+        why += fmt::format("{} {} of {} free{}", device.identity, mib(free), mib(device.capacity),
+                           need <= free ? " (it fits)" : "");
+      }
+    }
   }
   if (earlier != 0)
     why += fmt::format("; {} earlier {} first (arrival order)", earlier, earlier == 1 ? "query waits" : "queries wait");

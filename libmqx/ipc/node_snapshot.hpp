@@ -27,14 +27,31 @@ struct ClientSnapshot {
   std::uint64_t budgetHeld = 0;
   std::uint64_t observedPeak = 0;
   std::uint32_t querySlot = kNoSlot;
+  // The node device: a memory client's; a query's once placed (or asked
+  // for), else kAnyDevice and "".
+  std::uint32_t device = kAnyDevice;
+  std::string deviceIdentity;
   bool blockedOnMemory = false;
   ClientActivity activity; // a memory client's (zero for queries)
 };
 
+// One device of the node (docs/daemon.md, "Several GPUs").
+struct DeviceSnapshot {
+  std::uint32_t index = 0;
+  std::string identity; // a GPU's UUID or "sim-<n>"
+  std::uint64_t capacity = 0;
+  std::uint64_t usedBytes = 0;      // what the memory clients on it hold
+  std::uint32_t runningQueries = 0; // admitted queries placed on it
+  std::uint32_t waitingQueries = 0; // waiting queries that asked for it (mqx-run --device)
+  std::uint32_t memoryClients = 0;
+  std::uint64_t runningWeightedDemand = 0; // of the running queries placed on it
+};
+
 struct NodeSnapshot {
   pid_t daemonPid = 0;
-  std::uint64_t capacity = 0;
-  std::uint64_t usedBytes = 0;
+  std::uint64_t capacity = 0;  // of every device together
+  std::uint64_t usedBytes = 0; // on every device together
+  std::vector<DeviceSnapshot> devices;
   std::uint64_t reclaimedBytes = 0;
   std::uint32_t deadClients = 0;
   std::uint64_t evictionRequestsServed = 0;
@@ -53,11 +70,12 @@ NodeSnapshot snapshotOf(const NodeState& node);
 // Why the query waiting in `slot` is not admitted yet and for whom, in one
 // line for mqx-run's stderr (docs/daemon.md, "Waiting for admission"): its
 // demand against what the running queries leave free under the admission
-// policy (mqxd counts a running query with the larger of its demand and what
-// its processes hold), the earlier queries it waits behind, and the
-// running queries and memory clients holding the memory, by name, pid,
-// demand and bytes held, a stopped one marked so (processStopped: it holds
-// its memory until SIGCONT). Reads /proc: call without the node lock.
+// policy on each device it may run on (mqxd counts a running query with the
+// larger of its demand and what its processes hold), the earlier queries it
+// waits behind, and the running queries and memory clients holding the
+// memory there, by name, pid, demand and bytes held, a stopped one marked so
+// (processStopped: it holds its memory until SIGCONT). Reads /proc: call
+// without the node lock.
 std::string describeAdmissionWait(const NodeSnapshot& node, std::uint32_t slot, AdmissionKind admission, unsigned fixN);
 
 } // namespace mqx::ipc

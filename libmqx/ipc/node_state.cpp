@@ -1,9 +1,12 @@
 #include "ipc/node_state.hpp"
 
 #include <signal.h>
+#include <strings.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <string>
 
@@ -46,8 +49,38 @@ std::uint64_t headerChecksumOf(const NodeState& node) {
   mix(&hash, node.version);
   mix(&hash, node.layoutBytes);
   mix(&hash, static_cast<std::uint64_t>(node.daemonPid));
-  mix(&hash, node.capacity);
+  mix(&hash, node.deviceCount);
+  for (const DeviceEntry& device : node.devices) {
+    for (const char c : device.identity)
+      mix(&hash, static_cast<unsigned char>(c));
+    mix(&hash, device.capacity);
+  }
   return hash;
+}
+
+std::string NodeState::identityOf(std::uint32_t device) const {
+  if (device >= deviceCount || device >= kMaxDevices) return {};
+  return std::string(devices[device].identity, strnlen(devices[device].identity, kDeviceIdentityBytes));
+}
+
+std::optional<std::uint32_t> findDevice(const NodeState& node, const std::string& name) {
+  const std::uint32_t count = std::min(node.deviceCount, kMaxDevices);
+  if (count == 0) return std::nullopt;
+  if (name.empty()) return 0;
+  for (std::uint32_t i = 0; i < count; ++i)
+    if (strcasecmp(node.identityOf(i).c_str(), name.c_str()) == 0) return i;
+  if (name.size() <= 2 && name.find_first_not_of("0123456789") == std::string::npos) {
+    const auto index = static_cast<std::uint32_t>(std::stoul(name));
+    if (index < count) return index;
+  }
+  return std::nullopt;
+}
+
+std::string listDevices(const NodeState& node) {
+  std::string text;
+  for (std::uint32_t i = 0; i < std::min(node.deviceCount, kMaxDevices); ++i)
+    text += fmt::format("{}{} {} ({} MiB)", i == 0 ? "" : ", ", i, node.identityOf(i), node.devices[i].capacity >> 20);
+  return text;
 }
 
 void sealHeader(NodeState& node) { node.headerChecksum = headerChecksumOf(node); }
@@ -61,13 +94,14 @@ std::string headerDamage(const NodeState& node, std::size_t mappedBytes) {
   if (node.layoutBytes != sizeof(NodeState))
     return fmt::format("layout of {} bytes, this build's is {}", node.layoutBytes, sizeof(NodeState));
   if (node.headerChecksum != headerChecksumOf(node)) return "header checksum mismatch";
+  if (node.deviceCount == 0 || node.deviceCount > kMaxDevices)
+    return fmt::format("{} devices, a node has 1 to {}", node.deviceCount, kMaxDevices);
   return {};
 }
 
 bool ofAnotherVersion(const NodeState& node, std::size_t mappedBytes) {
   return mappedBytes >= sizeof(node.magic) + sizeof(node.version) + sizeof(node.layoutBytes) &&
-         node.magic == kNodeStateMagic &&
-         (node.version != kNodeStateVersion || node.layoutBytes != sizeof(NodeState));
+         node.magic == kNodeStateMagic && (node.version != kNodeStateVersion || node.layoutBytes != sizeof(NodeState));
 }
 
 bool processAlive(pid_t pid) {

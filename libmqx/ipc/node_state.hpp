@@ -1,11 +1,15 @@
 // NodeState: the layout of the node's shared-memory segment (docs/architecture.md
 // decision 9). Plain fixed-size data, no pointers, so that every process maps
-// it anywhere. Every field but the clock and the published regions is written
-// under `lock`, and every update is one
+// it anywhere. Every field but the header, the clock and the published
+// regions is written under `lock`, and every update is one
 // store that leaves the state valid: a process killed between two stores
 // leaves nothing to repair (see RobustMutex). The node's used budget is not
 // stored: it is the sum of what live client records hold, so reclaiming a
 // dead client's bytes is freeing its record.
+//
+// A node has one or more devices (docs/daemon.md, "Several GPUs"), listed in
+// the header with their budgets; each memory client record draws on one of
+// them, and each device's use is the sum of the records on it.
 //
 // Each memory client also publishes its activity (transfers, evictions, swap
 // use) into its record, so that `mqx top`, `mqx status` and mqxd's metrics
@@ -20,6 +24,7 @@
 #include <cstdint>
 
 #include <atomic>
+#include <optional>
 #include <string>
 
 #include "ipc/published_regions.hpp"
@@ -28,10 +33,17 @@
 namespace mqx::ipc {
 
 inline constexpr std::uint32_t kNodeStateMagic = 0x6d71786e; // "mqxn"
-inline constexpr std::uint32_t kNodeStateVersion = 5;
+inline constexpr std::uint32_t kNodeStateVersion = 6;
 inline constexpr std::uint32_t kMaxClients = 64;
 inline constexpr std::size_t kQueryNameBytes = 64;
 inline constexpr std::uint32_t kNoSlot = 0xffffffffu;
+// The most devices a node lists (a server holds 2 to 8 GPUs; sim.devices
+// allows 8). "GPU-" and a 36-character UUID fit in the identity.
+inline constexpr std::uint32_t kMaxDevices = 16;
+inline constexpr std::size_t kDeviceIdentityBytes = 48;
+// A query record not placed on a device yet (waiting, and not pinned to one
+// by mqx-run --device).
+inline constexpr std::uint32_t kAnyDevice = 0xffffffffu;
 
 enum class ClientState : std::uint32_t {
   Free = 0,
@@ -78,8 +90,21 @@ struct ClientRecord {
   // then (between joining and asking) admission leaves it alone, or it would
   // be admitted with no demand at all.
   std::uint32_t admissionRequested = 0;
+  // The node device (an index into NodeState::devices): a memory client's,
+  // the one it draws on; a query's, the one mqxd placed it on (set when it
+  // is admitted), or the one it asked for (mqx-run --device), else
+  // kAnyDevice while it waits.
+  std::uint32_t device = kAnyDevice;
   char name[kQueryNameBytes] = {};
   ClientActivity activity; // a Memory client's, published by its process
+};
+
+// One device of the node: its identity (a GPU's UUID as `nvidia-smi -L`
+// prints it, "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", or a simulated
+// device's name "sim-<n>"), NUL-terminated, and its budget in bytes.
+struct DeviceEntry {
+  char identity[kDeviceIdentityBytes] = {};
+  std::uint64_t capacity = 0;
 };
 
 struct NodeState {
@@ -91,7 +116,8 @@ struct NodeState {
   std::uint32_t version = kNodeStateVersion;
   std::uint64_t layoutBytes = 0; // sizeof(NodeState) of the creator
   pid_t daemonPid = 0;
-  std::uint64_t capacity = 0;       // the node's device budget in bytes
+  std::uint32_t deviceCount = 0; // 1..kMaxDevices
+  DeviceEntry devices[kMaxDevices];
   std::uint64_t headerChecksum = 0; // headerChecksumOf(*this)
   RobustMutex lock;
   std::uint64_t nextArrival = 1;
@@ -107,13 +133,25 @@ struct NodeState {
   std::atomic<std::uint64_t> logicalClock{0};
   PublishedRegions published[kMaxClients];
 
-  // Call with `lock` held.
-  std::uint64_t usedBytes() const {
+  // The bytes held on `device`, or on every device (kAnyDevice). Call with
+  // `lock` held.
+  std::uint64_t usedBytes(std::uint32_t device = kAnyDevice) const {
     std::uint64_t used = 0;
     for (const auto& client : clients)
-      if (client.state != ClientState::Free) used += client.budgetHeld;
+      if (client.state != ClientState::Free && (device == kAnyDevice || client.device == device))
+        used += client.budgetHeld;
     return used;
   }
+  // The budget of `device`, 0 for an index the node does not have; of every
+  // device together for kAnyDevice. The header never changes: no lock.
+  std::uint64_t capacityOf(std::uint32_t device = kAnyDevice) const {
+    std::uint64_t capacity = 0;
+    for (std::uint32_t i = 0; i < deviceCount && i < kMaxDevices; ++i)
+      if (device == kAnyDevice || device == i) capacity += devices[i].capacity;
+    return capacity;
+  }
+  // The identity of `device` ("" for an index the node does not have).
+  std::string identityOf(std::uint32_t device) const;
   // Frees `record` (its client left or died), keeping its activity counters
   // in the node's totals. Call with `lock` held. (A process killed between
   // these stores counts its activity twice; the record's state, the store
@@ -126,7 +164,7 @@ struct NodeState {
 };
 
 // FNV-1a over the header's fields (magic, version, layoutBytes, daemonPid,
-// capacity).
+// the device table).
 std::uint64_t headerChecksumOf(const NodeState& node);
 // Fills in the header's checksum: the last store of the segment's creator.
 void sealHeader(NodeState& node);
@@ -136,6 +174,13 @@ std::string headerDamage(const NodeState& node, std::size_t mappedBytes);
 // Whether `node` is a node state, but of another mqx: its magic is ours and
 // its version or layout is not (a node of another mqx, not garbage).
 bool ofAnotherVersion(const NodeState& node, std::size_t mappedBytes);
+
+// The index of the node's device that `name` names: its identity (a GPU
+// UUID compared without regard to case, "sim-<n>") or its decimal index;
+// "" names the first device. nullopt when the node has no such device.
+std::optional<std::uint32_t> findDevice(const NodeState& node, const std::string& name);
+// The node's devices in one line: "0 sim-0 (32 MiB), 1 sim-1 (32 MiB)".
+std::string listDevices(const NodeState& node);
 
 std::uint64_t monotonicNanoseconds();
 // Whether `pid` is a live process (a zombie counts as dead: its memory is

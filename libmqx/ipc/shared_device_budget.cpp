@@ -30,7 +30,8 @@ bool SharedDeviceBudget::tryAcquire(std::size_t bytes) {
   NodeState& node = membership_->node();
   RobustLock lock(node.lock);
   ClientRecord* record = ownRecord(*membership_);
-  if (record == nullptr || node.usedBytes() + bytes > node.capacity) return false;
+  const std::uint32_t device = membership_->device();
+  if (record == nullptr || node.usedBytes(device) + bytes > node.capacityOf(device)) return false;
   record->budgetHeld += bytes; // one store: nothing to repair if killed here
   return true;
 }
@@ -45,10 +46,10 @@ void SharedDeviceBudget::release(std::size_t bytes) {
 std::size_t SharedDeviceBudget::used() const {
   NodeState& node = membership_->node();
   RobustLock lock(node.lock);
-  return node.usedBytes();
+  return node.usedBytes(membership_->device());
 }
 
-std::size_t SharedDeviceBudget::limit() const { return membership_->node().capacity; }
+std::size_t SharedDeviceBudget::limit() const { return membership_->node().capacityOf(membership_->device()); }
 
 std::size_t SharedDeviceBudget::held() const {
   NodeState& node = membership_->node();
@@ -103,9 +104,12 @@ void SharedDeviceBudget::collect(std::vector<PeerCandidate>* out) {
   std::vector<std::pair<std::uint32_t, pid_t>> others;
   {
     RobustLock lock(node.lock);
+    // Global victim selection among the processes of this device only: a
+    // region evicted on another device frees nothing of this budget.
     for (std::uint32_t slot = 0; slot < kMaxClients; ++slot) {
       const ClientRecord& record = node.clients[slot];
-      if (slot != membership_->slot() && record.state == ClientState::Memory) others.emplace_back(slot, record.pid);
+      if (slot != membership_->slot() && record.state == ClientState::Memory && record.device == membership_->device())
+        others.emplace_back(slot, record.pid);
     }
   }
   for (const auto& [slot, pid] : others) {

@@ -1,10 +1,11 @@
-// SharedDeviceBudget: the node's device budget in shared memory, behind the
-// DeviceBudget interface that MemoryManager uses (docs/architecture.md decision
-// 9). Each process's bytes are counted in its own client record, so the
-// daemon gives a dead process's bytes back by freeing its record; the node's
-// use is the sum of the records. It is also the manager's view of the other
-// processes (PeerRegions): the node clock, every process's published
-// regions, and eviction of another process's region on request (paper §6),
+// SharedDeviceBudget: the budget of one of the node's devices (the
+// membership's) in shared memory, behind the DeviceBudget interface that
+// MemoryManager uses (docs/architecture.md decision 9; docs/daemon.md,
+// "Several GPUs"). Each process's bytes are counted in its own client record, so the
+// daemon gives a dead process's bytes back by freeing its record; a device's
+// use is the sum of the records on it. It is also the manager's view of the
+// other processes of its device (PeerRegions): the node clock, their
+// published regions, and eviction of another process's region on request (paper §6),
 // all through the process's NodeMembership; the launches' footprints go to
 // the AdmissionClient of the query the process runs for (observed demand).
 #pragma once

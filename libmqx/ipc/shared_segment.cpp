@@ -4,6 +4,7 @@
 
 #include <boost/interprocess/shared_memory_object.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <new>
 #include <stdexcept>
@@ -13,7 +14,9 @@
 namespace mqx::ipc {
 namespace bip = boost::interprocess;
 
-std::unique_ptr<SharedSegment> SharedSegment::create(const IpcNames& names, std::uint64_t capacity) {
+std::unique_ptr<SharedSegment> SharedSegment::create(const IpcNames& names, const std::vector<DeviceEntry>& devices) {
+  if (devices.empty() || devices.size() > kMaxDevices)
+    throw std::invalid_argument(fmt::format("a node has 1 to {} devices, not {}", kMaxDevices, devices.size()));
   std::string damage;
   if (auto existing = open(names, &damage)) {
     const pid_t previous = existing->state().daemonPid;
@@ -32,15 +35,15 @@ std::unique_ptr<SharedSegment> SharedSegment::create(const IpcNames& names, std:
   result->region_ = bip::mapped_region(object, bip::read_write, 0, sizeof(NodeState));
   NodeState* state = new (result->region_.get_address()) NodeState();
   state->layoutBytes = sizeof(NodeState);
-  state->capacity = capacity;
+  state->deviceCount = static_cast<std::uint32_t>(devices.size());
+  std::copy(devices.begin(), devices.end(), state->devices);
   state->daemonPid = getpid();
   sealHeader(*state); // last: until now a client that opens it finds no valid header
   result->state_ = state;
   return result;
 }
 
-std::unique_ptr<SharedSegment> SharedSegment::open(const IpcNames& names, std::string* damage,
-                                                   bool* anotherVersion) {
+std::unique_ptr<SharedSegment> SharedSegment::open(const IpcNames& names, std::string* damage, bool* anotherVersion) {
   std::unique_ptr<SharedSegment> result(new SharedSegment(names.segment, false));
   bip::offset_t size = 0;
   try {

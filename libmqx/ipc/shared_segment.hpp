@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ipc/ipc_names.hpp"
 #include "ipc/node_state.hpp"
@@ -26,8 +27,8 @@ public:
   // The daemon's: creates the segment. A segment left by a daemon that is no
   // longer alive (a crash), or a damaged one, is removed first (one log line
   // says which); one whose daemon is alive is a std::runtime_error naming
-  // its pid.
-  static std::unique_ptr<SharedSegment> create(const IpcNames& names, std::uint64_t capacity);
+  // its pid. `devices` (1 to kMaxDevices) is the header's device table.
+  static std::unique_ptr<SharedSegment> create(const IpcNames& names, const std::vector<DeviceEntry>& devices);
   // A client's: null when there is no segment or it is not a valid NodeState
   // (no daemon, one being torn down, or a damaged segment: then `damage`,
   // when given, says why in one line, and `anotherVersion` whether it is a

@@ -22,6 +22,21 @@ def mib(count: int) -> str:
     return f"{count / (1 << 20):.1f} MiB"
 
 
+def device_lines(node: NodeStatus) -> list[str]:
+    """One line per device of the node (docs/daemon.md, "Several GPUs"): its identity, budget, use and the
+    queries placed on it."""
+    lines = []
+    for d in node.devices:
+        share = 100.0 * d.used / d.capacity if d.capacity else 0.0
+        lines.append(
+            f"  device {d.index} {d.identity}: {mib(d.used)} used of {mib(d.capacity)} ({share:.0f}%), "
+            f"{d.running_queries} queries running (weighted demand {mib(d.running_weighted_demand)}), "
+            f"{d.memory_clients} memory clients"
+            + (f", {d.waiting_queries} queries waiting for it" if d.waiting_queries else "")
+        )
+    return lines
+
+
 def render(node: NodeStatus) -> str:
     share = 100.0 * node.used / node.capacity if node.capacity else 0.0
     total = node.activity
@@ -29,6 +44,7 @@ def render(node: NodeStatus) -> str:
         f"mqxd pid {node.daemon_pid}, node {node.segment}"
         + (f" (instance {node.instance})" if node.instance else ""),
         f"budget: {mib(node.used)} used of {mib(node.capacity)} ({share:.0f}%)",
+        *device_lines(node),
         f"dead clients: {node.dead_clients}, reclaimed {mib(node.reclaimed_bytes)}; "
         f"cross-process evictions: {node.eviction_requests_served} ({mib(node.bytes_evicted_for_others)})",
         f"transferred: {mib(total.bytes_to_device)} to device, {mib(total.bytes_to_host)} to host; "
@@ -40,7 +56,7 @@ def render(node: NodeStatus) -> str:
     if node.clients:
         lines.append(
             f"{'slot':>4} {'state':<8} {'pid':>8} {'name':<20} {'arrival':>7} {'weighted':>12} {'peak':>12} "
-            f"{'held':>12} {'query':>5} {'to device':>12} {'to host':>12} {'evictions':>9} {'swap used':>12}"
+            f"{'held':>12} {'query':>5} {'to device':>12} {'to host':>12} {'evictions':>9} {'swap used':>12} device"
         )
         for c in node.clients:
             a = c.activity
@@ -48,7 +64,7 @@ def render(node: NodeStatus) -> str:
                 f"{c.slot:>4} {shown_state(c):<8} {c.pid:>8} {c.name[:20]:<20} {c.arrival:>7} {mib(c.weighted_demand):>12} "
                 f"{mib(c.peak_demand):>12} {mib(c.budget_held):>12} "
                 f"{'-' if c.query_slot is None else c.query_slot:>5} {mib(a.bytes_to_device):>12} "
-                f"{mib(a.bytes_to_host):>12} {a.evictions:>9} {mib(a.swap_used_bytes):>12}"
+                f"{mib(a.bytes_to_host):>12} {a.evictions:>9} {mib(a.swap_used_bytes):>12} {c.device or '-'}"
             )
     return "\n".join(lines)
 

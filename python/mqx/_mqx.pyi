@@ -49,8 +49,20 @@ class ClientStatus:
     budget_held: int
     observed_peak: int
     query_slot: Optional[int]
+    device: Optional[str]
     blocked_on_memory: bool
     activity: ClientActivity
+    def as_dict(self) -> dict[str, object]: ...
+
+class DeviceStatus:
+    index: int
+    identity: str
+    capacity: int
+    used: int
+    running_queries: int
+    waiting_queries: int
+    memory_clients: int
+    running_weighted_demand: int
     def as_dict(self) -> dict[str, object]: ...
 
 class NodeStatus:
@@ -64,6 +76,7 @@ class NodeStatus:
     eviction_requests_served: int
     bytes_evicted_for_others: int
     activity: ClientActivity
+    devices: list[DeviceStatus]
     clients: list[ClientStatus]
     def as_dict(self) -> dict[str, object]: ...
 
@@ -77,6 +90,7 @@ class Client:
         peak: Bytes = 0,
         instance: Optional[str] = None,
         config: Optional[Config] = None,
+        device: Optional[str] = None,
     ) -> None: ...
     def request_admission(
         self, weighted: Optional[Bytes] = None, peak: Optional[Bytes] = None, timeout: Optional[float] = None
@@ -88,6 +102,8 @@ class Client:
     def state(self) -> str: ...
     @property
     def slot(self) -> int: ...
+    @property
+    def device(self) -> Optional[str]: ...
     @property
     def name(self) -> str: ...
     @property

@@ -1,9 +1,10 @@
 """python -m mqx top [--instance NAME] [--interval SECONDS] [--once]: a live view of a node.
 
 Reads the same node status as ``python -m mqx status`` (mqx.status(): mqxd's segment) twice per
-refresh and shows: the device budget, the admission queue (waiting queries in admission order with
+refresh and shows: the device budget, each device's budget, use and running queries (docs/daemon.md,
+"Several GPUs"), the admission queue (waiting queries in admission order with
 their weighted and peak demands, paper §5), the running queries and the sum of their weighted
-demands, the memory clients with the device bytes they hold and how fast that changes, their
+demands, the device each query runs on or asked for, the memory clients (and their device) with the device bytes they hold and how fast that changes, their
 transfer rates (host to device, device to host), eviction rates and swap-buffer use (the activity
 each client publishes in its record), and the node's totals: transfer and eviction rates, swap
 used and reserved, cross-process evictions served, bytes evicted for others, bytes reclaimed from
@@ -62,6 +63,12 @@ def render(before: Any, after: Any, seconds: float) -> str:
         + (f" (instance {after.instance})" if after.instance else "")
         + f", every {seconds:.1f} s",
         f"device budget {_bar(after.used, after.capacity)} {_mib(after.used)} of {_mib(after.capacity)} ({share:.0f}%)",
+        *(
+            f"  {d.identity:<12} {_bar(d.used, d.capacity, 28)} {_mib(d.used)} of {_mib(d.capacity)} "
+            f"({100.0 * d.used / d.capacity if d.capacity else 0.0:.0f}%), {d.running_queries} running, "
+            f"{d.memory_clients} memory"
+            for d in after.devices
+        ),
         f"clients: {len(waiting)} waiting, {len(running)} running, {len(memory)} memory",
         f"weighted demand: running {_mib(sum(c.weighted_demand for c in running))}, "
         f"waiting {_mib(sum(c.weighted_demand for c in waiting))}",
@@ -79,20 +86,23 @@ def render(before: Any, after: Any, seconds: float) -> str:
         f"admission queue ({len(waiting)}):",
     ]
     header = f"  {'slot':>4} {'pid':>8} {'name':<20} {'weighted':>12} {'peak':>12}"
-    lines.append(header)
+    lines.append(header + " device")
     for c in waiting:
-        lines.append(f"  {c.slot:>4} {c.pid:>8} {c.name[:20]:<20} {_mib(c.weighted_demand):>12} {_mib(c.peak_demand):>12}")
-    lines += ["", f"running queries ({len(running)}):", header + f" {'observed':>12}"]
+        lines.append(
+            f"  {c.slot:>4} {c.pid:>8} {c.name[:20]:<20} {_mib(c.weighted_demand):>12} {_mib(c.peak_demand):>12} "
+            f"{c.device or 'any'}"
+        )
+    lines += ["", f"running queries ({len(running)}):", header + f" {'observed':>12} device"]
     for c in running:
         lines.append(
             f"  {c.slot:>4} {c.pid:>8} {c.name[:20]:<20} {_mib(c.weighted_demand):>12} {_mib(c.peak_demand):>12} "
-            f"{_mib(c.observed_peak):>12}" + ("  STOPPED" if process_stopped(c.pid) else "")
+            f"{_mib(c.observed_peak):>12} {c.device or '-'}" + ("  STOPPED" if process_stopped(c.pid) else "")
         )
     lines += [
         "",
         f"memory clients ({len(memory)}):",
         f"  {'slot':>4} {'pid':>8} {'name':<20} {'held':>12} {'change':>14} {'to device':>14} {'to host':>14} "
-        f"{'evictions':>11} {'swap used':>12} {'query':>5}",
+        f"{'evictions':>11} {'swap used':>12} {'query':>5} device",
     ]
     for c in memory:
         change = (c.budget_held - held_before.get((c.slot, c.pid), 0)) / seconds
@@ -100,7 +110,8 @@ def render(before: Any, after: Any, seconds: float) -> str:
             f"  {c.slot:>4} {c.pid:>8} {c.name[:20]:<20} {_mib(c.budget_held):>12} {_mib(change) + '/s':>14} "
             f"{_mib(client_rate(c, 'bytes_to_device')) + '/s':>14} {_mib(client_rate(c, 'bytes_to_host')) + '/s':>14} "
             f"{client_rate(c, 'evictions'):>9.1f}/s {_mib(c.activity.swap_used_bytes):>12} "
-            f"{'-' if c.query_slot is None else c.query_slot:>5}" + ("  STOPPED" if process_stopped(c.pid) else "")
+            f"{'-' if c.query_slot is None else c.query_slot:>5} {c.device or '-'}"
+            + ("  STOPPED" if process_stopped(c.pid) else "")
         )
     return "\n".join(lines)
 

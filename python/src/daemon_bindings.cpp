@@ -45,6 +45,23 @@ std::optional<std::int64_t> querySlotOf(const ipc::ClientSnapshot& c) {
   return c.querySlot == ipc::kNoSlot ? std::nullopt : std::optional<std::int64_t>(c.querySlot);
 }
 
+std::optional<std::string> deviceOf(const ipc::ClientSnapshot& c) {
+  return c.deviceIdentity.empty() ? std::nullopt : std::optional<std::string>(c.deviceIdentity);
+}
+
+py::dict deviceDictionary(const ipc::DeviceSnapshot& d) {
+  py::dict out;
+  out["index"] = d.index;
+  out["identity"] = d.identity;
+  out["capacity"] = d.capacity;
+  out["used"] = d.usedBytes;
+  out["running_queries"] = d.runningQueries;
+  out["waiting_queries"] = d.waitingQueries;
+  out["memory_clients"] = d.memoryClients;
+  out["running_weighted_demand"] = d.runningWeightedDemand;
+  return out;
+}
+
 py::dict activityDictionary(const ipc::ClientActivity& a) {
   py::dict d;
   d["bytes_to_device"] = a.bytesToDevice;
@@ -69,6 +86,7 @@ py::dict clientDictionary(const ipc::ClientSnapshot& c) {
   d["budget_held"] = c.budgetHeld;
   d["observed_peak"] = c.observedPeak;
   d["query_slot"] = querySlotOf(c) ? py::object(py::int_(*querySlotOf(c))) : py::object(py::none());
+  d["device"] = deviceOf(c) ? py::object(py::str(*deviceOf(c))) : py::object(py::none());
   d["blocked_on_memory"] = c.blockedOnMemory;
   d["activity"] = activityDictionary(c.activity);
   return d;
@@ -86,6 +104,10 @@ py::dict nodeDictionary(const NodeStatus& s) {
   d["eviction_requests_served"] = s.node.evictionRequestsServed;
   d["bytes_evicted_for_others"] = s.node.bytesEvictedForOthers;
   d["activity"] = activityDictionary(s.node.activity);
+  py::list devices;
+  for (const auto& device : s.node.devices)
+    devices.append(deviceDictionary(device));
+  d["devices"] = devices;
   py::list clients;
   for (const auto& client : s.node.clients)
     clients.append(clientDictionary(client));
@@ -114,6 +136,23 @@ void bindStatus(py::module_& m) {
       .def_readonly("swap_reserved_bytes", &ipc::ClientActivity::swapReservedBytes,
                     "swap-buffer bytes held from the system now")
       .def("as_dict", &activityDictionary);
+  py::class_<ipc::DeviceSnapshot>(m, "DeviceStatus", "One device of the node (a copy): its budget, use and queries.")
+      .def_readonly("index", &ipc::DeviceSnapshot::index, "the device's index on the node")
+      .def_readonly("identity", &ipc::DeviceSnapshot::identity,
+                    "a GPU's UUID as nvidia-smi -L prints it, or 'sim-N' (the simulated device)")
+      .def_readonly("capacity", &ipc::DeviceSnapshot::capacity, "the device's budget, bytes")
+      .def_readonly("used", &ipc::DeviceSnapshot::usedBytes, "bytes the memory clients on it hold")
+      .def_readonly("running_queries", &ipc::DeviceSnapshot::runningQueries, "admitted queries placed on it")
+      .def_readonly("waiting_queries", &ipc::DeviceSnapshot::waitingQueries,
+                    "waiting queries that asked for it (mqx-run --device)")
+      .def_readonly("memory_clients", &ipc::DeviceSnapshot::memoryClients, "processes drawing on its budget")
+      .def_readonly("running_weighted_demand", &ipc::DeviceSnapshot::runningWeightedDemand,
+                    "sum of the weighted demands of the queries running on it, bytes")
+      .def("as_dict", &deviceDictionary)
+      .def("__repr__", [](const ipc::DeviceSnapshot& d) {
+        return "<mqx.DeviceStatus " + std::to_string(d.index) + " '" + d.identity +
+               "' used=" + std::to_string(d.usedBytes) + "/" + std::to_string(d.capacity) + ">";
+      });
   py::class_<ipc::ClientSnapshot>(m, "ClientStatus", "One record of the node's segment (a copy).")
       .def_readonly("slot", &ipc::ClientSnapshot::slot, "the record's index")
       .def_property_readonly(
@@ -130,6 +169,9 @@ void bindStatus(py::module_& m) {
       .def_readonly("observed_peak", &ipc::ClientSnapshot::observedPeak,
                     "a query: most bytes its processes held at once")
       .def_property_readonly("query_slot", &querySlotOf, "a memory client: the slot of the query it runs for")
+      .def_property_readonly("device", &deviceOf,
+                             "the device (a GPU UUID or 'sim-N') a memory client draws on or a query runs on (or "
+                             "asked for); None for a query not placed yet")
       .def_readonly("blocked_on_memory", &ipc::ClientSnapshot::blockedOnMemory,
                     "a memory client waiting for others to free device memory")
       .def_readonly("activity", &ipc::ClientSnapshot::activity,
@@ -143,8 +185,12 @@ void bindStatus(py::module_& m) {
       .def_readonly("instance", &NodeStatus::instance)
       .def_readonly("segment", &NodeStatus::segment, "the shared-memory segment's name (under /dev/shm)")
       .def_property_readonly("daemon_pid", nodeField(&ipc::NodeSnapshot::daemonPid))
-      .def_property_readonly("capacity", nodeField(&ipc::NodeSnapshot::capacity), "the node's device budget, bytes")
-      .def_property_readonly("used", nodeField(&ipc::NodeSnapshot::usedBytes), "bytes the live clients hold")
+      .def_property_readonly("capacity", nodeField(&ipc::NodeSnapshot::capacity),
+                             "the node's device budget, bytes (of every device together)")
+      .def_property_readonly("used", nodeField(&ipc::NodeSnapshot::usedBytes),
+                             "bytes the live clients hold (on every device)")
+      .def_property_readonly("devices", nodeField(&ipc::NodeSnapshot::devices),
+                             "the node's devices (mqx.DeviceStatus), by index")
       .def_property_readonly("reclaimed_bytes", nodeField(&ipc::NodeSnapshot::reclaimedBytes),
                              "taken back from dead clients, total")
       .def_property_readonly("dead_clients", nodeField(&ipc::NodeSnapshot::deadClients))
@@ -189,17 +235,20 @@ manager: leaving the block releases the query.
         ...                                   # run the query
 )doc")
       .def(py::init([](const std::string& name, const py::object& weighted, const py::object& peak,
-                       const std::optional<std::string>& instance, const std::optional<Config>& config) {
+                       const std::optional<std::string>& instance, const std::optional<Config>& config,
+                       const std::optional<std::string>& device) {
              const Config resolved = configFor(instance, config);
              const auto weightedBytes = bytesOf(weighted, "weighted");
              const auto peakBytes = bytesOf(peak, "peak");
              py::gil_scoped_release released;
-             return std::make_unique<QueryClient>(resolved, name, weightedBytes, peakBytes);
+             return std::make_unique<QueryClient>(resolved, name, weightedBytes, peakBytes, device.value_or(""));
            }),
            py::arg("name") = "", py::arg("weighted") = 0, py::arg("peak") = 0, py::arg("instance") = py::none(),
-           py::arg("config") = py::none(),
+           py::arg("config") = py::none(), py::arg("device") = py::none(),
            "Joins the node of `instance` (default: the configuration's). Demands are bytes or size strings. "
-           "Raises mqx.DaemonNotRunning when no mqxd serves it.")
+           "`device` (a GPU UUID, 'sim-N' or the node's index N) asks for that device, as mqx-run --device; "
+           "default: mqxd places the query (daemon.placement). Raises mqx.DaemonNotRunning when no mqxd serves "
+           "it, mqx.MqxError when the node has no such device.")
       .def(
           "request_admission",
           [](QueryClient& client, const py::object& weighted, const py::object& peak, std::optional<double> timeout) {
@@ -223,6 +272,8 @@ both withdraw the query. Ctrl-C interrupts the wait.
       .def_property_readonly("state", &QueryClient::state,
                              "'waiting', 'running', 'released', 'closed' or 'reclaimed' (mqxd took the record)")
       .def_property_readonly("slot", &QueryClient::slot, "the query's record in the segment")
+      .def_property_readonly("device", &QueryClient::device,
+                             "the device the admitted query runs on (a GPU UUID or 'sim-N'), else None")
       .def_property_readonly("name", &QueryClient::name)
       .def_property_readonly("instance", &QueryClient::instance)
       .def(

@@ -28,12 +28,14 @@ std::string lockHeldTooLong() {
 } // namespace
 
 QueryClient::QueryClient(const Config& config, const std::string& name, std::uint64_t weightedDemand,
-                         std::uint64_t peakDemand)
+                         std::uint64_t peakDemand, const std::string& device)
     : name_(name), instance_(config.daemonInstance) {
   ipc::AdmissionOptions options = embedded::admissionOptions(config);
   options.nodeLockTimeout = kLockTimeout; // never a hang (docs/python.md)
   try {
-    client_ = ipc::AdmissionClient::connect(embedded::nodeOptions(config), options, name);
+    ipc::NodeOptions node = embedded::nodeOptions(config);
+    node.device = device;
+    client_ = ipc::AdmissionClient::connect(node, options, name);
   } catch (const ConfigError&) {
     throw;
   } catch (const std::exception& error) {
@@ -145,6 +147,21 @@ std::string QueryClient::state() {
   const ipc::ClientRecord& record = node.clients[slot_];
   if (record.pid != getpid()) return "reclaimed";
   return ipc::toString(record.state);
+}
+
+std::optional<std::string> QueryClient::device() {
+  const auto client = current();
+  if (client == nullptr) return std::nullopt;
+  ipc::NodeState& node = client->membership().node();
+  std::uint32_t device = ipc::kAnyDevice;
+  {
+    TimedNodeLock lock(node, kLockTimeout);
+    const ipc::ClientRecord& record = node.clients[slot_];
+    if (record.pid != getpid() || record.state != ipc::ClientState::Running) return std::nullopt;
+    device = record.device;
+  }
+  const std::string identity = node.identityOf(device);
+  return identity.empty() ? std::nullopt : std::optional<std::string>(identity);
 }
 
 } // namespace mqx::python

@@ -23,7 +23,11 @@ class QueryClient {
 public:
   // Joins the node of `config` (DaemonNotRunning when there is none) and
   // declares the demand at once, so that mqxd never sees the record without it.
-  QueryClient(const Config& config, const std::string& name, std::uint64_t weightedDemand, std::uint64_t peakDemand);
+  // `device` (a GPU UUID, sim-<n> or a node index; "": mqxd places the query)
+  // is the device it asks for (mqx-run --device); MqxError when the node has
+  // none such.
+  QueryClient(const Config& config, const std::string& name, std::uint64_t weightedDemand, std::uint64_t peakDemand,
+              const std::string& device = {});
   ~QueryClient() { close(); }
   QueryClient(const QueryClient&) = delete;
   QueryClient& operator=(const QueryClient&) = delete;
@@ -41,6 +45,8 @@ public:
   void close();
 
   std::string state();
+  // The device the query runs on once admitted (its identity), else nullopt.
+  std::optional<std::string> device();
   std::int64_t slot() const { return slot_; }
   const std::string& name() const { return name_; }
   const std::string& instance() const { return instance_; }

@@ -59,20 +59,24 @@ TEST(SharedSegment, CreatedUserOnlyAndRemovedByItsOwner) {
   const auto names = IpcNames::forInstance("ipc" + std::to_string(getpid()), getuid());
   EXPECT_NE(names.segment.find(std::to_string(getuid())), std::string::npos);
   {
-    auto segment = SharedSegment::create(names, 1 << 20);
+    DeviceEntry device;
+    std::snprintf(device.identity, sizeof device.identity, "sim-0");
+    device.capacity = 1 << 20;
+    auto segment = SharedSegment::create(names, {device});
     struct stat info {};
     ASSERT_EQ(stat(("/dev/shm/" + names.segment).c_str(), &info), 0);
     EXPECT_EQ(info.st_mode & 0777, 0600u);
     auto client = SharedSegment::open(names);
     ASSERT_NE(client, nullptr);
-    EXPECT_EQ(client->state().capacity, 1u << 20);
+    EXPECT_EQ(client->state().capacityOf(0), 1u << 20);
+    EXPECT_EQ(client->state().identityOf(0), "sim-0");
   }
   EXPECT_EQ(SharedSegment::open(names), nullptr);
 }
 
 TEST(RobustMutex, HolderKilledWhileHoldingItDoesNotHangOthers) {
   const auto names = IpcNames::forInstance("robust" + std::to_string(getpid()), getuid());
-  auto segment = SharedSegment::create(names, 1 << 20);
+  auto segment = SharedSegment::create(names, {DeviceEntry{{'s', 'i', 'm', '-', '0'}, 1 << 20}});
   NodeState& node = segment->state();
   const pid_t child = fork();
   if (child == 0) {

@@ -36,7 +36,11 @@ protected:
                     {"MQX_SIM_CAPACITY", "64MiB"},
                     {"MQX_MEMORY_SWAP_BUFFER_LIMIT", "256MiB"},
                     {"MQX_MEMORY_PINNED_SWAP", "false"},
-                    {"MQX_LOG_LEVEL", "warn"}};
+                    {"MQX_LOG_LEVEL", "warn"},
+                    // One device, also on a GPU host of several: these tests
+                    // are of one budget (tests/daemon/devices_test.cpp has
+                    // the node of several).
+                    {"CUDA_VISIBLE_DEVICES", "0"}};
   }
   void TearDown() override {
     stopDaemon();

@@ -27,18 +27,25 @@ constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
 
 // --- 1. Default capacity -----------------------------------------------------
 
-daemon::DeviceMemoryProbe deviceOf(std::uint64_t totalBytes, int* calls) {
+daemon::DeviceProbe deviceOf(std::uint64_t totalBytes, int* calls) {
   return [=] {
     ++*calls;
-    return std::optional<daemon::DeviceMemory>(daemon::DeviceMemory{totalBytes, 0, "injected"});
+    return std::vector<daemon::DeviceMemory>{
+        daemon::DeviceMemory{totalBytes, 0, "injected", "GPU-00000000-0000-0000-0000-000000000001"}};
   };
 }
 
-daemon::DeviceMemoryProbe noDevice(int* calls) {
+daemon::DeviceProbe noDevice(int* calls) {
   return [=] {
     ++*calls;
-    return std::optional<daemon::DeviceMemory>();
+    return std::vector<daemon::DeviceMemory>();
   };
+}
+
+// The budget of the node's only device.
+std::uint64_t onlyCapacity(const std::vector<daemon::NodeDevice>& devices) {
+  EXPECT_EQ(devices.size(), 1u);
+  return devices.empty() ? 0 : devices[0].capacity;
 }
 
 TEST(NodeCapacity, OnAGpuItIsTheDevicesMemoryLessTheReserve) {
@@ -47,13 +54,14 @@ TEST(NodeCapacity, OnAGpuItIsTheDevicesMemoryLessTheReserve) {
   Config config; // daemon.capacity 0, no device memory limit, backend auto
   int calls = 0;
   const std::uint64_t h100 = 80 * kGiB;
-  const auto capacity = daemon::nodeCapacity(config, deviceOf(h100, &calls));
+  const auto devices = daemon::nodeDevices(config, deviceOf(h100, &calls));
   EXPECT_EQ(calls, 1);
-  EXPECT_EQ(capacity.bytes, h100 - h100 / 20) << capacity.origin; // 5% of 80 GiB: 4 GiB
+  EXPECT_EQ(onlyCapacity(devices), h100 - h100 / 20) << devices[0].origin; // 5% of 80 GiB: 4 GiB
+  EXPECT_EQ(devices[0].identity, "GPU-00000000-0000-0000-0000-000000000001");
   config.backend = BackendKind::Cuda;
-  EXPECT_EQ(daemon::nodeCapacity(config, deviceOf(h100, &calls)).bytes, 76 * kGiB);
+  EXPECT_EQ(onlyCapacity(daemon::nodeDevices(config, deviceOf(h100, &calls))), 76 * kGiB);
   // A small GPU keeps at least 1.5 GiB.
-  EXPECT_EQ(daemon::nodeCapacity(config, deviceOf(16 * kGiB, &calls)).bytes, 16 * kGiB - 3 * kGiB / 2);
+  EXPECT_EQ(onlyCapacity(daemon::nodeDevices(config, deviceOf(16 * kGiB, &calls))), 16 * kGiB - 3 * kGiB / 2);
   EXPECT_EQ(daemon::deviceReserveBytes(16 * kGiB), 3 * kGiB / 2);
   EXPECT_EQ(daemon::deviceReserveBytes(40 * kGiB), 2 * kGiB);
 }
@@ -63,17 +71,18 @@ TEST(NodeCapacity, SimulatedDeviceAndExplicitSettings) {
   int calls = 0;
   config.backend = BackendKind::Sim;
   config.simCapacity = 48 << 20;
-  EXPECT_EQ(daemon::nodeCapacity(config, deviceOf(80 * kGiB, &calls)).bytes, std::uint64_t{48} << 20);
+  EXPECT_EQ(onlyCapacity(daemon::nodeDevices(config, deviceOf(80 * kGiB, &calls))), std::uint64_t{48} << 20);
   EXPECT_EQ(calls, 0) << "the simulated device needs no probe";
   config.backend = BackendKind::Auto; // no GPU: the processes run on the simulated device
-  EXPECT_EQ(daemon::nodeCapacity(config, noDevice(&calls)).bytes, std::uint64_t{48} << 20);
+  EXPECT_EQ(onlyCapacity(daemon::nodeDevices(config, noDevice(&calls))), std::uint64_t{48} << 20);
+  EXPECT_EQ(daemon::nodeDevices(config, noDevice(&calls))[0].identity, "sim-0");
   config.backend = BackendKind::Cuda; // a GPU was asked for and none can be read: say so
-  EXPECT_THROW(daemon::nodeCapacity(config, noDevice(&calls)), std::runtime_error);
-  EXPECT_THROW(daemon::nodeCapacity(config, deviceOf(kGiB, &calls)), std::runtime_error) << "below the reserve";
+  EXPECT_THROW(daemon::nodeDevices(config, noDevice(&calls)), std::runtime_error);
+  EXPECT_THROW(daemon::nodeDevices(config, deviceOf(kGiB, &calls)), std::runtime_error) << "below the reserve";
   config.deviceMemoryLimit = 8 * kGiB;
-  EXPECT_EQ(daemon::nodeCapacity(config, noDevice(&calls)).bytes, 8 * kGiB);
+  EXPECT_EQ(onlyCapacity(daemon::nodeDevices(config, noDevice(&calls))), 8 * kGiB);
   config.daemonCapacity = 2 * kGiB;
-  EXPECT_EQ(daemon::nodeCapacity(config, noDevice(&calls)).bytes, 2 * kGiB);
+  EXPECT_EQ(onlyCapacity(daemon::nodeDevices(config, noDevice(&calls))), 2 * kGiB);
 }
 
 using Robustness = NodeFixture;
@@ -83,7 +92,9 @@ TEST_F(Robustness, MqxdOnTheSimulatedDeviceGetsSimCapacity) {
   environment_["MQX_BACKEND_KIND"] = "sim";
   environment_["MQX_SIM_CAPACITY"] = "48MiB";
   startDaemon();
-  EXPECT_EQ(segment_->state().capacity, std::uint64_t{48} << 20);
+  EXPECT_EQ(segment_->state().deviceCount, 1u);
+  EXPECT_EQ(segment_->state().capacityOf(0), std::uint64_t{48} << 20);
+  EXPECT_EQ(segment_->state().identityOf(0), "sim-0");
 }
 
 // --- 2. Waiting for admission ------------------------------------------------
@@ -312,7 +323,8 @@ TEST_F(Robustness, ASegmentOfAnotherVersionIsNotJoinedAndNotTouched) {
     state->layoutBytes = sizeof(ipc::NodeState);
     state->version = ipc::kNodeStateVersion + 1;
     state->daemonPid = getpid();
-    state->capacity = 12345;
+    state->deviceCount = 1;
+    state->devices[0].capacity = 12345;
     ipc::sealHeader(*state);
   }
   auto query = run({"--", "/bin/true"}, {}, true);
@@ -327,7 +339,7 @@ TEST_F(Robustness, ASegmentOfAnotherVersionIsNotJoinedAndNotTouched) {
   bip::mapped_region region(object, bip::read_only, 0, sizeof(ipc::NodeState));
   const auto* state = static_cast<const ipc::NodeState*>(region.get_address());
   EXPECT_EQ(state->version, ipc::kNodeStateVersion + 1);
-  EXPECT_EQ(state->capacity, 12345U);
+  EXPECT_EQ(state->devices[0].capacity, 12345U);
   EXPECT_EQ(state->headerChecksum, ipc::headerChecksumOf(*state));
   for (const auto& record : state->clients)
     EXPECT_EQ(record.state, ipc::ClientState::Free);

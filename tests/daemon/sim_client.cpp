@@ -376,7 +376,7 @@ int main(int argc, char** argv) {
     const mqx::Config config = mqx::loadConfig();
     mqx::setLogLevel(config.logLevel);
     Node node;
-    node.membership = mqx::ipc::NodeMembership::connect(mqx::embedded::nodeOptions(config),
+    node.membership = mqx::ipc::NodeMembership::connect(mqx::embedded::simNodeOptions(config),
                                                         mqx::ipc::NodeMembership::Role::Memory, "sim_client");
     if (node.membership == nullptr) {
       std::fprintf(stderr, "sim_client: no daemon\n");

@@ -78,6 +78,7 @@ struct Harness {
       record.weightedDemand = record.peakDemand = std::uint64_t{1} << 20;
       record.budgetHeld = states[i] == ClientState::Memory ? std::uint64_t{2} << 20 : 0;
       record.querySlot = i == 2 ? 1 : kNoSlot;
+      record.device = 0; // the node's only device
       std::snprintf(record.name, sizeof record.name, "q%u", i);
     }
   }

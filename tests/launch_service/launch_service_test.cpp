@@ -13,6 +13,7 @@
 
 #include "daemon/launch_service.hpp"
 #include "device/sim/sim_backend.hpp"
+#include "ipc/launch_tuning_client.hpp"
 #include "kernelopt/batch_optimizer.hpp"
 #include "kernelopt/kernel_level_optimizer.hpp"
 #include "node_fixture.hpp"
@@ -63,7 +64,7 @@ void expectEqual(const LaunchService::Answer& actual, const LaunchService::Answe
 }
 
 TEST(LaunchService, AloneTheKernelGetsItsSingleKernelOptimum) {
-  LaunchService service(std::chrono::milliseconds(1000));
+  LaunchService service(std::chrono::milliseconds(1000), 1);
   const auto kernel = kernelOf(132 * 1536, 32, 0);
   const auto answer = service.request(100, 1, kernel, Clock::now());
   // 1536 threads per SM in one block is beyond 1024: 2 blocks of 768.
@@ -82,7 +83,7 @@ TEST(LaunchService, DemandIsCappedAtWhatTheKernelKeepsResidentAlone) {
 }
 
 TEST(LaunchService, SecondKernelIsSolvedWithTheFirstAndFinishedOnesStopCounting) {
-  LaunchService service(std::chrono::milliseconds(1000));
+  LaunchService service(std::chrono::milliseconds(1000), 1);
   const auto first = kernelOf(132 * 1024, 32, 8192);
   const auto second = kernelOf(132 * 800, 40, 4096);
   service.request(100, 1, first, Clock::now());
@@ -96,7 +97,7 @@ TEST(LaunchService, SecondKernelIsSolvedWithTheFirstAndFinishedOnesStopCounting)
 }
 
 TEST(LaunchService, KernelsThatDoNotFitTogetherGetTheirBatchsParameters) {
-  LaunchService service(std::chrono::milliseconds(1000));
+  LaunchService service(std::chrono::milliseconds(1000), 1);
   // Each wants a whole SM's threads: no two fit together.
   const auto big = kernelOf(132 * 2048, 32, 0, 1024);
   service.request(1, 1, big, Clock::now());
@@ -107,7 +108,7 @@ TEST(LaunchService, KernelsThatDoNotFitTogetherGetTheirBatchsParameters) {
 }
 
 TEST(LaunchService, UnsupportedDeviceKeepsTheLaunchsOwnParameters) {
-  LaunchService service(std::chrono::milliseconds(1000));
+  LaunchService service(std::chrono::milliseconds(1000), 1);
   auto kernel = kernelOf(132 * 256, 32, 0);
   kernel.device.computeCapabilityMajor = 6; // before sm_70: refused
   const auto answer = service.request(1, 1, kernel, Clock::now());
@@ -116,7 +117,7 @@ TEST(LaunchService, UnsupportedDeviceKeepsTheLaunchsOwnParameters) {
 }
 
 TEST(LaunchService, LeaseAndDeadProcessesExpire) {
-  LaunchService service(std::chrono::milliseconds(50));
+  LaunchService service(std::chrono::milliseconds(50), 1);
   const auto now = Clock::now();
   service.request(111, 1, kernelOf(1000, 32, 0), now);
   service.request(222, 1, kernelOf(1000, 32, 0), now + std::chrono::milliseconds(40));
@@ -126,12 +127,49 @@ TEST(LaunchService, LeaseAndDeadProcessesExpire) {
 }
 
 TEST(LaunchService, KernelsOfAnotherDeviceDoNotCompete) {
-  LaunchService service(std::chrono::milliseconds(1000));
+  LaunchService service(std::chrono::milliseconds(1000), 1);
   auto other = kernelOf(132 * 1024, 32, 0);
   other.device.multiprocessorCount = 108;
   service.request(1, 1, other, Clock::now());
   const auto mine = kernelOf(132 * 1024, 32, 0);
   expectEqual(service.request(2, 1, mine, Clock::now()), reference({mine}), "other device ignored");
+}
+
+// A node of several devices (docs/daemon.md, "Several GPUs"): each device's
+// kernels are solved apart, even on identical GPUs; a device the node lacks
+// is refused.
+TEST(LaunchService, EachNodeDeviceIsSolvedApart) {
+  LaunchService service(std::chrono::milliseconds(1000), 2);
+  auto onFirst = kernelOf(132 * 1024, 32, 8192);
+  auto onSecond = kernelOf(132 * 800, 40, 4096);
+  onSecond.nodeDevice = 1;
+  service.request(1, 1, onSecond, Clock::now());
+  expectEqual(service.request(2, 1, onFirst, Clock::now()), reference({onFirst}), "device 1's kernel ignored");
+  auto alsoSecond = onFirst;
+  alsoSecond.nodeDevice = 1;
+  const auto together = service.request(3, 1, alsoSecond, Clock::now());
+  expectEqual(together, reference({onSecond, alsoSecond}), "device 1's kernels together");
+  EXPECT_EQ(together.kernelsSolved, 2u);
+  EXPECT_EQ(service.pendingKernels(0), 1u);
+  EXPECT_EQ(service.pendingKernels(1), 2u);
+  auto nowhere = onFirst;
+  nowhere.nodeDevice = 2;
+  EXPECT_EQ(service.request(4, 1, nowhere, Clock::now()).threadsPerBlock, 0u) << "the node has two devices";
+  EXPECT_EQ(service.pendingKernels(), 3u);
+  // A process's tuner for one device names it in every request.
+  struct Recorder final : device::LaunchTuner {
+    std::uint32_t named = 99;
+    std::optional<device::TunedLaunch> tune(const device::TuningRequest& request, std::uint64_t*) override {
+      named = request.nodeDevice;
+      return std::nullopt;
+    }
+    void finished(std::uint64_t) override {}
+  };
+  auto recorder = std::make_shared<Recorder>();
+  ipc::NodeDeviceLaunchTuner tuner(recorder, 1);
+  std::uint64_t ticket = 0;
+  tuner.tune(device::TuningRequest{}, &ticket);
+  EXPECT_EQ(recorder->named, 1u);
 }
 
 // Seeded random sequences of requests and completions against a reference
@@ -140,7 +178,7 @@ TEST(LaunchService, RandomSequencesEqualKernelopt) {
   const unsigned seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 random(seed);
-  LaunchService service(std::chrono::hours(1));
+  LaunchService service(std::chrono::hours(1), 1);
   std::vector<std::pair<std::uint64_t, ipc::LaunchTuningFields>> active;
   std::uint64_t ticket = 0;
   for (int step = 0; step < 300; ++step) {

@@ -152,6 +152,63 @@ TEST_F(Metrics, FileAndHttpFollowTheExpositionFormatAndShowTheNode) {
   waiting->signal(SIGTERM);
 }
 
+// A node of two devices (docs/daemon.md, "Several GPUs"): each device's
+// budget, use and queries under a device label; the node's totals are the
+// sums; each client's series names its device.
+TEST_F(Metrics, EachDeviceIsShownUnderItsDeviceLabel) {
+  file_ = "/tmp/mqx-metrics-" + instance_ + ".prom";
+  environment_["MQX_DAEMON_METRICS_FILE"] = file_;
+  environment_["MQX_DAEMON_METRICS_INTERVAL_MS"] = "20";
+  environment_["MQX_BACKEND_KIND"] = "sim";
+  environment_["MQX_SIM_DEVICES"] = "2";
+  environment_.erase("CUDA_VISIBLE_DEVICES");
+  startDaemon();
+  auto holder = client({"hold-budget", std::to_string(8 << 20), "0"}, {{"MQX_SIM_DEVICE", "sim-1"}});
+  ASSERT_TRUE(holder->waitForLine("held", 10s));
+  auto asked = run({"--plan", plan("a", 12), "--name", "asked", "--device", "sim-0", "--", "/bin/sleep", "5"});
+  // Placed by demand once 'asked' runs: 20 MiB leave nothing on sim-0 (12 MiB
+  // run there), 12 MiB on sim-1.
+  bool askedRuns = false;
+  for (const auto deadline = std::chrono::steady_clock::now() + 10s;
+       !askedRuns && std::chrono::steady_clock::now() < deadline; std::this_thread::sleep_for(2ms)) {
+    ipc::RobustLock lock(segment_->state().lock);
+    for (const auto& record : segment_->state().clients)
+      askedRuns |= record.state == ipc::ClientState::Running && std::string(record.name) == "asked";
+  }
+  ASSERT_TRUE(askedRuns);
+  auto placed = run({"--plan", plan("p", 20), "--name", "placed", "--", "/bin/sleep", "5"});
+  const Exposition m = waitForFile([](const Exposition& m) {
+    return m.value("mqx_device_running_queries{device=\"sim-0\",index=\"0\"}") == 1 &&
+           m.value("mqx_device_running_queries{device=\"sim-1\",index=\"1\"}") == 1;
+  });
+  ASSERT_TRUE(m.errors.empty()) << joined(m.errors);
+  EXPECT_EQ(m.value("mqx_node_capacity_bytes"), 64 << 20) << "both devices";
+  EXPECT_EQ(m.value("mqx_node_used_bytes"), 8 << 20);
+  for (const char* device : {"device=\"sim-0\",index=\"0\"", "device=\"sim-1\",index=\"1\""}) {
+    EXPECT_EQ(m.value("mqx_device_capacity_bytes{" + std::string(device) + "}"), 32 << 20) << device;
+    EXPECT_EQ(m.value("mqx_device_queries_placed_total{" + std::string(device) + "}"), 1) << device;
+  }
+  EXPECT_EQ(m.value("mqx_device_used_bytes{device=\"sim-0\",index=\"0\"}"), 0);
+  EXPECT_EQ(m.value("mqx_device_used_bytes{device=\"sim-1\",index=\"1\"}"), 8 << 20);
+  EXPECT_EQ(m.value("mqx_device_memory_clients{device=\"sim-1\",index=\"1\"}"), 1);
+  EXPECT_EQ(m.value("mqx_device_running_weighted_demand_bytes{device=\"sim-0\",index=\"0\"}"), 12 << 20);
+  EXPECT_EQ(m.value("mqx_device_running_weighted_demand_bytes{device=\"sim-1\",index=\"1\"}"), 20 << 20);
+  EXPECT_EQ(m.types.at("mqx_device_queries_placed_total"), "counter");
+  std::map<std::string, std::string> deviceOf; // client name -> its device label
+  for (const auto& labels : m.labelSets)
+    if (labels.count("name") != 0 && labels.count("device") != 0) deviceOf[labels.at("name")] = labels.at("device");
+  EXPECT_EQ(deviceOf["asked"], "sim-0");
+  EXPECT_EQ(deviceOf["placed"], "sim-1");
+  EXPECT_EQ(deviceOf["sim_client"], "sim-1");
+  holder->signal(SIGKILL);
+  // mqx-run forwards SIGTERM and ends with its query (none is left holding
+  // the test's output).
+  for (auto* query : {asked.get(), placed.get()}) {
+    query->signal(SIGTERM);
+    EXPECT_EQ(query->wait(10s), 128 + SIGTERM);
+  }
+}
+
 TEST_F(Metrics, TheCheckerRejectsWhatBreaksTheFormat) {
   // The checker must be able to fail: each of these breaks one rule.
   const std::vector<std::string> broken = {

@@ -47,6 +47,9 @@ TEST(Config, DefaultFileParsesToTheBuiltInDefaults) {
   EXPECT_EQ(parsed.accessAdvice, builtIn.accessAdvice);
   EXPECT_EQ(parsed.pageCoherence, builtIn.pageCoherence);
   EXPECT_EQ(parsed.simCapacity, builtIn.simCapacity);
+  EXPECT_EQ(parsed.simDevices, builtIn.simDevices);
+  EXPECT_EQ(parsed.simDevice, builtIn.simDevice);
+  EXPECT_EQ(parsed.placement, builtIn.placement);
   EXPECT_EQ(parsed.logLevel, builtIn.logLevel);
   EXPECT_EQ(parsed.fenceCoalesceMicroseconds, builtIn.fenceCoalesceMicroseconds);
 }
@@ -90,6 +93,46 @@ TEST(Config, BadInputNamesTheKeyOnOneLine) {
     EXPECT_EQ(error.find('\n'), std::string::npos) << error;
   }
   EXPECT_NE(errorOf("[memory\n").find("test.toml:"), std::string::npos);
+}
+
+// A node of several devices (docs/daemon.md, "Several GPUs"): sim.devices,
+// sim.device and daemon.placement, from a file and from the environment.
+TEST(Config, DeviceKeysParseAndRefuseBadValuesNamingTheKey) {
+  Config defaults;
+  EXPECT_EQ(defaults.simDevices, 1u);
+  EXPECT_EQ(defaults.simDevice, "");
+  EXPECT_EQ(defaults.placement, PlacementKind::Demand);
+  Config config = parseConfig("[sim]\ndevices = 8\ndevice = \"sim-7\"\n[daemon]\nplacement = \"round-robin\"\n");
+  EXPECT_EQ(config.simDevices, 8u);
+  EXPECT_EQ(config.simDevice, "sim-7");
+  EXPECT_EQ(config.placement, PlacementKind::RoundRobin);
+  EXPECT_EQ(toString(config.placement), "round-robin");
+  applyEnvironment(config, {{"MQX_SIM_DEVICES", "2"}, {"MQX_SIM_DEVICE", "1"}, {"MQX_DAEMON_PLACEMENT", "demand"}});
+  EXPECT_EQ(config.simDevices, 2u);
+  EXPECT_EQ(config.simDevice, "1");
+  EXPECT_EQ(config.placement, PlacementKind::Demand);
+  struct Case {
+    const char* toml;
+    const char* key;
+    const char* says;
+  };
+  for (const Case& c :
+       {Case{"[sim]\ndevices = 0", "sim.devices", "out of range [1, 8]"},
+        Case{"[sim]\ndevices = 9", "sim.devices", "out of range [1, 8]"},
+        Case{"[sim]\ndevices = \"two\"", "sim.devices", "integer"},
+        Case{"[sim]\ndevice = \"sim-8\"", "sim.device", "'sim-8'"},
+        Case{"[sim]\ndevice = \"GPU-1234\"", "sim.device", "sim-<n>"},
+        Case{"[sim]\ndevice = \"sim-\"", "sim.device", "'sim-'"}, Case{"[sim]\ndevice = 1", "sim.device", "string"},
+        Case{"[daemon]\nplacement = \"random\"", "daemon.placement", "demand, round-robin"}}) {
+    const std::string error = errorOf(c.toml);
+    EXPECT_NE(error.find("mqx config: " + std::string(c.key) + ":"), std::string::npos) << c.toml << " -> " << error;
+    EXPECT_NE(error.find(c.says), std::string::npos) << c.toml << " -> " << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  }
+  Config untouched;
+  EXPECT_THROW(applyEnvironment(untouched, {{"MQX_SIM_DEVICES", "12"}}), ConfigError);
+  EXPECT_THROW(applyEnvironment(untouched, {{"MQX_SIM_DEVICE", "sim-x"}}), ConfigError);
+  EXPECT_THROW(applyEnvironment(untouched, {{"MQX_DAEMON_PLACEMENT", "roundrobin"}}), ConfigError);
 }
 
 TEST(Config, EnvironmentOverridesAndRejectsUnknownVariables) {

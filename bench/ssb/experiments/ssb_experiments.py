@@ -64,6 +64,7 @@ from mqx.workload import (  # noqa: E402
     throughput,
     weighted_speedup,
 )
+from placement import placement  # noqa: E402,F401  experiment "placement" (issue 16), on the helpers below
 
 QUERIES = ["q1.1", "q1.2", "q1.3", "q2.1", "q2.2", "q2.3", "q3.1", "q3.2", "q3.3", "q3.4", "q4.1", "q4.2", "q4.3"]
 POLICIES = ["lru", "mru", "lfu", "random", "cdr"]

@@ -1,0 +1,58 @@
+#include "device_placement.hpp"
+
+#include <optional>
+
+#include "ipc/node_state.hpp"
+
+namespace mqx::daemon {
+
+std::vector<Placed> DevicePlacement::admit(const std::vector<QueryDemand>& running,
+                                           const std::vector<QueryDemand>& waiting) {
+  const std::uint32_t devices = deviceCount();
+  std::vector<std::size_t> count(devices);
+  std::vector<std::uint64_t> used(devices);
+  for (const QueryDemand& query : running) {
+    if (query.device >= devices) continue;
+    ++count[query.device];
+    used[query.device] += policy_.demandOf(query);
+  }
+  // A device an earlier postponed query waits for: no later query starts there.
+  std::vector<bool> blocked(devices);
+  std::vector<Placed> placed;
+  for (const QueryDemand& query : waiting) {
+    std::vector<std::uint32_t> candidates;
+    if (query.device != ipc::kAnyDevice) {
+      if (query.device >= devices) continue;
+      candidates = {query.device};
+    } else if (kind_ == PlacementKind::RoundRobin) {
+      candidates = {nextTurn_ % devices};
+    } else {
+      for (std::uint32_t device = 0; device < devices; ++device)
+        candidates.push_back(device);
+    }
+    // Demand: the most room left after it, signed (an oversized query on an
+    // idle device leaves less than nothing); the first of equals.
+    std::optional<std::uint32_t> chosen;
+    long double bestRoom = 0;
+    for (const std::uint32_t device : candidates) {
+      if (blocked[device] || !policy_.fits(count[device], used[device], query, capacities_[device])) continue;
+      const long double room = static_cast<long double>(capacities_[device]) - used[device] - policy_.demandOf(query);
+      if (!chosen || room > bestRoom) {
+        chosen = device;
+        bestRoom = room;
+      }
+    }
+    if (!chosen) {
+      for (const std::uint32_t device : candidates)
+        blocked[device] = true;
+      continue;
+    }
+    if (query.device == ipc::kAnyDevice && kind_ == PlacementKind::RoundRobin) nextTurn_ = (*chosen + 1) % devices;
+    ++count[*chosen];
+    used[*chosen] += policy_.demandOf(query);
+    placed.push_back({query.id, *chosen});
+  }
+  return placed;
+}
+
+} // namespace mqx::daemon

@@ -1,0 +1,142 @@
+// NodeDaemon's admission (paper §5) and placement on the node's devices
+// (docs/daemon.md, "Several GPUs"): the demand of waiting and running
+// queries, what each query's processes hold on its device, and the pass that
+// admits postponed queries and places them (DevicePlacement).
+#include <algorithm>
+#include <cstring>
+
+#include "common/log.hpp"
+#include "node_daemon.hpp"
+#include "trace/trace_span.hpp"
+#include "trace/trace_tracks.hpp"
+
+namespace mqx::daemon {
+
+using namespace mqx::ipc;
+
+// A waiting query that declares nothing: the demand learned from earlier runs
+// of the query (paper §5). Call with the node's lock held.
+void NodeDaemon::applyLearnedDemand(ClientRecord& record) {
+  if (record.weightedDemand != 0 || record.peakDemand != 0) return;
+  if (auto learned = history_.demandOf(record.name)) {
+    record.weightedDemand = record.peakDemand = *learned;
+    log(LogLevel::Info, "mqxd: query '{}' declares no demand; learned {} MiB", record.name, *learned >> 20);
+  }
+}
+
+// Call with the node's lock held.
+void NodeDaemon::setDemandFromProcesses(NodeState& node, std::uint32_t querySlot) {
+  std::uint64_t weighted = 0, peak = 0;
+  for (const ClientRecord& record : node.clients) {
+    if (record.state != ClientState::Memory || record.querySlot != querySlot) continue;
+    weighted += record.weightedDemand;
+    peak += record.peakDemand;
+  }
+  ClientRecord& query = node.clients[querySlot];
+  query.weightedDemand = std::min(weighted, kMaxDemandBytes);
+  query.peakDemand = std::min(std::max(peak, weighted), kMaxDemandBytes);
+}
+
+std::array<std::uint64_t, kMaxClients> NodeDaemon::heldByQuery() {
+  // Call with the lock held. The bytes each query's processes hold now.
+  NodeState& node = segment_->state();
+  std::array<std::uint64_t, kMaxClients> held{};
+  for (const ClientRecord& record : node.clients)
+    if (record.state == ClientState::Memory && record.querySlot < kMaxClients &&
+        record.device == node.clients[record.querySlot].device)
+      held[record.querySlot] += record.budgetHeld;
+  return held;
+}
+
+void NodeDaemon::observeQueries() {
+  // What a running query's processes hold at most is learned for its next
+  // run (when it declared nothing).
+  NodeState& node = segment_->state();
+  RobustLock lock = lockNode();
+  const auto held = heldByQuery();
+  for (std::uint32_t i = 0; i < kMaxClients; ++i) {
+    ClientRecord& record = node.clients[i];
+    if (record.state != ClientState::Running) continue;
+    record.observedPeak = std::max(record.observedPeak, held[i]);
+    if (running_[i].pid == record.pid)
+      running_[i].observedPeak = std::max(running_[i].observedPeak, record.observedPeak);
+  }
+}
+
+void NodeDaemon::traceDecision(const char* decision, const ClientRecord& record, std::uint64_t runningWeighted,
+                               std::uint32_t device) {
+  if (!trace_) return;
+  // A query not placed yet shows the node's whole capacity and no device.
+  trace::TraceEvent event = trace::instantEvent(decision, "admission", trace::kAdmissionTrack)
+                                .argument("weighted_demand", record.weightedDemand)
+                                .argument("peak_demand", record.peakDemand)
+                                .argument("running_weighted_demand", runningWeighted)
+                                .argument("capacity", segment_->state().capacityOf(device));
+  if (device < devices_.size()) event.argument("device", device);
+  trace_->record(event.withLabel(record.name));
+}
+
+void NodeDaemon::admitPostponed() {
+  NodeState& node = segment_->state();
+  std::vector<std::pair<pid_t, std::uint32_t>> admitted;
+  {
+    RobustLock lock = lockNode();
+    std::vector<QueryDemand> running, waiting;
+    std::vector<std::uint64_t> arrival(kMaxClients);
+    // A running query's demand is updated as it runs: what it declared or,
+    // when more, what its processes hold right now on its device (an
+    // undeclared query's demand is what it holds).
+    const auto held = heldByQuery();
+    for (std::uint32_t i = 0; i < kMaxClients; ++i) {
+      ClientRecord& record = node.clients[i];
+      if (record.state == ClientState::Running)
+        running.push_back(
+            {i, std::max(record.weightedDemand, held[i]), std::max(record.peakDemand, held[i]), record.device});
+      if (record.state == ClientState::Waiting && record.admissionRequested != 0) {
+        applyLearnedDemand(record);
+        waiting.push_back({i, record.weightedDemand, record.peakDemand, record.device});
+        arrival[i] = record.arrival;
+      }
+    }
+    if (waiting.empty()) return;
+    std::sort(waiting.begin(), waiting.end(),
+              [&](const QueryDemand& a, const QueryDemand& b) { return arrival[a.id] < arrival[b.id]; });
+    std::vector<std::uint64_t> runningWeighted(devices_.size() + 1);
+    for (const QueryDemand& query : running)
+      runningWeighted[std::min<std::size_t>(query.device, devices_.size())] += query.weighted;
+    const auto chosen = placement_.admit(running, waiting);
+    for (const Placed& place : chosen) {
+      ClientRecord& record = node.clients[place.id];
+      record.device = place.device; // before the state: a running query is always on its device
+      record.state = ClientState::Running;
+      admitted.emplace_back(record.pid, place.id);
+      ++queriesAdmitted_;
+      ++queriesPlaced_[place.device];
+      RunningQuery& query = running_[place.id];
+      query = RunningQuery{record.pid, 0, {}};
+      std::memcpy(query.name, record.name, sizeof query.name);
+      query.name[sizeof query.name - 1] = '\0';
+      log(LogLevel::Info, "mqxd: admitting query '{}' (pid {}, weighted demand {} MiB, peak {} MiB){}", record.name,
+          record.pid, record.weightedDemand >> 20, record.peakDemand >> 20,
+          devices_.size() > 1 ? fmt::format(" on device {} {}", place.device, devices_[place.device].identity)
+                              : std::string());
+      traceDecision("admitted", record, runningWeighted[place.device], place.device);
+    }
+    // A postponed query is counted (and traced) once per arrival, not on
+    // every pass of the loop.
+    for (const QueryDemand& query : waiting) {
+      if (std::any_of(chosen.begin(), chosen.end(), [&](const Placed& place) { return place.id == query.id; }))
+        continue;
+      ClientRecord& record = node.clients[query.id];
+      if (postponedArrival_[query.id] == record.arrival) continue;
+      postponedArrival_[query.id] = record.arrival;
+      ++postponements_;
+      traceDecision("postponed", record, runningWeighted[std::min<std::size_t>(record.device, devices_.size())],
+                    record.device);
+    }
+  }
+  for (auto [pid, slot] : admitted)
+    sendTo(names_.replyQueue(pid), Message::of(MessageKind::Admitted, getpid(), slot));
+}
+
+} // namespace mqx::daemon
