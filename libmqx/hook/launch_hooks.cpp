@@ -63,7 +63,8 @@ CUresult launch(const char* call, const NativeLaunch& native, const Geometry& ge
   // The launch runs on the current context's device: that device's manager
   // makes its references resident (a device mqx does not manage runs it
   // unchanged).
-  MemoryManager* manager = Runtime::instance().current().manager;
+  const Runtime::ManagedDevice device = Runtime::instance().current();
+  MemoryManager* manager = device.manager;
   if (manager == nullptr || capturing(geometry.stream)) return passThrough();
   return guarded(call, [&] {
     KernelLaunch request;
@@ -85,7 +86,7 @@ CUresult launch(const char* call, const NativeLaunch& native, const Geometry& ge
     // (docs/kernelopt.md). A cooperative launch keeps its own (its grid must
     // stay co-resident as the application sized it), and so does one with
     // launch attributes (a cluster shape must divide the grid).
-    CudaLaunchTuning* tuning = Runtime::instance().launchTuning();
+    CudaLaunchTuning* tuning = device.tuning;
     std::uint64_t ticket = 0;
     const bool plain = native.kind == NativeLaunch::Kind::Kernel ||
                        (native.kind == NativeLaunch::Kind::KernelEx && native.config->numAttrs == 0);

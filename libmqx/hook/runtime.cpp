@@ -173,7 +173,8 @@ bool Runtime::configure() {
 
 Runtime::ManagedDevice Runtime::device(int ordinal) const noexcept {
   if (ordinal < 0 || ordinal >= DeviceManagers::kMaxDevices) return {};
-  return ManagedDevice{backends_[ordinal].load(std::memory_order_acquire), managers_.on(ordinal)};
+  return ManagedDevice{backends_[ordinal].load(std::memory_order_acquire), managers_.on(ordinal),
+                       tunings_[ordinal].load(std::memory_order_acquire)};
 }
 
 Runtime::ManagedDevice Runtime::current() const noexcept {
@@ -262,8 +263,8 @@ MemoryManager* Runtime::activateLocked(const DriverApi& api, CUdevice device) {
   log(LogLevel::Info, "managing device memory on device {}, {} (limit {} MiB, page {} KiB, policy {})", device,
       storage.backend->deviceName(), config_.deviceMemoryLimit >> 20, config_.pageSize >> 10,
       toString(config_.replacement));
+  if (join != nullptr) startLaunchTuning(api, device, join->membership->device());
   if (!first) return manager;
-  if (join != nullptr) startLaunchTuning(api);
   // Registered after cudart's own exit handler, so it runs before cudart
   // tears the context down; it only reads counters (and leaves the node:
   // the context's memory goes with the process).
@@ -281,35 +282,43 @@ MemoryManager* Runtime::activateLocked(const DriverApi& api, CUdevice device) {
   return manager;
 }
 
-void Runtime::startLaunchTuning(const DriverApi& api) {
-  // Resizable kernels get the launch service's parameters (docs/kernelopt.md).
+void Runtime::startLaunchTuning(const DriverApi& api, int ordinal, std::uint32_t nodeDevice) {
+  // Resizable kernels get the launch service's parameters (docs/kernelopt.md),
+  // solved for the node device this device is (docs/daemon.md, "Several
+  // GPUs"); the devices share the process's one client.
   try {
-    if (auto tuner = ipc::LaunchTuningClient::connect(
-            config_.daemonInstance, std::chrono::milliseconds(config_.launchReplyTimeoutMilliseconds))) {
-      launchTuningClient_ = tuner;
-      launchTuningStorage_ =
-          std::make_unique<device::cuda::CudaLaunchTuning>(api, config_.resizableKernels, std::move(tuner));
-      for (FunctionHandle function : declaredFunctions_)
-        launchTuningStorage_->launches().declare(function);
-      for (const std::string& name : declaredNames_)
-        launchTuningStorage_->launches().declareName(name);
-      launchTuning_.store(launchTuningStorage_.get(), std::memory_order_release);
+    if (!launchTuningTried_) {
+      launchTuningTried_ = true;
+      launchTuningClient_ = ipc::LaunchTuningClient::connect(
+          config_.daemonInstance, std::chrono::milliseconds(config_.launchReplyTimeoutMilliseconds));
     }
+    if (launchTuningClient_ == nullptr) return;
+    auto& tuning = devices_[ordinal].tuning;
+    tuning = std::make_unique<device::cuda::CudaLaunchTuning>(
+        api, config_.resizableKernels, std::make_shared<ipc::NodeDeviceLaunchTuner>(launchTuningClient_, nodeDevice));
+    for (FunctionHandle function : declaredFunctions_)
+      tuning->launches().declare(function);
+    for (const std::string& name : declaredNames_)
+      tuning->launches().declareName(name);
+    tunings_[ordinal].store(tuning.get(), std::memory_order_release);
   } catch (const std::exception& error) {
-    log(LogLevel::Warn, "no launch tuning ({}): every kernel keeps its launch parameters", error.what());
+    log(LogLevel::Warn, "no launch tuning on device {} ({}): every kernel keeps its launch parameters", ordinal,
+        error.what());
   }
 }
 
 void Runtime::declareResizable(FunctionHandle function) {
   std::lock_guard lock(mutex_);
   declaredFunctions_.push_back(function);
-  if (auto* tuning = launchTuning()) tuning->launches().declare(function);
+  for (auto& storage : devices_)
+    if (storage.tuning != nullptr) storage.tuning->launches().declare(function);
 }
 
 void Runtime::declareResizable(const std::string& name) {
   std::lock_guard lock(mutex_);
   declaredNames_.push_back(name);
-  if (auto* tuning = launchTuning()) tuning->launches().declareName(name);
+  for (auto& storage : devices_)
+    if (storage.tuning != nullptr) storage.tuning->launches().declareName(name);
 }
 
 void Runtime::logStatisticsAtExit() {

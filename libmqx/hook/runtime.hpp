@@ -48,6 +48,8 @@ public:
   struct ManagedDevice {
     device::cuda::CudaBackend* backend = nullptr;
     MemoryManager* manager = nullptr;
+    // Launch tuning of resizable kernels on this device, when mqxd runs.
+    device::cuda::CudaLaunchTuning* tuning = nullptr;
   };
 
   // The managers, one per managed device. Lock-free: the hot path.
@@ -65,11 +67,6 @@ public:
   ManagedDevice device(int ordinal) const noexcept;
   // The device whose manager is `manager`.
   ManagedDevice deviceOf(const MemoryManager* manager) const noexcept { return device(managers_.ordinalOf(manager)); }
-  // Launch tuning of resizable kernels, when Active and mqxd runs.
-  device::cuda::CudaLaunchTuning* launchTuning() const noexcept {
-    return launchTuning_.load(std::memory_order_acquire);
-  }
-
   // From allocation-like hooks: the manager of the current context's device,
   // activated on its first call if possible; nullptr when there is none
   // (look at state()).
@@ -96,6 +93,7 @@ private:
   struct DeviceStorage {
     std::unique_ptr<device::cuda::CudaBackend> backend;
     std::unique_ptr<ipc::ManagerOnNode> manager; // on the node when one runs
+    std::unique_ptr<device::cuda::CudaLaunchTuning> tuning;
   };
 
   Runtime() = default;
@@ -103,7 +101,9 @@ private:
   bool configureLocked();
   void passThrough(const std::string& why);
   void logStatisticsAtExit();
-  void startLaunchTuning(const device::cuda::DriverApi& api);
+  // Launch tuning on device `ordinal` of the node device `nodeDevice` (the
+  // process's one LaunchTuningClient, connected on the first call).
+  void startLaunchTuning(const device::cuda::DriverApi& api, int ordinal, std::uint32_t nodeDevice);
 
 public:
   // The advice API's declarations of resizable kernels (by handle or by
@@ -128,9 +128,9 @@ private:
   bool configured_ = false;
   Config config_;
   device::cuda::DriverApi driverStorage_;
-  std::unique_ptr<device::cuda::CudaLaunchTuning> launchTuningStorage_;
-  std::shared_ptr<ipc::LaunchTuningClient> launchTuningClient_; // to leave at exit
-  std::atomic<device::cuda::CudaLaunchTuning*> launchTuning_{nullptr};
+  std::array<std::atomic<device::cuda::CudaLaunchTuning*>, DeviceManagers::kMaxDevices> tunings_{};
+  std::shared_ptr<ipc::LaunchTuningClient> launchTuningClient_; // under mutex_; to leave at exit
+  bool launchTuningTried_ = false;                              // under mutex_
 };
 
 } // namespace mqx::hook
