@@ -48,7 +48,7 @@ struct NodeOptions {
   // UUID ("GPU-..."), a simulated device's name ("sim-<n>") or the device's
   // decimal index on the node. "": a memory client draws on the node's first
   // device; a query is placed by mqxd when it is admitted.
-  std::string device;
+  std::string device{};
 };
 
 class NodeMembership {
