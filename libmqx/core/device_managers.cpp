@@ -1,6 +1,9 @@
 #include "core/device_managers.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <stdexcept>
 
@@ -35,7 +38,14 @@ Status DeviceManagers::copyBetween(MemoryManager& to, DevicePtr destination, Mem
                                    std::size_t bytes, std::size_t bounceBytes) {
   if (bytes == 0) return Status::Success;
   const std::size_t chunk = std::min(bytes, std::max<std::size_t>(bounceBytes, 1));
-  std::unique_ptr<std::byte[]> bounce(new std::byte[chunk]);
+  // Whole pages of its own: write protection is per host page, and a bounce
+  // buffer sharing a page with a lazy copy's source (protected by the first
+  // device's manager) would fault when `from` writes it.
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t bounceSize = (chunk + page - 1) / page * page;
+  std::unique_ptr<std::byte, decltype(&std::free)> bounce(static_cast<std::byte*>(std::aligned_alloc(page, bounceSize)),
+                                                          &std::free);
+  if (bounce == nullptr) return Status::OutOfMemory;
   for (std::size_t done = 0; done < bytes;) {
     const std::size_t now = std::min(chunk, bytes - done);
     MQX_TRY(from.copyDeviceToHost(bounce.get(), source + done, now, StreamHandle{}, true));

@@ -141,6 +141,11 @@ private:
 
   std::string check(DevicePtr address, std::size_t offset, std::size_t bytes) {
     std::vector<std::uint8_t> actual(bytes, 0xEE);
+    // As the interposer does before every device-to-host copy
+    // (beforeHostWrite): the destination may share a page with a lazy
+    // copy's source that the first device's manager protects, and another
+    // device's manager writing it would fault.
+    managers_.first()->prepareHostWrite(actual.data(), bytes);
     const Status status = managerOf(address).copyDeviceToHost(actual.data(), address + offset, bytes, 0, true);
     if (!ok(status)) return "copyDeviceToHost: " + std::string(toString(status));
     const Allocation& expected = model_[address];
