@@ -13,31 +13,20 @@ The system is chosen outside: natively, under LD_PRELOAD=libmqx.so, or with
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
 import time
+
+from torch_setup import arguments, start_torch
 
 SIDE = 4096
 TENSOR_BYTES = SIDE * SIDE * 4
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--footprint", type=int, required=True, help="bytes of live tensors")
-    parser.add_argument("--steps", type=int, default=400)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--um-allocator", help="the mqx_um_allocator library: Unified Memory")
-    args = parser.parse_args()
-
-    import torch  # noqa: PLC0415 (the allocator must be chosen before CUDA starts)
-
-    if args.um_allocator:
-        allocator = torch.cuda.memory.CUDAPluggableAllocator(args.um_allocator, "mqx_um_malloc", "mqx_um_free")
-        torch.cuda.memory.change_current_allocator(allocator)
-    # Exact fp32 products: TF32 would make the sums depend on rounding only.
-    torch.backends.cuda.matmul.allow_tf32 = False
+    args = arguments(__doc__.splitlines()[0], 400, "bytes of live tensors")
+    torch = start_torch(args.um_allocator)
     count = max(3, args.footprint // TENSOR_BYTES)
     started = time.perf_counter()
     generator = torch.Generator(device="cuda")

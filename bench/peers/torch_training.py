@@ -17,10 +17,11 @@ The system is chosen outside: natively, under LD_PRELOAD=libmqx.so, or with
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
+
+from torch_setup import arguments, start_torch
 
 WIDTH = 4096
 BATCH = 2048
@@ -33,19 +34,8 @@ def layers_for(footprint: int) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--footprint", type=int, required=True, help="bytes of model, optimizer state, activations")
-    parser.add_argument("--steps", type=int, default=6)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--um-allocator", help="the mqx_um_allocator library: Unified Memory")
-    args = parser.parse_args()
-
-    import torch  # noqa: PLC0415 (the allocator must be chosen before CUDA starts)
-
-    if args.um_allocator:
-        allocator = torch.cuda.memory.CUDAPluggableAllocator(args.um_allocator, "mqx_um_malloc", "mqx_um_free")
-        torch.cuda.memory.change_current_allocator(allocator)
-    torch.backends.cuda.matmul.allow_tf32 = False
+    args = arguments(__doc__.splitlines()[0], 6, "bytes of model, optimizer state, activations")
+    torch = start_torch(args.um_allocator)
     torch.manual_seed(args.seed)
     count = layers_for(args.footprint)
     started = time.perf_counter()

@@ -49,7 +49,7 @@ CUresult deviceToHost(const char* call, void* destination, CUdeviceptr source, s
 CUresult managedDeviceToDevice(const char* call, MemoryManager* to, CUdeviceptr destination, MemoryManager* from,
                                CUdeviceptr source, std::size_t bytes, Order order) {
   if (to != nullptr && from != nullptr && to != from) {
-    callReal(&DriverApi::cuStreamSynchronize, reinterpret_cast<CUstream>(order.stream));
+    if (CUresult waited = waitForStream(order); waited != CUDA_SUCCESS) return waited;
     return managedResult(call, DeviceManagers::copyBetween(*to, destination, *from, source, bytes));
   }
   MemoryManager& manager = to != nullptr ? *to : *from;
@@ -100,14 +100,6 @@ CUresult unified(const char* call, CUdeviceptr destination, CUdeviceptr source, 
     }
     return managedDeviceToDevice(call, to, destination, from, source, bytes, order);
   });
-}
-
-// cuMemcpyPeer*: the contexts only say which devices the addresses are on,
-// which unified addressing says as well.
-template <typename PassThrough>
-CUresult peer(const char* call, CUdeviceptr destination, CUdeviceptr source, std::size_t bytes, Order order,
-              PassThrough passThrough) {
-  return deviceToDevice(call, destination, source, bytes, order, passThrough);
 }
 
 } // namespace
@@ -180,23 +172,28 @@ MQX_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, 
                         [&] { return callReal(&DriverApi::cuMemcpyDtoDAsync_v2_ptsz, dst, src, bytes, s); });
 }
 
+// cuMemcpyPeer*: device-to-device copies; the contexts only say which
+// devices the addresses are on, which unified addressing says as well.
 MQX_EXPORT CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dstContext, CUdeviceptr src, CUcontext srcContext,
                                  size_t bytes) {
-  return peer("cuMemcpyPeer", dst, src, bytes, blocking(false),
-              [&] { return callReal(&DriverApi::cuMemcpyPeer, dst, dstContext, src, srcContext, bytes); });
+  return deviceToDevice("cuMemcpyPeer", dst, src, bytes, blocking(false),
+                        [&] { return callReal(&DriverApi::cuMemcpyPeer, dst, dstContext, src, srcContext, bytes); });
 }
 MQX_EXPORT CUresult cuMemcpyPeer_ptds(CUdeviceptr dst, CUcontext dstContext, CUdeviceptr src, CUcontext srcContext,
                                       size_t bytes) {
-  return peer("cuMemcpyPeer", dst, src, bytes, blocking(true),
-              [&] { return callReal(&DriverApi::cuMemcpyPeer_ptds, dst, dstContext, src, srcContext, bytes); });
+  return deviceToDevice("cuMemcpyPeer", dst, src, bytes, blocking(true), [&] {
+    return callReal(&DriverApi::cuMemcpyPeer_ptds, dst, dstContext, src, srcContext, bytes);
+  });
 }
 MQX_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dstContext, CUdeviceptr src, CUcontext srcContext,
                                       size_t bytes, CUstream s) {
-  return peer("cuMemcpyPeerAsync", dst, src, bytes, async(s, false),
-              [&] { return callReal(&DriverApi::cuMemcpyPeerAsync, dst, dstContext, src, srcContext, bytes, s); });
+  return deviceToDevice("cuMemcpyPeerAsync", dst, src, bytes, async(s, false), [&] {
+    return callReal(&DriverApi::cuMemcpyPeerAsync, dst, dstContext, src, srcContext, bytes, s);
+  });
 }
 MQX_EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dst, CUcontext dstContext, CUdeviceptr src, CUcontext srcContext,
                                            size_t bytes, CUstream s) {
-  return peer("cuMemcpyPeerAsync", dst, src, bytes, async(s, true),
-              [&] { return callReal(&DriverApi::cuMemcpyPeerAsync_ptsz, dst, dstContext, src, srcContext, bytes, s); });
+  return deviceToDevice("cuMemcpyPeerAsync", dst, src, bytes, async(s, true), [&] {
+    return callReal(&DriverApi::cuMemcpyPeerAsync_ptsz, dst, dstContext, src, srcContext, bytes, s);
+  });
 }

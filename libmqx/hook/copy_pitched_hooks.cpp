@@ -60,7 +60,9 @@ CUresult pitchedCopy(const char* call, const CopyShape& shape, const Endpoint& f
   // Two devices' managers: each run crosses through both, after the
   // application's stream (DeviceManagers::copyBetween).
   const bool between = from.manager != nullptr && to.manager != nullptr && from.manager != to.manager;
-  if (between) callReal(&DriverApi::cuStreamSynchronize, reinterpret_cast<CUstream>(order.stream));
+  if (between) {
+    if (CUresult waited = waitForStream(order); waited != CUDA_SUCCESS) return waited;
+  }
   MemoryManager& manager = to.manager != nullptr ? *to.manager : *from.manager;
   const Order on = between ? order : orderFor(manager, order);
   return shape.forEachRun([&](std::uintptr_t source, std::uintptr_t destination, std::size_t bytes) -> CUresult {

@@ -91,6 +91,13 @@ inline int deviceOfStream(StreamHandle stream) noexcept {
   return callReal(&DriverApi::cuCtxGetDevice, &device) == CUDA_SUCCESS ? static_cast<int>(device) : -1;
 }
 
+// Waits for the work the application put on `order`'s stream before the
+// call: what a call that cannot be enqueued on that stream (another device's
+// manager does it, or two managers do) must be ordered after.
+inline CUresult waitForStream(Order order) noexcept {
+  return callReal(&DriverApi::cuStreamSynchronize, reinterpret_cast<CUstream>(order.stream));
+}
+
 // How `manager` may carry out a call ordered by `order`. A manager does its
 // stream work only on streams of its own device: its fences are events,
 // which the driver records only on streams of their device. A call whose
@@ -102,7 +109,9 @@ inline Order orderFor(const MemoryManager& manager, Order order) noexcept {
   const Runtime& runtime = Runtime::instance();
   if (runtime.managers().count() < 2 || runtime.managers().ordinalOf(&manager) == deviceOfStream(order.stream))
     return order;
-  callReal(&DriverApi::cuStreamSynchronize, reinterpret_cast<CUstream>(order.stream));
+  // A failed wait (an error of the application's earlier work) comes back
+  // from the manager's own calls, which see the same context error.
+  waitForStream(order);
   return Order{StreamHandle{}, true};
 }
 

@@ -5,6 +5,8 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +21,12 @@
   } while (0)
 
 namespace gpu_test {
+
+// Grid-stride kernels: this many threads a block, at most 4096 blocks.
+constexpr unsigned kThreads = 256;
+inline unsigned blocksFor(std::size_t n) {
+  return static_cast<unsigned>(std::min<std::size_t>((n + kThreads - 1) / kThreads, 4096));
+}
 
 // gpu_test::pattern, computed on the device.
 __device__ inline std::uint32_t devicePattern(std::uint32_t seed, std::uint64_t i) {

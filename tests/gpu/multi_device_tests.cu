@@ -20,18 +20,15 @@
 #include "cuda_runtime_check.cuh"
 #include "gpu_check.hpp"
 
+using gpu_test::blocksFor;
 using gpu_test::deviceLimit;
 using gpu_test::fillKernel;
+using gpu_test::kThreads;
 using gpu_test::mqxActive;
 using gpu_test::mqxStatistic;
 using gpu_test::pattern;
 
 namespace {
-
-constexpr int kThreads = 256;
-unsigned blocksFor(std::size_t n) {
-  return static_cast<unsigned>(std::min<std::size_t>((n + kThreads - 1) / kThreads, 4096));
-}
 
 __global__ void addKernel(std::uint32_t* data, std::size_t n, std::uint32_t delta, int repeat) {
   for (int r = 0; r < repeat; ++r)

@@ -19,8 +19,10 @@
 #include "gpu_check.hpp"
 #include "mqx/advice.h"
 
+using gpu_test::blocksFor;
 using gpu_test::deviceLimit;
 using gpu_test::fillKernel;
+using gpu_test::kThreads;
 using gpu_test::mqxActive;
 using gpu_test::mqxStatistic;
 using gpu_test::pattern;
@@ -67,11 +69,6 @@ __global__ void gatherKernel(Gather gather) {
 __global__ void tableKernel(std::uint32_t* const* table, std::size_t n) {
   for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
     table[1][i] = table[0][i] * 2;
-}
-
-constexpr unsigned kThreads = 256;
-unsigned blocksFor(std::size_t n) {
-  return static_cast<unsigned>(std::min<std::size_t>((n + kThreads - 1) / kThreads, 4096));
 }
 
 std::uint32_t* deviceBuffer(std::size_t elements) {
