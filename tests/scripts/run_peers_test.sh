@@ -21,4 +21,8 @@ err=$("$run_peers" --workloads matrix,bogus --out "$scratch/x.json" 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -q "unknown workload" <<<"$err" || fail "--workloads bogus: exit $rc, $err"
 err=$("$run_peers" --reserve-gib -1 --out "$scratch/x.json" 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -q "reserve-gib" <<<"$err" || fail "--reserve-gib -1: exit $rc, $err"
+err=$("$run_peers" --training-steps 0 --out "$scratch/x.json" 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -q "training-steps" <<<"$err" || fail "--training-steps 0: exit $rc, $err"
+err=$("$run_peers" --pair-fraction -0.5 --out "$scratch/x.json" 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -q "pair-fraction" <<<"$err" || fail "--pair-fraction -0.5: exit $rc, $err"
 echo PASS
