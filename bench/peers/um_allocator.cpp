@@ -3,6 +3,13 @@
 // oversubscribes a GPU today without mqx. Driver API only: PyTorch brings its
 // own cudart, and the driver call works on the context it made current.
 //
+// PyTorch calls the allocator from threads that may have no current context:
+// its autograd engine runs the backward pass on a thread of its own, where
+// cuMemAllocManaged answered CUDA_ERROR_INVALID_CONTEXT, the allocator
+// returned null and the next kernel died with an illegal address
+// (bench/results/peers-training-H100-29e177a.json). Every entry point makes
+// the device's primary context current first, as cudart does.
+//
 // A pluggable allocator is told of a free as soon as the tensor goes, while
 // kernels on its stream may still read it (PyTorch's own allocator reuses
 // memory in stream order; this one has no cache): the memory is released
@@ -10,6 +17,7 @@
 #include <cuda.h>
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdio>
 #include <mutex>
 #include <vector>
@@ -29,6 +37,38 @@ struct PendingFree {
 
 std::mutex pendingMutex;
 std::vector<PendingFree> pendingFrees; // under pendingMutex
+
+// Makes `device`'s primary context current on this thread where none is.
+// The context is retained once per device for the process's lifetime, as
+// cudart's own primary-context use is.
+bool useDevice(int device) {
+  CUcontext current = nullptr;
+  if (cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != nullptr) return true;
+  static std::mutex retainMutex;
+  static std::vector<CUcontext> retained; // by device ordinal
+  CUcontext context = nullptr;
+  {
+    std::lock_guard lock(retainMutex);
+    if (device < 0) return false;
+    if (retained.size() <= static_cast<std::size_t>(device)) retained.resize(device + 1, nullptr);
+    if (retained[device] == nullptr) {
+      CUdevice handle = 0;
+      CUresult result = cuDeviceGet(&handle, device);
+      if (result == CUDA_SUCCESS) result = cuDevicePrimaryCtxRetain(&retained[device], handle);
+      if (result != CUDA_SUCCESS) {
+        report("cuDevicePrimaryCtxRetain", result);
+        retained[device] = nullptr;
+        return false;
+      }
+    }
+    context = retained[device];
+  }
+  if (const CUresult result = cuCtxSetCurrent(context); result != CUDA_SUCCESS) {
+    report("cuCtxSetCurrent", result);
+    return false;
+  }
+  return true;
+}
 
 void release(CUdeviceptr pointer) {
   if (const CUresult result = cuMemFree(pointer); result != CUDA_SUCCESS) report("cuMemFree", result);
@@ -53,6 +93,7 @@ extern "C" {
 
 // The signatures CUDAPluggableAllocator calls: (size, device, stream).
 void* mqx_um_malloc(ssize_t size, int device, void* /*stream*/) {
+  if (!useDevice(device)) return nullptr;
   reap(false);
   CUdeviceptr pointer = 0;
   CUresult result = cuMemAllocManaged(&pointer, static_cast<size_t>(size), CU_MEM_ATTACH_GLOBAL);
@@ -75,7 +116,8 @@ void* mqx_um_malloc(ssize_t size, int device, void* /*stream*/) {
   return reinterpret_cast<void*>(pointer);
 }
 
-void mqx_um_free(void* pointer, ssize_t /*size*/, int /*device*/, void* stream) {
+void mqx_um_free(void* pointer, ssize_t /*size*/, int device, void* stream) {
+  useDevice(device); // without a context the calls below fail and say so
   CUevent done = nullptr;
   if (cuEventCreate(&done, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS ||
       cuEventRecord(done, static_cast<CUstream>(stream)) != CUDA_SUCCESS) {
