@@ -351,6 +351,7 @@ const std::map<std::string, KeyHandler>& keyTable() {
       {"policy.latency_factor", doubleKey(&Config::latencyFactor, 0.0, 1.0)},
       {"policy.eviction_granularity", choiceKey(&Config::evictionGranularity)},
       {"policy.random_seed", integerKey(&Config::randomSeed, 0, std::numeric_limits<std::uint64_t>::max())},
+      {"policy.write_back_ahead", doubleKey(&Config::writeBackAhead, 0.0, 0.5)},
       {"optimizations.lazy_transfer", boolKey(&Config::lazyTransfer)},
       {"optimizations.copy_on_write", boolKey(&Config::copyOnWrite)},
       {"optimizations.cow_min_bytes", sizeKey(&Config::cowMinBytes, 0, std::size_t{1} << 40)},

@@ -27,6 +27,7 @@ struct Config {
   double latencyFactor = 0.01;
   EvictionGranularity evictionGranularity = EvictionGranularity::Region;
   std::uint64_t randomSeed = 0;
+  double writeBackAhead = 0.02;
   // [optimizations]
   bool lazyTransfer = true;
   bool copyOnWrite = true;

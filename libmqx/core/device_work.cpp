@@ -80,6 +80,9 @@ Status DeviceWorkRunner::run(DeviceWork& work, StreamHandle stream, bool wait) {
     residency_.reachesEveryPage(fence);
     preparedVersion_ = residency_.stateVersion(); // everything prepared, as of this launch
   }
+  // The work is enqueued: dirty pages next in line for eviction are written
+  // back while it runs (under eviction pressure only).
+  residency_.writeBackAhead();
   if (wait) {
     trace::TraceSpan span(trace_, "fence wait", "wait", trace::kCurrentThreadTrack);
     MQX_TRY(backend_.waitFence(fence));

@@ -27,6 +27,12 @@ struct ResidencyOptions {
   // on without progress (stallLimit), and (times 4) how long a launch waits
   // for them before it runs from its host blocks.
   unsigned evictionTimeoutMilliseconds = 2000;
+  // policy.write_back_ahead: under eviction pressure, dirty pages that are
+  // next in line to be evicted are written back on the copy engine while
+  // the device computes, up to this fraction of the budget (at least a
+  // page; 0: off), so that their eviction moves no data
+  // (residency_write_ahead.cpp).
+  double writeBackAheadFraction = 0.02;
 };
 
 // The process's trace (trace.*): Chrome trace-event JSON.

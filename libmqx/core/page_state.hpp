@@ -100,6 +100,10 @@ public:
   std::uint32_t pins() const { return pins_; }         // in-flight operations that use the device copy
   std::uint64_t lastUse() const { return lastUse_; }   // logical time of the last launch that used it
   std::uint64_t useCount() const { return useCount_; } // launches that used it
+  // Counts the transitions that changed the page (all but pins and uses):
+  // a write-back issued ahead of need holds the page's bytes only if none
+  // happened while it ran (ResidencyManager, residency_write_ahead.cpp).
+  std::uint32_t generation() const { return generation_; }
 
   bool dirty() const { return deviceValid_ && host_.kind == HostImageKind::None; }
   bool hostMapped() const { return backing_ != nullptr; }
@@ -116,6 +120,7 @@ private:
   std::uint32_t pins_ = 0;
   std::uint64_t lastUse_ = 0;
   std::uint64_t useCount_ = 0;
+  std::uint32_t generation_ = 0;
 };
 
 } // namespace mqx

@@ -46,6 +46,7 @@ Status PageStore::mappedToDevice(PageState& page) {
   if (const char* why = inconsistency(page.host_, true, nullptr, page.deviceValid_)) return refuse(kName, why, page);
   page.backed_ = true;
   page.backing_ = nullptr;
+  ++page.generation_;
   return Status::Success;
 }
 
@@ -56,6 +57,7 @@ Status PageStore::unbacked(PageState& page) {
   if (const char* why = inconsistency(page.host_, false, page.backing_, false)) return refuse(kName, why, page);
   page.backed_ = false;
   page.deviceValid_ = false;
+  ++page.generation_;
   return Status::Success;
 }
 
@@ -66,6 +68,7 @@ Status PageStore::mappedToBacking(PageState& page, std::byte* slot) {
   if (page.hostMapped()) return refuse(kName, "the page already maps a host block", page);
   if (const char* why = inconsistency(page.host_, false, slot, page.deviceValid_)) return refuse(kName, why, page);
   page.backing_ = slot;
+  ++page.generation_;
   return Status::Success;
 }
 
@@ -76,6 +79,7 @@ Status PageStore::released(PageState& page, PageState& previous) {
   page.backed_ = false;
   page.backing_ = nullptr;
   page.deviceValid_ = false;
+  ++page.generation_;
   return Status::Success;
 }
 
@@ -86,6 +90,7 @@ Status PageStore::loaded(PageState& page) {
   if (page.host_.kind == HostImageKind::None) return refuse(kName, "no host image to load from", page);
   if (const char* why = inconsistency(page.host_, true, page.backing_, true)) return refuse(kName, why, page);
   page.deviceValid_ = true;
+  ++page.generation_;
   return Status::Success;
 }
 
@@ -96,6 +101,7 @@ Status PageStore::writtenOnDevice(PageState& page, HostImage& previous) {
   if (const char* why = inconsistency(none, true, page.backing_, true)) return refuse(kName, why, page);
   previous = std::exchange(page.host_, none);
   page.deviceValid_ = true;
+  ++page.generation_;
   return Status::Success;
 }
 
@@ -104,6 +110,7 @@ Status PageStore::writtenOnBacking(PageState& page, HostImage& previous) {
   if (!page.hostMapped()) return refuse(kName, "the page maps no host block", page);
   if (page.host_.kind == HostImageKind::Swap && page.host_.slot == page.backing_) {
     previous = HostImage::of(HostImageKind::None); // the block already was the image
+    ++page.generation_;
     return Status::Success;
   }
   return swapImage(page, HostImage::inSwap(page.backing_), kName, previous);
@@ -117,6 +124,7 @@ Status PageStore::wroteBack(PageState& page, std::byte* slot) {
   if (const char* why = inconsistency(image, page.backed_, page.backing_, page.deviceValid_))
     return refuse(kName, why, page);
   page.host_ = std::move(image);
+  ++page.generation_;
   return Status::Success;
 }
 
@@ -127,6 +135,7 @@ Status PageStore::imageReplaced(PageState& page, HostImage image, HostImage& pre
   if (const char* why = inconsistency(image, page.backed_, page.backing_, false)) return refuse(kName, why, page);
   previous = std::exchange(page.host_, std::move(image));
   page.deviceValid_ = false;
+  ++page.generation_;
   return Status::Success;
 }
 
@@ -136,6 +145,7 @@ Status PageStore::writtenOnHost(PageState& page) {
   if (page.host_.kind != HostImageKind::Swap) return refuse(kName, "the page has no swap image to write", page);
   if (const char* why = inconsistency(page.host_, page.backed_, page.backing_, false)) return refuse(kName, why, page);
   page.deviceValid_ = false;
+  ++page.generation_;
   return Status::Success;
 }
 
@@ -156,6 +166,7 @@ Status PageStore::swapImage(PageState& page, HostImage image, const char* transi
   if (const char* why = inconsistency(image, page.backed_, page.backing_, page.deviceValid_))
     return refuse(transition, why, page);
   previous = std::exchange(page.host_, std::move(image));
+  ++page.generation_;
   return Status::Success;
 }
 
@@ -166,6 +177,7 @@ Status PageStore::imageDropped(PageState& page, HostImage& previous) {
   if (const char* why = inconsistency(none, page.backed_, page.backing_, page.deviceValid_))
     return refuse(kName, why, page);
   previous = std::exchange(page.host_, none);
+  ++page.generation_;
   return Status::Success;
 }
 

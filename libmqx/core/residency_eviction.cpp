@@ -224,6 +224,7 @@ Status ResidencyManager::evict(const Victim& victim) {
   writing.reset();
   MQX_TRY(mapBackings(region, backings));
   ++stats.evictions;
+  evictedSinceWriteAhead_ = true;
   span.argument("written_back", writeBacks.size());
   if (span.active()) traceUsage();
   return Status::Success;

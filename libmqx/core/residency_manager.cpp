@@ -150,6 +150,7 @@ Status ResidencyManager::backAll(std::span<const PageUse> uses, const std::vecto
 }
 
 void ResidencyManager::reachesEveryPage(const device::Fence& fence) {
+  ++reachAllCount_;
   // Fences of one slot (stream) are reached in order: the newest stands for
   // the older ones, so the list holds one fence per stream at most, however
   // many launches a program makes without anyone asking.
@@ -409,6 +410,7 @@ void ResidencyManager::poll() {
     if (slot < 64) blockedSlots |= std::uint64_t{1} << slot;
     ++it;
   }
+  if (!writesAhead_.empty()) finishWritesAhead();
 }
 
 Status ResidencyManager::waitUnpinned(const Region& region) {

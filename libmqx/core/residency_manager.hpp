@@ -5,7 +5,8 @@
 // pages change state only through PageStore's transitions; it does their
 // side effects (mapping, transfers, slots). Residency is defined in
 // residency_manager.cpp, eviction (victims, write-backs) in
-// residency_eviction.cpp.
+// residency_eviction.cpp, write-backs ahead of eviction in
+// residency_write_ahead.cpp.
 #pragma once
 
 #include <atomic>
@@ -92,6 +93,14 @@ public:
   void noteStateChange() { ++stateVersion_; }
   // Pins `pages` until the work enqueued on `stream` so far completes.
   Status pinUntilComplete(std::span<const PageKey> pages, StreamHandle stream, device::Fence* fence = nullptr);
+
+  // Under eviction pressure (an eviction since the last call), writes the
+  // dirty pages next in line for eviction back to the swap buffer on the
+  // device-to-host stream, without waiting, up to
+  // ResidencyOptions::writeBackAheadFraction of the budget: their eviction
+  // then moves no data (residency_write_ahead.cpp). Called after a launch
+  // is enqueued, so that it does not delay the launch.
+  void writeBackAhead();
 
   // Unpins pages whose work has completed.
   void poll();
@@ -203,6 +212,25 @@ private:
   // go back to the swap buffer only once the transfer stream passes.
   void quarantine(std::byte* slot, std::size_t bytes);
   void reclaimQuarantine(bool wait);
+
+  // A write-back ahead of eviction: the page is pinned until `done`; its
+  // bytes are in `slot` then if nothing changed the page meanwhile (its
+  // generation, and no launch that may reach every page was enqueued).
+  struct WriteAhead {
+    PageKey page;
+    std::byte* slot;
+    std::size_t slotBytes;
+    std::size_t dataBytes;
+    std::uint32_t generation;
+    std::uint64_t reachAllCount;
+    device::Fence done;
+  };
+  // Makes the completed writes ahead the pages' swap images (poll).
+  void finishWritesAhead();
+  std::vector<WriteAhead> writesAhead_;
+  std::size_t writeAheadBytes_ = 0; // in flight
+  bool evictedSinceWriteAhead_ = false;
+  std::uint64_t reachAllCount_ = 0; // reachesEveryPage calls
 
   std::deque<PendingWork> pending_;
   std::vector<device::Fence> reachAll_; // reachesEveryPage's fences not yet seen reached

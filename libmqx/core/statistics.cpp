@@ -27,6 +27,8 @@ std::string Statistics::toJson() const {
       {"peer_evictions", peerEvictions},
       {"launch_yields", launchYields},
       {"bytes_evicted_while_yielding", bytesEvictedWhileYielding},
+      {"bytes_written_ahead", bytesWrittenAhead},
+      {"bytes_written_ahead_stale", bytesWrittenAheadStale},
   };
   return counters.dump();
 }

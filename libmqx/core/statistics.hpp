@@ -27,6 +27,8 @@ struct Statistics {
   std::uint64_t peerEvictions = 0; // victims chosen among other processes' regions and evicted by their owners
   std::uint64_t launchYields = 0;  // operations that gave back their backing to an older process (deadlock avoidance)
   std::uint64_t bytesEvictedWhileYielding = 0; // evicted for an older process while an operation yielded to it
+  std::uint64_t bytesWrittenAhead = 0; // dirty bytes written back ahead of their eviction (policy.write_back_ahead)
+  std::uint64_t bytesWrittenAheadStale = 0; // of those, bytes changed while their copy ran: the copy was dropped
 
   // One line of JSON, {"bytes_to_device":N,...}: every counter, keyed in snake_case.
   std::string toJson() const;

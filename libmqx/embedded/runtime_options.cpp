@@ -17,6 +17,7 @@ ManagerOptions managerOptions(const Config& config) {
   options.references.pointersInParameters = config.pointersInParameters;
   options.residency.evictionGranularity = config.evictionGranularity;
   options.residency.evictionTimeoutMilliseconds = config.evictionTimeoutMilliseconds;
+  options.residency.writeBackAheadFraction = config.writeBackAhead;
   options.policy.replacement = config.replacement;
   options.policy.latencyFactor = config.latencyFactor;
   options.policy.randomSeed = config.randomSeed;

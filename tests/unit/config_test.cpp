@@ -14,6 +14,7 @@
 #include "config/config.hpp"
 #include "config/config_keys.hpp"
 #include "config/installed_config.hpp"
+#include "embedded/runtime_options.hpp"
 
 namespace mqx {
 namespace {
@@ -83,6 +84,8 @@ TEST(Config, BadInputNamesTheKeyOnOneLine) {
                         Case{"[policy]\nreplacement = \"fifo\"", "policy.replacement"},
                         Case{"[policy]\nlatency_factor = 2.0", "policy.latency_factor"},
                         Case{"[policy]\nlatency_factor = \"x\"", "policy.latency_factor"},
+                        Case{"[policy]\nwrite_back_ahead = 0.75", "policy.write_back_ahead"},
+                        Case{"[policy]\nwrite_back_ahead = -0.1", "policy.write_back_ahead"},
                         Case{"[memory]\npage_size = \"3MiB\"", "memory.page_size"},
                         Case{"[memory]\npage_size = \"lots\"", "memory.page_size"},
                         Case{"[memory]\npage_size = -4", "memory.page_size"},
@@ -198,6 +201,7 @@ pinned_swap = false
 replacement = "lfu"
 latency_factor = 0.25
 random_seed = 7
+write_back_ahead = 0.1
 [optimizations]
 reference_detection = "scan"
 [daemon]
@@ -214,6 +218,8 @@ level = "debug"
   EXPECT_EQ(values.at("memory.pinned_swap"), ConfigValue{false});
   EXPECT_EQ(values.at("policy.replacement"), ConfigValue{std::string("lfu")});
   EXPECT_EQ(values.at("policy.latency_factor"), ConfigValue{0.25});
+  EXPECT_EQ(values.at("policy.write_back_ahead"), ConfigValue{0.1});
+  EXPECT_EQ(embedded::managerOptions(config).residency.writeBackAheadFraction, 0.1);
   EXPECT_EQ(values.at("daemon.mps"), ConfigValue{std::string("detect")});
   const std::vector<std::string> kernels = {"a", "b"};
   EXPECT_EQ(values.at("kernelopt.resizable_kernels"), ConfigValue{kernels});

@@ -365,23 +365,39 @@ int sequencesPerVariant() {
   return value != nullptr ? std::atoi(value) : 120;
 }
 
-void runVariant(const Config& config, const std::string& name, std::uint64_t firstSeed, bool expectEvictions = true) {
+// The sums over a variant's sequences of the counters that show what a
+// variant exercised.
+struct VariantTotals {
+  std::uint64_t evictions = 0;
+  std::uint64_t bytesWrittenAhead = 0;
+  std::uint64_t bytesWrittenAheadStale = 0;
+  std::uint64_t bytesDroppedClean = 0;
+};
+
+VariantTotals runVariant(const Config& config, const std::string& name, std::uint64_t firstSeed,
+                         bool expectEvictions = true) {
   const int count = sequencesPerVariant();
   if (const char* seed = std::getenv("MQX_DIFFERENTIAL_FIRST_SEED")) firstSeed = std::strtoull(seed, nullptr, 10);
-  std::uint64_t evictions = 0;
+  VariantTotals totals;
   for (int i = 0; i < count; ++i) {
     const std::uint64_t seed = firstSeed + static_cast<std::uint64_t>(i);
     Sequence sequence(config, seed);
     std::string error = sequence.run(120);
-    ASSERT_TRUE(error.empty()) << "variant " << name << ", seed " << seed << ": " << error
+    EXPECT_TRUE(error.empty()) << "variant " << name << ", seed " << seed << ": " << error
                                << " (rerun: MQX_DIFFERENTIAL_SEQUENCES=1 MQX_DIFFERENTIAL_FIRST_SEED=" << seed << ")";
-    evictions += sequence.statistics().evictions;
+    if (!error.empty()) return totals;
+    const Statistics statistics = sequence.statistics();
+    totals.evictions += statistics.evictions;
+    totals.bytesWrittenAhead += statistics.bytesWrittenAhead;
+    totals.bytesWrittenAheadStale += statistics.bytesWrittenAheadStale;
+    totals.bytesDroppedClean += statistics.bytesDroppedClean;
   }
   // The footprint is ~3x the device: if nothing was evicted the test proved
   // nothing.
   if (expectEvictions) {
-    EXPECT_GT(evictions, 0U) << "variant " << name;
+    EXPECT_GT(totals.evictions, 0U) << "variant " << name;
   }
+  return totals;
 }
 
 struct PolicyCase {
@@ -433,6 +449,16 @@ const std::vector<Variant>& ablations() {
       {"ScanOnly", [](Config& c) { c.referenceDetection = ReferenceDetection::Scan; }},
       {"UnpinnedSwap", [](Config& c) { c.pinnedSwap = false; }},
       {"PointersInParameters", [](Config& c) { c.pointersInParameters = true; }},
+      {"NoWriteBackAhead", [](Config& c) { c.writeBackAhead = 0; }},
+      // Half the budget written back ahead, on a device whose copies take
+      // their time: writes ahead overlap the launches and copies that change
+      // their pages, whose copies must then be dropped.
+      {"WriteBackAheadHalf",
+       [](Config& c) {
+         c.writeBackAhead = 0.5;
+         c.simCopyBandwidthGBps = 2;
+         c.simRealtime = true;
+       }},
   };
   return variants;
 }
@@ -443,10 +469,19 @@ TEST_P(DifferentialAblations, MatchesUnlimitedReference) {
   const Variant& variant = ablations()[GetParam()];
   Config config = tightConfig();
   variant.apply(config);
-  runVariant(config, variant.name, 50000 + 1000 * GetParam());
+  const VariantTotals totals = runVariant(config, variant.name, 50000 + 1000 * GetParam());
+  if (config.writeBackAhead == 0) {
+    EXPECT_EQ(totals.bytesWrittenAhead, 0U);
+  } else if (config.writeBackAhead >= 0.5) {
+    // Proves something only if writes ahead were made, some of them were
+    // dropped (their page changed meanwhile) and some made evictions clean.
+    EXPECT_GT(totals.bytesWrittenAhead, 0U);
+    EXPECT_GT(totals.bytesWrittenAheadStale, 0U);
+    EXPECT_GT(totals.bytesDroppedClean, 0U);
+  }
 }
 
-INSTANTIATE_TEST_SUITE_P(Ablations, DifferentialAblations, ::testing::Range<std::size_t>(0, 8),
+INSTANTIATE_TEST_SUITE_P(Ablations, DifferentialAblations, ::testing::Range<std::size_t>(0, 10),
                          [](const auto& info) { return std::string(ablations()[info.param].name); });
 
 } // namespace

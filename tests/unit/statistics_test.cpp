@@ -13,18 +13,32 @@ namespace {
 TEST(StatisticsJson, EveryCounterParsesBackExactly) {
   Statistics statistics;
   std::uint64_t value = std::numeric_limits<std::uint64_t>::max() - 100; // beyond a double's exact integers
-  for (std::uint64_t* counter :
-       {&statistics.bytesToDevice, &statistics.bytesToHost, &statistics.bytesOnDevice, &statistics.bytesFilledOnDevice,
-        &statistics.bytesRequestedToDevice, &statistics.bytesAvoidedLazy, &statistics.bytesWrittenBack,
-        &statistics.bytesDroppedClean, &statistics.evictions, &statistics.pagesEvicted, &statistics.bytesCopiedOnHost,
-        &statistics.cowFaults, &statistics.cowBytesSaved, &statistics.launches, &statistics.residencyWaitNanoseconds,
-        &statistics.fenceWaits, &statistics.peerEvictions, &statistics.launchYields,
-        &statistics.bytesEvictedWhileYielding})
+  for (std::uint64_t* counter : {&statistics.bytesToDevice,
+                                 &statistics.bytesToHost,
+                                 &statistics.bytesOnDevice,
+                                 &statistics.bytesFilledOnDevice,
+                                 &statistics.bytesRequestedToDevice,
+                                 &statistics.bytesAvoidedLazy,
+                                 &statistics.bytesWrittenBack,
+                                 &statistics.bytesDroppedClean,
+                                 &statistics.evictions,
+                                 &statistics.pagesEvicted,
+                                 &statistics.bytesCopiedOnHost,
+                                 &statistics.cowFaults,
+                                 &statistics.cowBytesSaved,
+                                 &statistics.launches,
+                                 &statistics.residencyWaitNanoseconds,
+                                 &statistics.fenceWaits,
+                                 &statistics.peerEvictions,
+                                 &statistics.launchYields,
+                                 &statistics.bytesEvictedWhileYielding,
+                                 &statistics.bytesWrittenAhead,
+                                 &statistics.bytesWrittenAheadStale})
     *counter = value++;
   const std::string text = statistics.toJson();
   EXPECT_EQ(text.find('\n'), std::string::npos) << text;
   const nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(text);
-  ASSERT_EQ(parsed.size(), 19u) << text;
+  ASSERT_EQ(parsed.size(), 21u) << text;
   const std::pair<const char*, std::uint64_t> expected[] = {
       {"bytes_to_device", statistics.bytesToDevice},
       {"bytes_to_host", statistics.bytesToHost},
@@ -45,6 +59,8 @@ TEST(StatisticsJson, EveryCounterParsesBackExactly) {
       {"peer_evictions", statistics.peerEvictions},
       {"launch_yields", statistics.launchYields},
       {"bytes_evicted_while_yielding", statistics.bytesEvictedWhileYielding},
+      {"bytes_written_ahead", statistics.bytesWrittenAhead},
+      {"bytes_written_ahead_stale", statistics.bytesWrittenAheadStale},
   };
   auto field = parsed.items().begin();
   for (const auto& [key, counter] : expected) {

@@ -1,0 +1,123 @@
+// ResidencyManager's write-back ahead of eviction (issue 14, "overlap
+// write-back with compute on the copy engines"). Without it, an eviction
+// writes its dirty victim back and waits for the copy before it can reuse
+// the device memory: the launch that needs the room waits for a full
+// device-to-host transfer, while the device-to-host copy engine idles the
+// rest of the time. Under eviction pressure the pages next in line are
+// written back while kernels run; their eviction is then an unmap and a
+// remap, and CDR (paper §4.2), which prefers clean victims, picks them.
+//
+// Which pages are next is guessed in least-recently-used order, not asked
+// of the replacement policy: a guess must not change the policy's state
+// (the adaptive and random policies keep some), and a wrong guess costs
+// only copy-engine time and a swap slot. The policy still chooses.
+//
+// The copy runs while the application may go on using the page. It counts
+// only if nothing changed the page while it ran: the page is pinned until
+// the copy's fence (so that nothing remaps it), every transition of the
+// page store bumps the page's generation, and a launch that may reach every
+// page (its references unknown) does not mark dirty pages again, so any such
+// launch enqueued meanwhile voids every write ahead in flight.
+#include <algorithm>
+#include <numeric>
+
+#include "core/page_store.hpp"
+#include "core/residency_manager.hpp"
+#include "trace/trace_span.hpp"
+#include "trace/trace_tracks.hpp"
+
+namespace mqx {
+
+void ResidencyManager::writeBackAhead() {
+  if (!evictedSinceWriteAhead_ || context_.options.writeBackAheadFraction <= 0) return;
+  evictedSinceWriteAhead_ = false;
+  std::vector<EvictionCandidate> list;
+  const std::vector<Victim> victims = candidates({}, &list); // none while work may reach every page
+  if (victims.empty()) return;
+  // The fraction of the budget, one page at least.
+  const std::size_t target = std::max(
+      static_cast<std::size_t>(context_.options.writeBackAheadFraction * static_cast<double>(context_.budget.limit())),
+      victims.front().region->pageMappedBytes(0));
+  std::vector<std::size_t> order(list.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::ranges::stable_sort(order, {}, [&](std::size_t i) { return list[i].lastUse; });
+
+  auto& backend = context_.backend;
+  const StreamHandle toHost = backend.transferStream(device::TransferDirection::ToHost);
+  std::size_t ready = writeAheadBytes_; // clean next victims and writes in flight
+  std::vector<PageKey> issued;
+  std::vector<WriteAhead> entries;
+  bool ordered = false;
+  for (std::size_t rank = 0; rank < order.size() && ready < target; ++rank) {
+    const Victim& victim = victims[list[order[rank]].id];
+    Region& region = *victim.region;
+    for (std::uint32_t index : victim.pages) {
+      const PageState& page = region.pages[index];
+      const std::size_t slotBytes = region.pageMappedBytes(index);
+      if (!page.dirty()) { // its eviction moves nothing already
+        ready += slotBytes;
+        continue;
+      }
+      // No waiting for a slot here (acquireSlot may wait for loads): a full
+      // swap buffer ends the write ahead, the eviction writes back as before.
+      std::byte* slot = context_.swap.acquire(slotBytes, false, mapsHost());
+      if (slot == nullptr) break;
+      if (!ordered) { // loads into these pages ran on the other copy stream
+        if (!ok(backend.order(backend.transferStream(device::TransferDirection::ToDevice), toHost))) {
+          context_.swap.release(slot, slotBytes);
+          break;
+        }
+        ordered = true;
+      }
+      const std::size_t dataBytes = region.pageDataBytes(index);
+      if (!ok(backend.copyToHost(slot, region.pageAddress(index), dataBytes, toHost, context_.swap.pinned()))) {
+        context_.swap.release(slot, slotBytes);
+        break;
+      }
+      issued.push_back({region.id, index});
+      entries.push_back({{region.id, index}, slot, slotBytes, dataBytes, page.generation(), reachAllCount_, {}});
+      ready += slotBytes;
+    }
+  }
+  if (entries.empty()) return;
+  trace::TraceSpan span(context_.trace, "write back ahead", "eviction", trace::kCurrentThreadTrack);
+  device::Fence done;
+  if (!ok(pinUntilComplete(issued, toHost, &done))) {
+    // No fence: wait for the copies here and drop them (the pins that were
+    // taken go with the failed fence's pending work, if any).
+    backend.synchronize(toHost);
+    for (const WriteAhead& entry : entries)
+      context_.swap.release(entry.slot, entry.slotBytes);
+    return;
+  }
+  for (WriteAhead& entry : entries) {
+    entry.done = done;
+    writeAheadBytes_ += entry.slotBytes;
+    context_.statistics.bytesWrittenAhead += entry.dataBytes;
+    context_.statistics.bytesToHost += entry.dataBytes;
+    writesAhead_.push_back(entry);
+  }
+  span.argument("pages", entries.size()).argument("in_flight_bytes", writeAheadBytes_);
+}
+
+void ResidencyManager::finishWritesAhead() {
+  std::erase_if(writesAhead_, [&](const WriteAhead& entry) {
+    if (!context_.backend.fenceReached(entry.done)) return false;
+    writeAheadBytes_ -= entry.slotBytes;
+    Region* region = context_.directory.byId(entry.page.region);
+    PageState* page =
+        region != nullptr && entry.page.page < region->pageCount() ? &region->pages[entry.page.page] : nullptr;
+    const bool unchanged = page != nullptr && page->generation() == entry.generation &&
+                           entry.reachAllCount == reachAllCount_ && page->dirty() && page->backed();
+    if (unchanged && ok(PageStore::wroteBack(*page, entry.slot))) {
+      ++stateVersion_;  // a resident page with a host image (prepareEveryPage)
+      publish(*region); // its dirty bytes changed: CDR's e (paper §4.2)
+      return true;
+    }
+    context_.statistics.bytesWrittenAheadStale += entry.dataBytes;
+    context_.swap.release(entry.slot, entry.slotBytes);
+    return true;
+  });
+}
+
+} // namespace mqx
