@@ -49,7 +49,13 @@ private:
     std::vector<PhysicalMemory> blocks;
     std::size_t blocksLeft = 0;
   };
+  // Threads that create one chunk's blocks at once (pinning is per host
+  // page, CPU-bound).
+  static constexpr std::size_t kCreateThreads = 8;
   CUmemAllocationProp properties() const;
+  // Creates every block of `out` (the first failure stops the rest and is
+  // returned; the blocks made are released with `out`).
+  CUresult createAll(std::size_t bytes, const CUmemAllocationProp& prop, std::vector<PhysicalMemory>& out);
   void releaseChunk(Chunk& chunk);
 
   const DriverApi& api_;
