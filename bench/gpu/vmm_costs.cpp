@@ -6,15 +6,13 @@
 //    (if it does, unmapping cannot be overlapped with write-backs);
 //  - mapping host-located blocks (the always-mapped design's host backing,
 //    docs/architecture.md decision 2) under device ranges: one
-//    cuMemSetAccess per page vs one over a run, idle and during a copy;
-//  - creating host blocks (pinning), from one thread and from several.
+//    cuMemSetAccess per page vs one over a run, idle and during a copy.
 // Prints one JSON object (vmm_costs_report.hpp).
 #include <cuda.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <thread>
 #include <vector>
 
 #include "vmm_costs_report.hpp"
@@ -194,29 +192,6 @@ int main() {
   for (auto block : hostBlocks)
     check(cuMemRelease(block), "release host");
 
-  // 7. Creating host blocks (pinning host memory): what the swap buffer pays
-  // as it grows, one thread after the other, then from several threads at
-  // once (whether pinning scales across cores).
-  const auto createAndRelease = [&](int threads) {
-    std::vector<CUmemGenericAllocationHandle> blocks(count);
-    const double start = now();
-    std::vector<std::thread> workers;
-    for (int t = 0; t < threads; ++t)
-      workers.emplace_back([&, t] {
-        check(cuCtxSetCurrent(context), "context");
-        for (std::size_t i = t; i < count; i += threads)
-          check(cuMemCreate(&blocks[i], pageBytes, &hostProp, 0), "cuMemCreate host");
-      });
-    for (auto& worker : workers)
-      worker.join();
-    const double seconds = (now() - start) / count;
-    for (auto block : blocks)
-      check(cuMemRelease(block), "release host");
-    return seconds;
-  };
-  const double hostCreateSerial = createAndRelease(1);
-  const double hostCreateParallel = createAndRelease(mqx::bench::kHostCreateThreads);
-
   mqx::bench::VmmCosts costs;
   costs.device = name;
   costs.pageMiB = pageBytes >> 20;
@@ -229,8 +204,6 @@ int main() {
   costs.mapEach = mapEach;
   costs.unmapEach = unmapEach;
   costs.releaseEach = releaseEach;
-  costs.hostCreateSerial = hostCreateSerial;
-  costs.hostCreateParallel = hostCreateParallel;
   costs.unmapRangePerPage = unmapRangePerPage;
   costs.copySeconds = copySeconds;
   costs.unmapDuringCopy = unmapDuringCopy;

@@ -9,8 +9,6 @@
 
 namespace mqx::bench {
 
-inline constexpr int kHostCreateThreads = 8;
-
 struct VmmCosts {
   std::string device;
   std::size_t pageMiB = 0;
@@ -24,9 +22,7 @@ struct VmmCosts {
   double mapEach = 0;             // create, map and set access of a device page
   double unmapEach = 0;           // one cuMemUnmap per page
   double releaseEach = 0;
-  double hostCreateSerial = 0;   // create (pin) and release a host block, one thread
-  double hostCreateParallel = 0; // the same, blocks created by kHostCreateThreads threads at once
-  double unmapRangePerPage = 0;  // one cuMemUnmap over the run
+  double unmapRangePerPage = 0; // one cuMemUnmap over the run
   // Seconds in all.
   double copySeconds = 0; // a 1 GiB device-to-host copy
   double unmapDuringCopy = 0;

@@ -97,11 +97,12 @@ Status HostBlocks::create(std::size_t bytes, std::size_t count, std::vector<Host
 }
 
 CUresult HostBlocks::createAll(std::size_t bytes, const CUmemAllocationProp& prop, std::vector<PhysicalMemory>& out) {
-  // Creating a host block pins its memory: the kernel faults in and locks
-  // every host page, about 1.6 ms per 8 MiB on the H100 host, which the
-  // swap buffer pays as evictions first need room (bench/gpu/vmm_costs.cpp,
-  // host_block_create_ms_per_page). Pinning runs per page on the CPU, so a
-  // chunk's blocks are created by several threads at once.
+  // Creating a host block pins its memory (the driver faults in and locks
+  // every host page): 13-23 ms per 64 MiB on the H100 host, which the swap
+  // buffer pays as evictions first need room. From 8 threads at once the
+  // driver reaches 3.8-3.9 GB/s from 2, 4 or 8 threads against 2.7 from one
+  // (bench/gpu/host_block_growth.cpp, bench/results/host-block-growth-H100-1c217b3.txt):
+  // a chunk's blocks are created by several threads.
   const std::size_t threads =
       std::min<std::size_t>({out.size(), kCreateThreads, std::max(1u, std::thread::hardware_concurrency() / 2)});
   std::atomic<CUresult> failure{CUDA_SUCCESS};
