@@ -230,7 +230,8 @@ private:
   std::vector<WriteAhead> writesAhead_;
   std::size_t writeAheadBytes_ = 0; // in flight
   bool evictedSinceWriteAhead_ = false;
-  std::uint64_t reachAllCount_ = 0; // reachesEveryPage calls
+  std::uint64_t reachAllCount_ = 0;     // reachesEveryPage calls
+  std::uint64_t reachAllCountSeen_ = 0; // as of writeBackAhead's last call
 
   std::deque<PendingWork> pending_;
   std::vector<device::Fence> reachAll_; // reachesEveryPage's fences not yet seen reached

@@ -31,6 +31,15 @@ namespace mqx {
 void ResidencyManager::writeBackAhead() {
   if (!evictedSinceWriteAhead_ || context_.options.writeBackAheadFraction <= 0) return;
   evictedSinceWriteAhead_ = false;
+  // A program whose launches may reach every page voids every write ahead
+  // at its next such launch: PyTorch under the default configuration wrote
+  // 49 GB ahead on the H100 peer benchmark and all 49 GB were stale (bench/
+  // results/peers-H100-eaf58e1.json), doubling its device-to-host traffic.
+  // Nothing is written ahead while such launches keep coming.
+  if (reachAllCount_ != reachAllCountSeen_) {
+    reachAllCountSeen_ = reachAllCount_;
+    return;
+  }
   std::vector<EvictionCandidate> list;
   const std::vector<Victim> victims = candidates({}, &list); // none while work may reach every page
   if (victims.empty()) return;

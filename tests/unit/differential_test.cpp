@@ -459,6 +459,15 @@ const std::vector<Variant>& ablations() {
          c.simCopyBandwidthGBps = 2;
          c.simRealtime = true;
        }},
+      // The same where launches name every page they use: writes ahead then
+      // also run while launches do.
+      {"WriteBackAheadHalfDeclared",
+       [](Config& c) {
+         c.writeBackAhead = 0.5;
+         c.simCopyBandwidthGBps = 2;
+         c.simRealtime = true;
+         c.pointersInParameters = true;
+       }},
   };
   return variants;
 }
@@ -481,7 +490,7 @@ TEST_P(DifferentialAblations, MatchesUnlimitedReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Ablations, DifferentialAblations, ::testing::Range<std::size_t>(0, 10),
+INSTANTIATE_TEST_SUITE_P(Ablations, DifferentialAblations, ::testing::Range<std::size_t>(0, 11),
                          [](const auto& info) { return std::string(ablations()[info.param].name); });
 
 } // namespace
