@@ -7,7 +7,7 @@ Experiments (each returns a JSON-ready dict):
              mqx over the queries' native solo times (one by one natively is 1), and DMA efficiency
              (a·x + b·y)/t, with bytes transferred by mqx standing in for DMA time
   open       open system (§7.5): N queries drawn from the 13, Poisson arrivals; throughput (queries
-             per second) under the admission policies FIX-1, FIX-2, FIX-3, Peak and Weight; Peak and
+             per second) and makespan under the admission policies FIX-1 to FIX-4, Peak and Weight; Peak and
              Weight use each query's operator plan (mqx-run --plan) written from its solo run
   policies   replacement policies LRU, MRU, LFU, RANDOM, CDR (§7.3): the queries at once under a
              tight node budget; makespan, throughput, evictions, bytes moved
@@ -77,8 +77,11 @@ ABLATIONS = {
     "NoAccess": {"MQX_OPTIMIZATIONS_ACCESS_ADVICE": "false"},
     "NoPage": {"MQX_OPTIMIZATIONS_PAGE_COHERENCE": "false"},
 }
-ADMISSIONS = [("FIX-1", "fix", 1), ("FIX-2", "fix", 2), ("FIX-3", "fix", 3), ("Peak", "peak", 1), ("Weight", "weight", 1)]
-# libmqx.so logs its statistics at exit (info); the sim programs print them.
+# The paper's open system (§7.5) compares Weight and Peak with FIX-1 to FIX-4.
+ADMISSIONS = [("FIX-1", "fix", 1), ("FIX-2", "fix", 2), ("FIX-3", "fix", 3), ("FIX-4", "fix", 4), ("Peak", "peak", 1), ("Weight", "weight", 1)]
+# libmqx.so logs its statistics at exit (info), one line per device it managed ("statistics of
+# device 0: {...}", since the multi-device interposer); the sim programs print "# mqx statistics".
+_DEVICE_STATISTICS = re.compile(r"statistics of device (\d+):? (\{.*\})")
 _STATISTICS = re.compile(r"statistics:? (\{.*\})")
 _OPERATOR = re.compile(r"^# operator (.+?)\s+([0-9.]+) ms\s+([0-9.]+) MB$", re.M)
 _CROSS = re.compile(r"(\d+) cross-process evictions freed (\d+) MiB")
@@ -141,8 +144,24 @@ def _check(results: Sequence[QueryResult]) -> None:
 
 
 def _statistics(result: QueryResult) -> dict:
-    found = _STATISTICS.findall(result.stdout + "\n" + result.stderr)
-    return json.loads(found[-1]) if found else {}
+    return parse_statistics(result.stdout + "\n" + result.stderr)
+
+
+def parse_statistics(output: str) -> dict:
+    """A process's mqx statistics from its output: libmqx's per-device lines (the last of each
+    device, counters summed over the devices), else the last plain statistics line; {} if none."""
+    per_device = {int(ordinal): json.loads(text) for ordinal, text in _DEVICE_STATISTICS.findall(output)}
+    if not per_device:
+        found = _STATISTICS.findall(output)
+        return json.loads(found[-1]) if found else {}
+    total: dict = {}
+    for counters in per_device.values():
+        for key, value in counters.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                total[key] = total.get(key, 0) + value
+            else:
+                total.setdefault(key, value)
+    return total
 
 
 def _moved(results: Sequence[QueryResult]) -> int:
@@ -416,6 +435,7 @@ def open_system(setup: Setup, queries: Sequence[str], count: int, rate: float, s
                 {
                     "policy": label,
                     "throughput_qps": throughput(results),
+                    "makespan_s": max(r.finished for r in results) - min(r.submitted for r in results),
                     "mean_turnaround_s": statistics.mean(r.seconds for r in results),
                     "mean_wait_s": statistics.mean(r.waited or 0.0 for r in results),
                     "evictions": sum(_statistics(r).get("evictions", 0) for r in results),
