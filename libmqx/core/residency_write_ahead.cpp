@@ -67,8 +67,12 @@ void ResidencyManager::writeBackAhead() {
         ready += slotBytes;
         continue;
       }
-      // No waiting for a slot here (acquireSlot may wait for loads): a full
-      // swap buffer ends the write ahead, the eviction writes back as before.
+      // No waiting for a slot here (acquireSlot may wait for loads), and
+      // room left for twice the target: a page written ahead keeps its slot
+      // while resident, and a nearly full swap buffer is the evictions' own
+      // (a dirty victim that finds no slot cannot be evicted). Past that the
+      // evictions write back as before.
+      if (context_.swap.usedBytes() + slotBytes + 2 * target > context_.swap.limit()) break;
       std::byte* slot = context_.swap.acquire(slotBytes, false, mapsHost());
       if (slot == nullptr) break;
       if (!ordered) { // loads into these pages ran on the other copy stream

@@ -87,6 +87,21 @@ TEST_F(WriteBackAheadTest, AProgramOfUnknownReferencesIsNotWrittenAhead) {
   expectEveryRegionIntact();
 }
 
+TEST_F(WriteBackAheadTest, ASwapBufferNearItsLimitIsLeftToEvictions) {
+  // 1.25 MiB of swap: the first eviction's write-back takes 256 KiB, and a
+  // write ahead of two regions would leave less than twice its target.
+  Config config = aheadConfig(0.5);
+  config.swapBufferLimit = 1280 * KiB;
+  start(config);
+  for (std::uint8_t seed = 1; seed <= 6; ++seed)
+    dirtyRegion(seed);
+  ASSERT_EQ(manager_->synchronizeAll(), Status::Success);
+  const Statistics statistics = manager_->statistics();
+  EXPECT_EQ(statistics.bytesWrittenAhead, 0U);
+  EXPECT_EQ(statistics.bytesWrittenBack, 2 * kRegionBytes);
+  expectEveryRegionIntact();
+}
+
 TEST_F(WriteBackAheadTest, OffWritesBackOnlyWhenEvicting) {
   start(aheadConfig(0));
   for (std::uint8_t seed = 1; seed <= 6; ++seed)
