@@ -32,6 +32,23 @@ protected:
     expected_.emplace_back(address, std::move(data));
     return address;
   }
+  // Copies at 10 MB/s that take their time: four dirty regions fill the
+  // device, a fifth evicts the first and the next two are written ahead,
+  // each copy still running (26 ms) when the caller goes on. The regions in
+  // the order made.
+  std::vector<DevicePtr> startWithCopiesAheadInFlight() {
+    Config config = aheadConfig(0.5);
+    config.simCopyBandwidthGBps = 0.01;
+    config.simRealtime = true;
+    start(config);
+    std::vector<DevicePtr> regions;
+    for (std::uint8_t seed = 1; seed <= 4; ++seed)
+      regions.push_back(dirtyRegion(seed));
+    EXPECT_EQ(manager_->synchronizeAll(), Status::Success);
+    regions.push_back(dirtyRegion(5));
+    EXPECT_GT(manager_->statistics().bytesWrittenAhead, 0U);
+    return regions;
+  }
   void expectEveryRegionIntact() {
     for (const auto& [address, bytes] : expected_)
       EXPECT_EQ(read(address, bytes.size()), bytes) << "region at " << address;
@@ -114,18 +131,7 @@ TEST_F(WriteBackAheadTest, OffWritesBackOnlyWhenEvicting) {
 }
 
 TEST_F(WriteBackAheadTest, APageChangedWhileItsCopyRunsKeepsItsNewBytes) {
-  // Copies at 10 MB/s that take their time: a region's copy ahead (26 ms)
-  // still runs when the kernel below writes the region again.
-  Config config = aheadConfig(0.5);
-  config.simCopyBandwidthGBps = 0.01;
-  config.simRealtime = true;
-  start(config);
-  std::vector<DevicePtr> regions;
-  for (std::uint8_t seed = 1; seed <= 4; ++seed)
-    regions.push_back(dirtyRegion(seed));
-  ASSERT_EQ(manager_->synchronizeAll(), Status::Success);
-  dirtyRegion(5); // evicts regions[0], writes regions[1] and [2] ahead
-  ASSERT_GT(manager_->statistics().bytesWrittenAhead, 0U);
+  const std::vector<DevicePtr> regions = startWithCopiesAheadInFlight();
   // Written again while its copy ahead runs: that copy is stale.
   ASSERT_EQ(transform(regions[1], regions[1], kRegionBytes, 7), Status::Success);
   transformReference(expected_[1].second.data(), expected_[1].second.data(), kRegionBytes, 7);
@@ -142,16 +148,7 @@ TEST_F(WriteBackAheadTest, ALaunchOfUnknownReferencesVoidsTheCopiesInFlight) {
   // As above, but the kernel that writes the region again is one whose
   // references mqx does not know (a graph, a library kernel): it does not
   // mark the (already dirty) region written, yet its copy ahead is stale.
-  Config config = aheadConfig(0.5);
-  config.simCopyBandwidthGBps = 0.01;
-  config.simRealtime = true;
-  start(config);
-  std::vector<DevicePtr> regions;
-  for (std::uint8_t seed = 1; seed <= 4; ++seed)
-    regions.push_back(dirtyRegion(seed));
-  ASSERT_EQ(manager_->synchronizeAll(), Status::Success);
-  dirtyRegion(5); // evicts regions[0], writes regions[1] and [2] ahead
-  ASSERT_GT(manager_->statistics().bytesWrittenAhead, 0U);
+  const std::vector<DevicePtr> regions = startWithCopiesAheadInFlight();
   void* pointer = reinterpret_cast<void*>(regions[1]);
   std::uint64_t n = kRegionBytes;
   std::uint8_t seed = 9;
