@@ -250,6 +250,28 @@ TEST_F(Devices, AnEvictionRequestFromAnotherDeviceIsAnsweredWithNothing) {
   EXPECT_EQ(holder->wait(20s), 0);
 }
 
+TEST_F(Devices, TheLargestHoldersAskedForMemoryAreOfTheSameDevice) {
+  // NodeMembership::requestEviction's fallback asks the largest holders of
+  // budget: only those of its own device. Here the only holder is on sim-1:
+  // a member of sim-0 that needs more than sim-0 has (64 MiB of 32) is told
+  // at once that nobody else holds its device's memory, and nobody was
+  // asked (asked, the holder refuses, and the asker waits for the node).
+  startDaemon();
+  auto holder = client({"cold", std::to_string(8 * kMiB), "3000", "7"}, on("sim-1")); // holds 3 s
+  ASSERT_TRUE(holder->waitForLine("ready", 10s));
+  ASSERT_EQ(usedOn(1), 8 * kMiB);
+  auto asker = ipc::NodeMembership::connect(ipc::NodeOptions{instance_, 2000, "sim-0"},
+                                            ipc::NodeMembership::Role::Memory, "asker");
+  ASSERT_NE(asker, nullptr);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(asker->requestEviction(64 * kMiB), PeerReclaim::NobodyElseHolds);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s) << "waited for a holder of another device";
+  EXPECT_EQ(segment_->state().evictionRequestsServed, 0u);
+  EXPECT_EQ(usedOn(1), 8 * kMiB);
+  EXPECT_TRUE(holder->waitForLine("evictions 0", 20s)) << "the holder on sim-1 was asked to evict";
+  EXPECT_EQ(holder->wait(20s), 0);
+}
+
 TEST_F(Devices, DemandPlacesABigQueryOnTheEmptierDevice) {
   startDaemon();
   // 8 MiB asked on sim-0; then 16 MiB: sim-0 would keep 8 MiB, sim-1 16 MiB;
