@@ -227,6 +227,25 @@ TEST_F(SharedStoreProcessTest, BadCommandLinesNameTheOption) {
   Child loaderWithoutData({MQX_SSB_TEST_LOADER_PROGRAM, "--name", "x"});
   EXPECT_EQ(loaderWithoutData.wait(20s), 2);
   EXPECT_NE(loaderWithoutData.err().find("--data DIR is required"), std::string::npos);
+  // A refused value and a missing one, in both programs: the whole line.
+  Child badRepeat(query({"--data", dataDir(), "--repeat", "0"}));
+  EXPECT_EQ(badRepeat.wait(20s), 2);
+  EXPECT_NE(badRepeat.err().find("ssb-q2.1: --repeat: expected a positive count, got '0' (try --help)\n"),
+            std::string::npos)
+      << badRepeat.err();
+  Child noData({MQX_SSB_TEST_QUERY_PROGRAM, "--check", "--data"}); // query() would add a value
+  EXPECT_EQ(noData.wait(20s), 2);
+  EXPECT_NE(noData.err().find("ssb-q2.1: --data needs a value (try --help)\n"), std::string::npos) << noData.err();
+  Child loaderBadThreads({MQX_SSB_TEST_LOADER_PROGRAM, "--name", "x", "--threads", "x"});
+  EXPECT_EQ(loaderBadThreads.wait(20s), 2);
+  EXPECT_NE(
+      loaderBadThreads.err().find("ssb-loader: --threads: expected an integer of at least 1, got 'x' (try --help)\n"),
+      std::string::npos)
+      << loaderBadThreads.err();
+  Child loaderNoName({MQX_SSB_TEST_LOADER_PROGRAM, "--data", dataDir(), "--name"});
+  EXPECT_EQ(loaderNoName.wait(20s), 2);
+  EXPECT_NE(loaderNoName.err().find("ssb-loader: --name needs a value (try --help)\n"), std::string::npos)
+      << loaderNoName.err();
 }
 
 } // namespace

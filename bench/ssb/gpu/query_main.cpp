@@ -16,6 +16,7 @@
 // The last line, "# timing {json}", says how much of the process's time the
 // GPU work took (docs/ssb.md, "The paper's regime"). Errors exit 2.
 #include "ssb/common/column_cache.hpp"
+#include "ssb/common/command_line.hpp"
 #include "ssb/common/error.hpp"
 #include "ssb/common/shared_column_store.hpp"
 #include "ssb/common/ssb_data.hpp"
@@ -30,10 +31,8 @@
 
 #include "config/config.hpp"
 
-#include <charconv>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -70,53 +69,35 @@ const char* const kUsage =
     "  --join-first run other variants, --repeat runs the GPU work N times, --device chooses\n"
     "  the device (default: backend.kind). Configured by MQX_CONFIG and MQX_*.\n";
 
-// A bad command line: one line naming what is wrong, exit status 2.
-[[noreturn]] void commandLineError(const std::string& why) {
-  std::fprintf(stderr, "ssb-%s: %s (try --help)\n", MQX_SSB_QUERY, why.c_str());
-  std::exit(2);
-}
-
 Options parse(int argc, char** argv) {
   Options options;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view argument = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) commandLineError(std::string(argument) + " needs a value");
-      return argv[++i];
-    };
-    if (argument == "--help" || argument == "-h") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    } else if (argument == "--data") {
-      options.dataDir = value();
+  mqx::ssb::CommandLine commandLine(argc, argv, "ssb-" MQX_SSB_QUERY, kUsage);
+  while (commandLine.next()) {
+    const std::string_view argument = commandLine.argument();
+    if (argument == "--data") {
+      options.dataDir = commandLine.value();
     } else if (argument == "--shared") {
-      options.shared = value();
+      options.shared = commandLine.value();
     } else if (argument == "--shared-wait-ms") {
-      const std::string text = value();
-      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), options.sharedWaitMilliseconds);
-      if (error != std::errc{} || end != text.data() + text.size() || options.sharedWaitMilliseconds < 0)
-        commandLineError("--shared-wait-ms: expected milliseconds (0 or more), got '" + text + "'");
+      options.sharedWaitMilliseconds = commandLine.integer(0, "milliseconds (0 or more)");
     } else if (argument == "--check") {
       options.check = true;
     } else if (argument == "--fused" || argument == "--join-first") {
       auto variant = argument == "--fused" ? mqx::ssb::gpu::Variant::Fused : mqx::ssb::gpu::Variant::JoinFirst;
       if (options.variant != mqx::ssb::gpu::Variant::OperatorAtATime && options.variant != variant)
-        commandLineError("--fused and --join-first exclude each other");
+        commandLine.fail("--fused and --join-first exclude each other");
       options.variant = variant;
     } else if (argument == "--repeat") {
-      const std::string text = value();
-      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), options.repeat);
-      if (error != std::errc{} || end != text.data() + text.size() || options.repeat < 1)
-        commandLineError("--repeat: expected a positive count, got '" + text + "'");
+      options.repeat = commandLine.integer(1, "a positive count");
     } else if (argument == "--device") {
-      options.device = value();
+      options.device = commandLine.value();
       if (options.device != "auto" && options.device != "gpu" && options.device != "sim")
-        commandLineError("--device: expected auto, gpu or sim, got '" + options.device + "'");
+        commandLine.fail("--device: expected auto, gpu or sim, got '" + options.device + "'");
     } else {
-      commandLineError("unknown argument '" + std::string(argument) + "'");
+      commandLine.fail("unknown argument '" + std::string(argument) + "'");
     }
   }
-  if (options.dataDir.empty() && options.shared.empty()) commandLineError("--data DIR or --shared NAME is required");
+  if (options.dataDir.empty() && options.shared.empty()) commandLine.fail("--data DIR or --shared NAME is required");
   return options;
 }
 

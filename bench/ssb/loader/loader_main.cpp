@@ -12,6 +12,7 @@
 // SIGTERM, SIGINT, SIGHUP or `ssb-loader --stop --name NAME`; then removes
 // it (queries that mapped it keep their mapping). Errors exit 2 with one line.
 #include "ssb/common/column_cache.hpp"
+#include "ssb/common/command_line.hpp"
 #include "ssb/common/error.hpp"
 #include "ssb/common/shared_column_store.hpp"
 #include "ssb/common/ssb_data.hpp"
@@ -20,11 +21,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <string>
 #include <string_view>
@@ -57,49 +56,29 @@ struct Options {
   int publishDelayMilliseconds = 0; // tests: a loader that is slow to finish
 };
 
-[[noreturn]] void commandLineError(const std::string& why) {
-  std::fprintf(stderr, "ssb-loader: %s (try --help)\n", why.c_str());
-  std::exit(2);
-}
-
-int positive(std::string_view option, const std::string& text, int low) {
-  int value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc{} || end != text.data() + text.size() || value < low)
-    commandLineError(std::string(option) + ": expected an integer of at least " + std::to_string(low) + ", got '" +
-                     text + "'");
-  return value;
-}
-
 Options parse(int argc, char** argv) {
   Options options;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view argument = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) commandLineError(std::string(argument) + " needs a value");
-      return argv[++i];
-    };
-    if (argument == "--help" || argument == "-h") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    } else if (argument == "--data") {
-      options.dataDir = value();
+  CommandLine commandLine(argc, argv, "ssb-loader", kUsage);
+  while (commandLine.next()) {
+    const std::string_view argument = commandLine.argument();
+    if (argument == "--data") {
+      options.dataDir = commandLine.value();
     } else if (argument == "--name") {
-      options.name = value();
+      options.name = commandLine.value();
     } else if (argument == "--stop") {
       options.stop = true;
     } else if (argument == "--no-reference") {
       options.reference = false;
     } else if (argument == "--threads") {
-      options.threads = static_cast<unsigned>(positive(argument, value(), 1));
+      options.threads = static_cast<unsigned>(commandLine.integer(1));
     } else if (argument == "--publish-delay-ms") {
-      options.publishDelayMilliseconds = positive(argument, value(), 0);
+      options.publishDelayMilliseconds = commandLine.integer(0);
     } else {
-      commandLineError("unknown argument '" + std::string(argument) + "'");
+      commandLine.fail("unknown argument '" + std::string(argument) + "'");
     }
   }
-  if (options.name.empty()) commandLineError("--name NAME is required");
-  if (!options.stop && options.dataDir.empty()) commandLineError("--data DIR is required");
+  if (options.name.empty()) commandLine.fail("--name NAME is required");
+  if (!options.stop && options.dataDir.empty()) commandLine.fail("--data DIR is required");
   return options;
 }
 

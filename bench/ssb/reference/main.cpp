@@ -2,25 +2,24 @@
 // results.
 //   ssb-reference --data DIR --query q1.1   (or --query all)
 #include "ssb/common/column_cache.hpp"
+#include "ssb/common/command_line.hpp"
 #include "ssb/common/ssb_data.hpp"
 #include "ssb/reference/reference_queries.hpp"
 
 #include <fmt/core.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace {
 
-constexpr std::string_view kUsage =
-    "usage: ssb-reference --data DIR --query NAME [--sql] [--quiet]\n"
-    "  --data DIR    a directory written by ssb-datagen\n"
-    "  --query NAME  q1.1 .. q4.3, or all\n"
-    "  --sql         print each query's SQL before its result\n"
-    "  --quiet       no timings on stderr\n";
+constexpr std::string_view kUsage = "usage: ssb-reference --data DIR --query NAME [--sql] [--quiet]\n"
+                                    "  --data DIR    a directory written by ssb-datagen\n"
+                                    "  --query NAME  q1.1 .. q4.3, or all\n"
+                                    "  --sql         print each query's SQL before its result\n"
+                                    "  --quiet       no timings on stderr\n";
 
 struct Arguments {
   std::string dataDir;
@@ -29,72 +28,53 @@ struct Arguments {
   bool quiet = false;
 };
 
-[[noreturn]] void usageError(const std::string &why) {
-  fmt::print(stderr, "ssb-reference: {}\n{}", why, kUsage);
-  std::exit(2);
+std::vector<mqx::ssb::QueryId> parseQueries(const mqx::ssb::CommandLine& commandLine, std::string_view name) {
+  if (name == "all") return {mqx::ssb::kAllQueries.begin(), mqx::ssb::kAllQueries.end()};
+  if (auto query = mqx::ssb::parseQueryName(name)) return {*query};
+  commandLine.fail("unknown query " + std::string(name));
 }
 
-std::vector<mqx::ssb::QueryId> parseQueries(std::string_view name) {
-  if (name == "all")
-    return {mqx::ssb::kAllQueries.begin(), mqx::ssb::kAllQueries.end()};
-  if (auto query = mqx::ssb::parseQueryName(name))
-    return {*query};
-  usageError("unknown query " + std::string(name));
-}
-
-Arguments parseArguments(int argc, char **argv) {
+Arguments parseArguments(int argc, char** argv) {
   Arguments args;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view flag = argv[i];
-    auto value = [&]() -> std::string_view {
-      if (i + 1 >= argc)
-        usageError(std::string(flag) + " needs a value");
-      return argv[++i];
-    };
+  mqx::ssb::CommandLine commandLine(argc, argv, "ssb-reference", std::string(kUsage),
+                                    mqx::ssb::CommandLine::ErrorStyle::PrintUsage);
+  while (commandLine.next()) {
+    std::string_view flag = commandLine.argument();
     if (flag == "--data")
-      args.dataDir = value();
+      args.dataDir = commandLine.value();
     else if (flag == "--query")
-      args.queries = parseQueries(value());
+      args.queries = parseQueries(commandLine, commandLine.value());
     else if (flag == "--sql")
       args.printSql = true;
     else if (flag == "--quiet")
       args.quiet = true;
-    else if (flag == "--help" || flag == "-h") {
-      fmt::print("{}", kUsage);
-      std::exit(0);
-    } else
-      usageError("unknown argument " + std::string(flag));
+    else
+      commandLine.fail("unknown argument " + std::string(flag));
   }
-  if (args.dataDir.empty())
-    usageError("--data is required");
-  if (args.queries.empty())
-    usageError("--query is required");
+  if (args.dataDir.empty()) commandLine.fail("--data is required");
+  if (args.queries.empty()) commandLine.fail("--query is required");
   return args;
 }
 
 } // namespace
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   Arguments args = parseArguments(argc, argv);
   try {
     mqx::ssb::SsbData data = mqx::ssb::SsbData::open(args.dataDir);
     mqx::ssb::ColumnCache cache(data);
     for (mqx::ssb::QueryId query : args.queries) {
-      const auto &info = mqx::ssb::queryInfo(query);
+      const auto& info = mqx::ssb::queryInfo(query);
       auto start = std::chrono::steady_clock::now();
       mqx::ssb::QueryResult result = mqx::ssb::runReferenceQuery(query, cache);
-      double ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-              .count();
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       fmt::print("-- {}\n", info.name);
-      if (args.printSql)
-        fmt::print("-- {}\n", info.sql);
+      if (args.printSql) fmt::print("-- {}\n", info.sql);
       fmt::print("{}", mqx::ssb::formatResult(result));
       if (!args.quiet)
-        fmt::print(stderr, "{}: {} rows, {:.1f} ms (loads included)\n", info.name,
-                   result.rows.size(), ms);
+        fmt::print(stderr, "{}: {} rows, {:.1f} ms (loads included)\n", info.name, result.rows.size(), ms);
     }
-  } catch (const std::exception &error) {
+  } catch (const std::exception& error) {
     fmt::print(stderr, "ssb-reference: {}\n", error.what());
     return 1;
   }
