@@ -1,12 +1,6 @@
 #include "device/cuda/host_blocks.hpp"
 
-#include <algorithm>
-#include <atomic>
-#include <optional>
-#include <thread>
-
 #include "common/log.hpp"
-#include "device/cuda/context_guard.hpp"
 #include "device/cuda/cu_status.hpp"
 
 namespace mqx::device::cuda {
@@ -72,13 +66,14 @@ Status HostBlocks::create(std::size_t bytes, std::size_t count, std::vector<Host
   CUmemAccessDesc access[2] = {deviceAccess(), {}};
   access[1].location = hostLocation_;
   access[1].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  std::vector<PhysicalMemory> physical(count);
-  result = createAll(bytes, prop, physical);
   for (std::size_t i = 0; i < count && result == CUDA_SUCCESS; ++i) {
+    PhysicalMemory block;
+    result = createPhysical(api_, bytes, prop, &block);
+    if (result != CUDA_SUCCESS) break;
     const CUdeviceptr at = chunk.view + i * bytes;
-    result = api_.cuMemMap(at, bytes, 0, physical[i].get(), 0);
+    result = api_.cuMemMap(at, bytes, 0, block.get(), 0);
     if (result == CUDA_SUCCESS) {
-      chunk.blocks.push_back(std::move(physical[i]));
+      chunk.blocks.push_back(std::move(block));
       result = api_.cuMemSetAccess(at, bytes, access, 2);
     }
   }
@@ -94,37 +89,6 @@ Status HostBlocks::create(std::size_t bytes, std::size_t count, std::vector<Host
   std::lock_guard lock(mutex_);
   chunks_.emplace(chunk.view, std::move(chunk));
   return Status::Success;
-}
-
-CUresult HostBlocks::createAll(std::size_t bytes, const CUmemAllocationProp& prop, std::vector<PhysicalMemory>& out) {
-  // Creating a host block pins its memory (the driver faults in and locks
-  // every host page): 13-23 ms per 64 MiB on the H100 host, which the swap
-  // buffer pays as evictions first need room. From 8 threads at once the
-  // driver reaches 3.8-3.9 GB/s from 2, 4 or 8 threads against 2.7 from one
-  // (bench/gpu/host_block_growth.cpp, bench/results/host-block-growth-H100-1c217b3.txt):
-  // a chunk's blocks are created by several threads.
-  const std::size_t threads =
-      std::min<std::size_t>({out.size(), kCreateThreads, std::max(1u, std::thread::hardware_concurrency() / 2)});
-  std::atomic<CUresult> failure{CUDA_SUCCESS};
-  CUcontext context = nullptr;
-  api_.cuCtxGetCurrent(&context);
-  const auto createEvery = [&](std::size_t first) {
-    std::optional<ContextGuard> guard;
-    if (context != nullptr) guard.emplace(api_, context);
-    for (std::size_t i = first; i < out.size() && failure.load() == CUDA_SUCCESS; i += threads)
-      if (const CUresult result = createPhysical(api_, bytes, prop, &out[i]); result != CUDA_SUCCESS)
-        failure.store(result);
-  };
-  if (threads <= 1) {
-    createEvery(0);
-    return failure.load();
-  }
-  std::vector<std::jthread> workers;
-  for (std::size_t t = 1; t < threads; ++t)
-    workers.emplace_back(createEvery, t);
-  createEvery(0);
-  workers.clear(); // joins
-  return failure.load();
 }
 
 void HostBlocks::releaseChunk(Chunk& chunk) {

@@ -49,13 +49,7 @@ private:
     std::vector<PhysicalMemory> blocks;
     std::size_t blocksLeft = 0;
   };
-  // Threads that create one chunk's blocks at once (pinning is per host
-  // page, CPU-bound).
-  static constexpr std::size_t kCreateThreads = 4; // 2 reach the driver's best already (host_blocks.cpp)
   CUmemAllocationProp properties() const;
-  // Creates every block of `out` (the first failure stops the rest and is
-  // returned; the blocks made are released with `out`).
-  CUresult createAll(std::size_t bytes, const CUmemAllocationProp& prop, std::vector<PhysicalMemory>& out);
   void releaseChunk(Chunk& chunk);
 
   const DriverApi& api_;
