@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <span>
 #include <vector>
@@ -232,6 +233,9 @@ private:
   bool evictedSinceWriteAhead_ = false;
   std::uint64_t reachAllCount_ = 0;     // reachesEveryPage calls
   std::uint64_t reachAllCountSeen_ = 0; // as of writeBackAhead's last call
+  // writeBackAhead calls since one saw a new reachesEveryPage (none yet: as
+  // many as it takes).
+  std::uint32_t operationsSinceReachAll_ = std::numeric_limits<std::uint32_t>::max();
 
   std::deque<PendingWork> pending_;
   std::vector<device::Fence> reachAll_; // reachesEveryPage's fences not yet seen reached

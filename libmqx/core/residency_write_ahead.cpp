@@ -28,18 +28,28 @@
 
 namespace mqx {
 
+namespace {
+// Operations (launches, copies, memsets) since the last launch that may reach
+// every page before anything is written ahead again. A copy ahead is void at
+// the next such launch: PyTorch under the default configuration mixes them
+// with launches whose pointers mqx knows, a few operations apart, and wrote
+// 49 GB ahead on the H100 peer benchmark, all of it stale (bench/results/
+// peers-matrix-H100-2c1c40e.json), doubling its device-to-host traffic. A
+// program whose unknown launches are rare (a graph now and then) resumes
+// after this many.
+constexpr std::uint32_t kQuietOperationsBeforeWritingAhead = 64;
+} // namespace
+
 void ResidencyManager::writeBackAhead() {
-  if (!evictedSinceWriteAhead_ || context_.options.writeBackAheadFraction <= 0) return;
-  evictedSinceWriteAhead_ = false;
-  // A program whose launches may reach every page voids every write ahead
-  // at its next such launch: PyTorch under the default configuration wrote
-  // 49 GB ahead on the H100 peer benchmark and all 49 GB were stale (bench/
-  // results/peers-H100-eaf58e1.json), doubling its device-to-host traffic.
-  // Nothing is written ahead while such launches keep coming.
   if (reachAllCount_ != reachAllCountSeen_) {
     reachAllCountSeen_ = reachAllCount_;
-    return;
+    operationsSinceReachAll_ = 0;
+  } else if (operationsSinceReachAll_ < kQuietOperationsBeforeWritingAhead) {
+    ++operationsSinceReachAll_;
   }
+  if (!evictedSinceWriteAhead_ || context_.options.writeBackAheadFraction <= 0) return;
+  if (operationsSinceReachAll_ < kQuietOperationsBeforeWritingAhead) return;
+  evictedSinceWriteAhead_ = false;
   std::vector<EvictionCandidate> list;
   const std::vector<Victim> victims = candidates({}, &list); // none while work may reach every page
   if (victims.empty()) return;
