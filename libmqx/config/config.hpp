@@ -18,9 +18,9 @@ namespace mqx {
 
 struct Config {
   // [memory]
-  std::size_t pageSize = 8 * 1024 * 1024;
-  std::size_t deviceMemoryLimit = 0; // 0: what the device has
-  std::size_t swapBufferLimit = 0;   // 0: half of the host's physical memory
+  std::size_t pageSize = 64 * 1024 * 1024; // configs/default.toml says why
+  std::size_t deviceMemoryLimit = 0;       // 0: what the device has
+  std::size_t swapBufferLimit = 0;         // 0: half of the host's physical memory
   bool pinnedSwap = true;
   // [policy]
   ReplacementKind replacement = ReplacementKind::Cdr;
@@ -28,6 +28,7 @@ struct Config {
   EvictionGranularity evictionGranularity = EvictionGranularity::Region;
   std::uint64_t randomSeed = 0;
   double writeBackAhead = 0.02;
+  std::uint32_t writeBackAheadQuietOperations = 64;
   // [optimizations]
   bool lazyTransfer = true;
   bool copyOnWrite = true;

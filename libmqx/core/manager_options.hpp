@@ -33,6 +33,11 @@ struct ResidencyOptions {
   // page; 0: off), so that their eviction moves no data
   // (residency_write_ahead.cpp).
   double writeBackAheadFraction = 0.02;
+  // policy.write_back_ahead_quiet_operations: operations (launches, copies,
+  // memsets) that must follow the last launch of unknown references before
+  // anything is written ahead again: such a launch voids every write ahead
+  // in flight (residency_write_ahead.cpp).
+  std::uint32_t writeBackAheadQuietOperations = 64;
 };
 
 // The process's trace (trace.*): Chrome trace-event JSON.
@@ -43,7 +48,7 @@ struct TraceOptions {
 
 struct ManagerOptions {
   // [memory]
-  std::size_t pageSize = 8 * 1024 * 1024; // rounded up to the device's granularity
+  std::size_t pageSize = 64 * 1024 * 1024; // rounded up to the device's granularity
   // The private budget, when the manager is given no shared one; 0: what
   // the device has.
   std::size_t deviceMemoryLimit = 0;

@@ -28,27 +28,24 @@
 
 namespace mqx {
 
-namespace {
-// Operations (launches, copies, memsets) since the last launch that may reach
-// every page before anything is written ahead again. A copy ahead is void at
-// the next such launch: PyTorch under the default configuration mixes them
-// with launches whose pointers mqx knows, a few operations apart, and wrote
-// 49 GB ahead on the H100 peer benchmark, all of it stale (bench/results/
-// peers-matrix-H100-2c1c40e.json), doubling its device-to-host traffic. A
-// program whose unknown launches are rare (a graph now and then) resumes
-// after this many.
-constexpr std::uint32_t kQuietOperationsBeforeWritingAhead = 64;
-} // namespace
-
 void ResidencyManager::writeBackAhead() {
+  // A copy ahead is void at the next launch that may reach every page.
+  // PyTorch under the default configuration mixes such launches with
+  // launches whose pointers mqx knows, a few operations apart, and wrote
+  // 49 GB ahead on the H100 peer benchmark, all of it stale (bench/results/
+  // peers-matrix-H100-2c1c40e.json), doubling its device-to-host traffic:
+  // nothing is written ahead until writeBackAheadQuietOperations operations
+  // followed the last such launch. A program whose unknown launches are rare
+  // (a graph now and then) resumes after them.
+  const std::uint32_t quiet = context_.options.writeBackAheadQuietOperations;
   if (reachAllCount_ != reachAllCountSeen_) {
     reachAllCountSeen_ = reachAllCount_;
     operationsSinceReachAll_ = 0;
-  } else if (operationsSinceReachAll_ < kQuietOperationsBeforeWritingAhead) {
+  } else if (operationsSinceReachAll_ < quiet) {
     ++operationsSinceReachAll_;
   }
   if (!evictedSinceWriteAhead_ || context_.options.writeBackAheadFraction <= 0) return;
-  if (operationsSinceReachAll_ < kQuietOperationsBeforeWritingAhead) return;
+  if (operationsSinceReachAll_ < quiet) return;
   evictedSinceWriteAhead_ = false;
   std::vector<EvictionCandidate> list;
   const std::vector<Victim> victims = candidates({}, &list); // none while work may reach every page

@@ -18,6 +18,7 @@ ManagerOptions managerOptions(const Config& config) {
   options.residency.evictionGranularity = config.evictionGranularity;
   options.residency.evictionTimeoutMilliseconds = config.evictionTimeoutMilliseconds;
   options.residency.writeBackAheadFraction = config.writeBackAhead;
+  options.residency.writeBackAheadQuietOperations = config.writeBackAheadQuietOperations;
   options.policy.replacement = config.replacement;
   options.policy.latencyFactor = config.latencyFactor;
   options.policy.randomSeed = config.randomSeed;

@@ -254,7 +254,7 @@ void evictThenRead() {
     fillKernel<<<blocksFor(n), kThreads>>>(buffers[b], n, 40 + b);
   }
   CUDA_OK(cudaDeviceSynchronize());
-  std::size_t page = 8u << 20;
+  std::size_t page = 8u << 20; // the paper's page (gpu.small_pages.*)
   for (int b = 0; b < kBuffers; ++b) {
     // Across a page boundary, at the very end, then everything.
     std::size_t first = page / 4 - 100;

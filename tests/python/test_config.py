@@ -28,7 +28,7 @@ def test_default_file_parses_to_the_built_in_defaults():
     parsed = mqx.load_config(path=str(REPOSITORY / "configs" / "default.toml"), environment={})
     built_in = mqx.load_config(environment={})
     assert parsed.as_dict() == built_in.as_dict()
-    assert built_in["memory.page_size"] == 8 << 20
+    assert built_in["memory.page_size"] == 64 << 20
     assert built_in["policy.replacement"] == "cdr"
     assert built_in["daemon.admission"] == "weight"
 
@@ -73,7 +73,7 @@ def test_parses_sizes_and_choices():
         ('[memory]\npage_size = "lots"', "memory.page_size"),
         ("[memory]\npage_size = -4", "memory.page_size"),
         ("[optimizations]\nlazy_transfer = 1", "optimizations.lazy_transfer"),
-        ('[sim]\ngranularity = "16MiB"', "sim.granularity"),
+        ('[sim]\ngranularity = "128MiB"', "sim.granularity"),
         ("[daemon]\nfix_n = 0", "daemon.fix_n"),
         ('[daemon]\nadmission = "lottery"', "daemon.admission"),
         ('[daemon]\ninstance = "a/b"', "daemon.instance"),

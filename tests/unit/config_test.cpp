@@ -80,17 +80,19 @@ TEST(Config, BadInputNamesTheKeyOnOneLine) {
     const char* toml;
     const char* key;
   };
-  for (const Case& c : {Case{"[memory]\npage_sise = 1", "memory.page_sise"}, Case{"[memroy]\npage_size = 1", "memroy"},
-                        Case{"[policy]\nreplacement = \"fifo\"", "policy.replacement"},
-                        Case{"[policy]\nlatency_factor = 2.0", "policy.latency_factor"},
-                        Case{"[policy]\nlatency_factor = \"x\"", "policy.latency_factor"},
-                        Case{"[policy]\nwrite_back_ahead = 0.75", "policy.write_back_ahead"},
-                        Case{"[policy]\nwrite_back_ahead = -0.1", "policy.write_back_ahead"},
-                        Case{"[memory]\npage_size = \"3MiB\"", "memory.page_size"},
-                        Case{"[memory]\npage_size = \"lots\"", "memory.page_size"},
-                        Case{"[memory]\npage_size = -4", "memory.page_size"},
-                        Case{"[optimizations]\nlazy_transfer = 1", "optimizations.lazy_transfer"},
-                        Case{"[sim]\ngranularity = \"16MiB\"", "sim.granularity"}, Case{"top = 1", "top"}}) {
+  for (const Case& c :
+       {Case{"[memory]\npage_sise = 1", "memory.page_sise"}, Case{"[memroy]\npage_size = 1", "memroy"},
+        Case{"[policy]\nreplacement = \"fifo\"", "policy.replacement"},
+        Case{"[policy]\nlatency_factor = 2.0", "policy.latency_factor"},
+        Case{"[policy]\nlatency_factor = \"x\"", "policy.latency_factor"},
+        Case{"[policy]\nwrite_back_ahead = 0.75", "policy.write_back_ahead"},
+        Case{"[policy]\nwrite_back_ahead = -0.1", "policy.write_back_ahead"},
+        Case{"[policy]\nwrite_back_ahead_quiet_operations = -1", "policy.write_back_ahead_quiet_operations"},
+        Case{"[memory]\npage_size = \"3MiB\"", "memory.page_size"},
+        Case{"[memory]\npage_size = \"lots\"", "memory.page_size"},
+        Case{"[memory]\npage_size = -4", "memory.page_size"},
+        Case{"[optimizations]\nlazy_transfer = 1", "optimizations.lazy_transfer"},
+        Case{"[sim]\ngranularity = \"128MiB\"", "sim.granularity"}, Case{"top = 1", "top"}}) {
     std::string error = errorOf(c.toml);
     EXPECT_NE(error.find(c.key), std::string::npos) << c.toml << " -> " << error;
     EXPECT_EQ(error.find('\n'), std::string::npos) << error;
@@ -202,6 +204,7 @@ replacement = "lfu"
 latency_factor = 0.25
 random_seed = 7
 write_back_ahead = 0.1
+write_back_ahead_quiet_operations = 5
 [optimizations]
 reference_detection = "scan"
 [daemon]
@@ -220,6 +223,8 @@ level = "debug"
   EXPECT_EQ(values.at("policy.latency_factor"), ConfigValue{0.25});
   EXPECT_EQ(values.at("policy.write_back_ahead"), ConfigValue{0.1});
   EXPECT_EQ(embedded::managerOptions(config).residency.writeBackAheadFraction, 0.1);
+  EXPECT_EQ(values.at("policy.write_back_ahead_quiet_operations"), ConfigValue{std::uint64_t{5}});
+  EXPECT_EQ(embedded::managerOptions(config).residency.writeBackAheadQuietOperations, 5U);
   EXPECT_EQ(values.at("daemon.mps"), ConfigValue{std::string("detect")});
   const std::vector<std::string> kernels = {"a", "b"};
   EXPECT_EQ(values.at("kernelopt.resizable_kernels"), ConfigValue{kernels});

@@ -453,9 +453,12 @@ const std::vector<Variant>& ablations() {
       // Half the budget written back ahead, on a device whose copies take
       // their time: writes ahead overlap the launches and copies that change
       // their pages, whose copies must then be dropped.
+      // Written ahead regardless of launches of unknown references (no quiet
+      // operations), so that those launches void copies in flight.
       {"WriteBackAheadHalf",
        [](Config& c) {
          c.writeBackAhead = 0.5;
+         c.writeBackAheadQuietOperations = 0;
          c.simCopyBandwidthGBps = 2;
          c.simRealtime = true;
        }},
