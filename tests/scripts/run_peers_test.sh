@@ -25,4 +25,58 @@ err=$("$run_peers" --training-steps 0 --out "$scratch/x.json" 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -q "training-steps" <<<"$err" || fail "--training-steps 0: exit $rc, $err"
 err=$("$run_peers" --pair-fraction -0.5 --out "$scratch/x.json" 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -q "pair-fraction" <<<"$err" || fail "--pair-fraction -0.5: exit $rc, $err"
+
+# --summarize: limits, ratios and checksum agreement added to an earlier run's
+# JSON (a run cut short keeps its runs), the table printed.
+cat > "$scratch/earlier.json" <<'JSON'
+{"benchmark": "run-peers", "commit": "abc1234", "date": "2026-11-26", "device": "sim", "device_bytes": 17179869184,
+ "mqx_limit_bytes": 16106127360, "h2d_pinned_GBps": 50.0, "d2h_pinned_GBps": 50.0, "steps": 10,
+ "systems": ["native", "mqx"],
+ "workloads": {"matrix": {"runs": [
+  {"fraction": 0.9, "footprint_bytes": 15461882265,
+   "native": {"status": "ok", "tensors": 230, "steps": 10, "fill_s": 0.2, "steps_s": 1.0, "total_s": 1.5, "checksum": 1.5},
+   "mqx": {"status": "ok", "tensors": 230, "steps": 10, "fill_s": 0.2, "steps_s": 1.0, "total_s": 1.6, "checksum": 1.5}},
+  {"fraction": 1.5, "footprint_bytes": 25769803776,
+   "native": {"status": "out of memory"},
+   "mqx": {"status": "stopped"}}]}}}
+JSON
+out=$("$run_peers" --summarize "$scratch/earlier.json" --out "$scratch/summary.json" 2>&1) || fail "--summarize: exit $?: $out"
+grep -q "agree" <<<"$out" || fail "--summarize printed no table: $out"
+python3 - "$scratch/summary.json" <<'PY' || fail "--summarize wrote no limits or ratios"
+import json, sys
+rows = json.load(open(sys.argv[1]))["workloads"]["matrix"]["runs"]
+assert rows[0]["checksums_agree"] and abs(rows[0]["ratios"]["mqx_vs_native"] - 1.6 / 1.5) < 1e-9, rows[0]
+assert rows[1]["limit"]["limit_s"] > rows[0]["limit"]["limit_s"] > 0, rows
+PY
+sed 's/"total_s": 1.6, "checksum": 1.5/"total_s": 1.6, "checksum": 2.5/' "$scratch/earlier.json" > "$scratch/differ.json"
+out=$("$run_peers" --summarize "$scratch/differ.json" --out "$scratch/summary.json" 2>&1); rc=$?
+[ "$rc" = 1 ] && grep -q "DIFFER" <<<"$out" || fail "--summarize with differing checksums: exit $rc, $out"
+echo '{"systems": []' > "$scratch/broken.json"
+err=$("$run_peers" --summarize "$scratch/broken.json" --out "$scratch/summary.json" 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -q "not a run's JSON" <<<"$err" || fail "--summarize of a broken file: exit $rc, $err"
+
+# SIGTERM (a time limit's timeout) stops the run in progress and summarizes
+# what finished. A stand-in interpreter answers the device probe and then
+# runs a workload that never ends.
+cat > "$scratch/python" <<'SH'
+#!/usr/bin/env bash
+if [ "$1" = -c ]; then
+  echo '{"name": "stand-in", "free": 17179869184, "total": 17179869184, "torch": "none", "h2d_pinned_GBps": 50.0, "d2h_pinned_GBps": 50.0}'
+  exit 0
+fi
+exec sleep 59.125
+SH
+chmod +x "$scratch/python"
+started=$(date +%s)
+timeout -s TERM 3 "$run_peers" --python "$scratch/python" --systems native --workloads matrix --fractions 0.5,0.9 \
+  --out "$scratch/stopped.json" > "$scratch/stopped.log" 2>&1
+[ $(( $(date +%s) - started )) -lt 30 ] || fail "SIGTERM did not stop the run in progress"
+grep -q "stopped by SIGTERM" "$scratch/stopped.log" || fail "no 'stopped by SIGTERM' line: $(cat "$scratch/stopped.log")"
+python3 - "$scratch/stopped.json" <<'PY' || fail "the stopped run's JSON does not say so"
+import json, sys
+result = json.load(open(sys.argv[1]))
+rows = result["workloads"]["matrix"]["runs"]
+assert result["stopped"] and len(rows) == 1 and rows[0]["native"]["status"] == "stopped", result
+PY
+pgrep -f "sleep 59.125" > /dev/null && fail "the stopped workload is still running"
 echo PASS
