@@ -1,4 +1,5 @@
-"""The SSB experiments driver's reading of mqx statistics (bench/ssb/experiments/ssb_experiments.py).
+"""The reading of mqx statistics (python/mqx/libmqx_log.py) that the SSB experiments driver
+(bench/ssb/experiments/ssb_experiments.py) and the peer benchmark (bench/peers/run-peers) share.
 
 GPU runs get them from libmqx's exit log, one line per managed device ("statistics of device N:
 {...}" since the multi-device interposer); sim programs print "# mqx statistics {...}". At ab2363d
@@ -13,6 +14,7 @@ from types import SimpleNamespace
 
 sys.path.insert(0, sys.argv[1])
 import ssb_experiments as ssb  # noqa: E402
+from mqx import libmqx_log  # noqa: E402  (ssb_experiments put python/ on the path)
 
 failures = []
 
@@ -41,6 +43,10 @@ expect("a device logged twice: its last line", ssb.parse_statistics(again), a)
 both = line("# mqx statistics ", b) + "\n" + gpu
 expect("libmqx's lines before the program's", ssb.parse_statistics(both), a)
 
+cut = line("[mqx 4242] info: statistics of device 0: ", a)[:-10]
+expect("a line cut short", ssb.parse_statistics(cut), {})
+expect("one parser", ssb.parse_statistics is libmqx_log.parse_statistics, True)
+
 # Through a run's result (stdout and stderr), as the experiments read it: bytes moved not 0.
 result = SimpleNamespace(stdout="# check passed\n", stderr=two)
 expect("bytes moved of a GPU run", ssb._moved([result]), a["bytes_to_device"] + a["bytes_to_host"] + b["bytes_to_device"] + b["bytes_to_host"])
@@ -48,4 +54,4 @@ expect("bytes moved of a GPU run", ssb._moved([result]), a["bytes_to_device"] + 
 if failures:
     print("\n".join(failures))
     sys.exit(1)
-print("experiments statistics: 8 cases passed")
+print("experiments statistics: 10 cases passed")

@@ -64,6 +64,7 @@ from mqx.workload import (  # noqa: E402
     throughput,
     weighted_speedup,
 )
+from mqx.libmqx_log import parse_statistics  # noqa: E402  (libmqx's statistics lines; re-exported)
 from placement import placement  # noqa: E402,F401  experiment "placement" (issue 16), on the helpers below
 
 QUERIES = ["q1.1", "q1.2", "q1.3", "q2.1", "q2.2", "q2.3", "q3.1", "q3.2", "q3.3", "q3.4", "q4.1", "q4.2", "q4.3"]
@@ -79,10 +80,6 @@ ABLATIONS = {
 }
 # The paper's open system (§7.5) compares Weight and Peak with FIX-1 to FIX-4.
 ADMISSIONS = [("FIX-1", "fix", 1), ("FIX-2", "fix", 2), ("FIX-3", "fix", 3), ("FIX-4", "fix", 4), ("Peak", "peak", 1), ("Weight", "weight", 1)]
-# libmqx.so logs its statistics at exit (info), one line per device it managed ("statistics of
-# device 0: {...}", since the multi-device interposer); the sim programs print "# mqx statistics".
-_DEVICE_STATISTICS = re.compile(r"statistics of device (\d+):? (\{.*\})")
-_STATISTICS = re.compile(r"statistics:? (\{.*\})")
 _OPERATOR = re.compile(r"^# operator (.+?)\s+([0-9.]+) ms\s+([0-9.]+) MB$", re.M)
 _CROSS = re.compile(r"(\d+) cross-process evictions freed (\d+) MiB")
 _TIMING = re.compile(r"^# timing (\{.*\})$", re.M)
@@ -145,23 +142,6 @@ def _check(results: Sequence[QueryResult]) -> None:
 
 def _statistics(result: QueryResult) -> dict:
     return parse_statistics(result.stdout + "\n" + result.stderr)
-
-
-def parse_statistics(output: str) -> dict:
-    """A process's mqx statistics from its output: libmqx's per-device lines (the last of each
-    device, counters summed over the devices), else the last plain statistics line; {} if none."""
-    per_device = {int(ordinal): json.loads(text) for ordinal, text in _DEVICE_STATISTICS.findall(output)}
-    if not per_device:
-        found = _STATISTICS.findall(output)
-        return json.loads(found[-1]) if found else {}
-    total: dict = {}
-    for counters in per_device.values():
-        for key, value in counters.items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                total[key] = total.get(key, 0) + value
-            else:
-                total.setdefault(key, value)
-    return total
 
 
 def _moved(results: Sequence[QueryResult]) -> int:
