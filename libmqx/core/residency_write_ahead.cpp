@@ -121,6 +121,7 @@ void ResidencyManager::writeBackAhead() {
 }
 
 void ResidencyManager::finishWritesAhead() {
+  std::vector<Region*> cleaned; // published once each below
   std::erase_if(writesAhead_, [&](const WriteAhead& entry) {
     if (!context_.backend.fenceReached(entry.done)) return false;
     writeAheadBytes_ -= entry.slotBytes;
@@ -130,14 +131,17 @@ void ResidencyManager::finishWritesAhead() {
     const bool unchanged = page != nullptr && page->generation() == entry.generation &&
                            entry.reachAllCount == reachAllCount_ && page->dirty() && page->backed();
     if (unchanged && ok(PageStore::wroteBack(*page, entry.slot))) {
-      ++stateVersion_;  // a resident page with a host image (prepareEveryPage)
-      publish(*region); // its dirty bytes changed: CDR's e (paper §4.2)
+      ++stateVersion_; // a resident page with a host image (prepareEveryPage)
+      if (std::ranges::find(cleaned, region) == cleaned.end()) cleaned.push_back(region);
       return true;
     }
     context_.statistics.bytesWrittenAheadStale += entry.dataBytes;
     context_.swap.release(entry.slot, entry.slotBytes);
     return true;
   });
+  // Their dirty bytes changed: CDR's e (paper §4.2), once per region.
+  for (Region* region : cleaned)
+    publish(*region);
 }
 
 } // namespace mqx
