@@ -529,6 +529,11 @@ Status MemoryManager::synchronizeAll() {
   return state_->residency.waitAll();
 }
 
+void MemoryManager::streamDestroyed(StreamHandle stream) {
+  LockScope scope(state_->mutex);
+  state_->residency.forgetStream(stream);
+}
+
 void MemoryManager::memoryInfo(std::size_t* freeBytes, std::size_t* totalBytes) const {
   LockScope scope(state_->mutex);
   const std::size_t limit = state_->budget->limit();

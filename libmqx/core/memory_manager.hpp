@@ -106,6 +106,8 @@ public:
   void poll();
   // Waits for every launch and transfer mqx issued.
   Status synchronizeAll();
+  // The application destroyed `stream` (its handle may be reused).
+  void streamDestroyed(StreamHandle stream);
 
   // cuMemGetInfo as the application sees it: the managed budget.
   void memoryInfo(std::size_t* freeBytes, std::size_t* totalBytes) const;

@@ -43,7 +43,7 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
   };
   if (std::ranges::all_of(uses, inPlace)) {
     ++stateVersion_;
-    return Status::Success;
+    return orderAfterLoads(stream);
   }
   const auto start = std::chrono::steady_clock::now();
   std::vector<RegionId> keep;
@@ -113,12 +113,36 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
   loadsInFlight_ = loadsInFlight_ || read.swapSlots;
   MQX_TRY(issued);
   auto& backend = context_.backend;
-  if (!loads.empty()) MQX_TRY(backend.order(backend.transferStream(device::TransferDirection::ToDevice), stream));
+  const StreamHandle toDevice = backend.transferStream(device::TransferDirection::ToDevice);
+  if (!loads.empty()) {
+    MQX_TRY(backend.order(toDevice, stream));
+    loadsInFlightForOthers_ = true;
+    loadsFenced_ = ok(backend.enqueueFence(toDevice, &loadsDone_));
+    streamsAfterLoads_.assign(1, stream);
+  } else {
+    MQX_TRY(orderAfterLoads(stream));
+  }
   context_.statistics.residencyWaitNanoseconds += nanosecondsSince(start);
   span.argument("loads", loads.size());
   if (span.active()) traceUsage();
   return Status::Success;
 }
+
+Status ResidencyManager::orderAfterLoads(StreamHandle stream) {
+  if (!loadsInFlightForOthers_ || std::ranges::find(streamsAfterLoads_, stream) != streamsAfterLoads_.end())
+    return Status::Success;
+  auto& backend = context_.backend;
+  if (loadsFenced_ && backend.fenceReached(loadsDone_)) { // done: nothing left to wait for
+    loadsInFlightForOthers_ = false;
+    streamsAfterLoads_.clear();
+    return Status::Success;
+  }
+  MQX_TRY(backend.order(backend.transferStream(device::TransferDirection::ToDevice), stream));
+  streamsAfterLoads_.push_back(stream);
+  return Status::Success;
+}
+
+void ResidencyManager::forgetStream(StreamHandle stream) { std::erase(streamsAfterLoads_, stream); }
 
 void ResidencyManager::traceUsage() {
   context_.trace->record(trace::counterEvent("device budget used", "bytes", context_.budget.used()));

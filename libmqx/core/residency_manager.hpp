@@ -92,6 +92,16 @@ public:
   // under a page whose image is not written there).
   std::uint64_t pendingPagesMade() const { return pendingPagesMade_; }
   void noteStateChange() { ++stateVersion_; }
+  // Loads make pages valid for every later operation on any stream, yet only
+  // the stream of the operation that issued them is ordered after them: an
+  // operation on another stream, whose pages are then all in place, must
+  // wait for the loads still in flight too, or it reads a page before its
+  // bytes arrive (ManagerTest.AKernelOnAnotherStreamWaitsForTheLoadAnEarlierLaunchIssued).
+  // Orders `stream` after them unless it already is or they are done.
+  Status orderAfterLoads(StreamHandle stream);
+  // The application destroyed `stream`: its handle may come back as another
+  // stream, which is not ordered after anything.
+  void forgetStream(StreamHandle stream);
   // Pins `pages` until the work enqueued on `stream` so far completes.
   Status pinUntilComplete(std::span<const PageKey> pages, StreamHandle stream, device::Fence* fence = nullptr);
 
@@ -236,6 +246,13 @@ private:
   // writeBackAhead calls since one saw a new reachesEveryPage (none yet: as
   // many as it takes).
   std::uint32_t operationsSinceReachAll_ = std::numeric_limits<std::uint32_t>::max();
+
+  // The latest loads (makeResident): the fence after them on the transfer
+  // stream, and the streams ordered after them (orderAfterLoads).
+  bool loadsInFlightForOthers_ = false;
+  bool loadsFenced_ = false;
+  device::Fence loadsDone_;
+  std::vector<StreamHandle> streamsAfterLoads_;
 
   std::deque<PendingWork> pending_;
   std::vector<device::Fence> reachAll_; // reachesEveryPage's fences not yet seen reached

@@ -47,7 +47,8 @@ MQX_EXPORT CUresult cuEventSynchronize(CUevent event) {
 MQX_EXPORT CUresult cuStreamDestroy_v2(CUstream stream) {
   if (stream != nullptr) {
     const Runtime& runtime = Runtime::instance();
-    runtime.managers().forEach([&](int ordinal, MemoryManager&) {
+    runtime.managers().forEach([&](int ordinal, MemoryManager& manager) {
+      manager.streamDestroyed(reinterpret_cast<StreamHandle>(stream));
       if (device::DeviceBackend* backend = runtime.device(ordinal).backend)
         backend->streamDestroyed(reinterpret_cast<StreamHandle>(stream));
     });

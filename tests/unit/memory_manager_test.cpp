@@ -322,5 +322,47 @@ TEST_F(ManagerTest, StreamsKeepTheirOrder) {
   EXPECT_EQ(out, expected);
 }
 
+TEST_F(ManagerTest, AKernelOnAnotherStreamWaitsForTheLoadAnEarlierLaunchIssued) {
+  // A launch on stream A loads an evicted region on the transfer stream and
+  // orders A after it. A launch on stream B that reads the same region right
+  // after finds its pages backed and valid: it must be ordered after that
+  // load too, or it reads the page before its bytes arrive (the load takes
+  // 26 ms here: copies at 10 MB/s in real time).
+  Config config = smallConfig();
+  config.simRealtime = true;
+  config.simCopyBandwidthGBps = 0.01;
+  config.pointersInParameters = true;
+  start(config);
+  constexpr std::size_t bytes = 256 * KiB;
+  const auto data = pattern(bytes, 3);
+  const DevicePtr source = allocate(bytes);
+  ASSERT_EQ(manager_->copyHostToDevice(source, data.data(), bytes, 0, true), Status::Success);
+  ASSERT_EQ(transform(source, source, bytes, 1), Status::Success); // on the device, dirty
+  auto expected = data;
+  transformReference(expected.data(), expected.data(), bytes, 1);
+  for (std::uint8_t seed = 10; seed < 14; ++seed) { // four more fill the 1 MiB device: the source goes
+    const DevicePtr other = allocate(bytes);
+    ASSERT_EQ(transform(other, other, bytes, seed), Status::Success);
+  }
+  const StreamHandle first = backend_->createStream();
+  const StreamHandle second = backend_->createStream();
+  // The second launch's output already resident: every page it uses is
+  // then backed and valid when it comes (the launch path's fast case).
+  const DevicePtr outSecond = allocate(bytes);
+  ASSERT_EQ(transform(outSecond, outSecond, bytes, 20, second), Status::Success);
+  ASSERT_EQ(manager_->synchronizeAll(), Status::Success);
+  ASSERT_GT(manager_->statistics().evictions, 0U);
+  const DevicePtr outFirst = allocate(bytes);
+  ASSERT_EQ(transform(source, outFirst, bytes, 5, first), Status::Success);
+  const std::uint64_t loadsBefore = manager_->statistics().bytesToDevice;
+  ASSERT_EQ(transform(source, outSecond, bytes, 5, second), Status::Success);
+  ASSERT_EQ(manager_->statistics().bytesToDevice, loadsBefore); // nothing of its own to load
+  ASSERT_EQ(manager_->synchronizeAll(), Status::Success);
+  auto want = expected;
+  transformReference(expected.data(), want.data(), bytes, 5);
+  EXPECT_EQ(read(outFirst, bytes), want);
+  EXPECT_EQ(read(outSecond, bytes), want);
+}
+
 } // namespace
 } // namespace mqx::test
