@@ -115,7 +115,11 @@ def test_weight_admits_in_arrival_order_without_overtaking(start_node):
     a.request_admission(timeout=10)
     b = mqx.Client("b", weighted="60MiB", peak="90MiB", instance=node.instance)
     c = mqx.Client("c", weighted="30MiB", peak="30MiB", instance=node.instance)  # fits beside a, but b came first
-    wait_b, wait_c = Admission(b), Admission(c)
+    wait_b = Admission(b)
+    # b asks first: its thread's request must reach the node before c's (two
+    # threads started together may ask in either order; CI once saw c first).
+    assert wait_for(lambda: states(node).get("b") == "waiting"), states(node)
+    wait_c = Admission(c)
     time.sleep(0.5)
     assert states(node) == {"a": "running", "b": "waiting", "c": "waiting"}
     released = time.monotonic()
