@@ -116,7 +116,7 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
   const StreamHandle toDevice = backend.transferStream(device::TransferDirection::ToDevice);
   if (!loads.empty()) {
     MQX_TRY(backend.order(toDevice, stream));
-    loadsInFlightForOthers_ = true;
+    latestLoadsRunning_ = true;
     loadsFenced_ = ok(backend.enqueueFence(toDevice, &loadsDone_));
     streamsAfterLoads_.assign(1, stream);
   } else {
@@ -129,11 +129,11 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
 }
 
 Status ResidencyManager::orderAfterLoads(StreamHandle stream) {
-  if (!loadsInFlightForOthers_ || std::ranges::find(streamsAfterLoads_, stream) != streamsAfterLoads_.end())
+  if (!latestLoadsRunning_ || std::ranges::find(streamsAfterLoads_, stream) != streamsAfterLoads_.end())
     return Status::Success;
   auto& backend = context_.backend;
   if (loadsFenced_ && backend.fenceReached(loadsDone_)) { // done: nothing left to wait for
-    loadsInFlightForOthers_ = false;
+    latestLoadsRunning_ = false;
     streamsAfterLoads_.clear();
     return Status::Success;
   }

@@ -247,9 +247,11 @@ private:
   // many as it takes).
   std::uint32_t operationsSinceReachAll_ = std::numeric_limits<std::uint32_t>::max();
 
-  // The latest loads (makeResident): the fence after them on the transfer
-  // stream, and the streams ordered after them (orderAfterLoads).
-  bool loadsInFlightForOthers_ = false;
+  // The latest loads (makeResident): whether they may still run (their fence
+  // not yet seen reached; loadsInFlight_ above is about the swap slots they
+  // read), the fence after them on the transfer stream, and the streams
+  // ordered after them (orderAfterLoads).
+  bool latestLoadsRunning_ = false;
   bool loadsFenced_ = false;
   device::Fence loadsDone_;
   std::vector<StreamHandle> streamsAfterLoads_;
