@@ -2,6 +2,11 @@
 // for admission (paper §5) with the demand of the query's plan (--plan), of
 // earlier runs (learned by mqxd from --name), or none; waits; runs the query
 // with libmqx.so preloaded; forwards signals; returns the query's exit status.
+// By default (daemon.start_before_admission) the query's program starts at
+// once and each of its processes waits for the admission at its first CUDA
+// call (ipc/query_admission_gate.hpp), so that its start-up overlaps the
+// wait; a query not admitted in time is then stopped before it touched a
+// device (docs/daemon.md, "Starting before admission").
 // While it waits it says why on stderr, and it gives up after --timeout
 // (daemon.admission_timeout_s) with exit status 75 (docs/daemon.md). When
 // mqxd stops while the query waits (a restart or an upgrade), it waits for
@@ -30,6 +35,7 @@
 #include "config/config.hpp"
 #include "embedded/runtime_options.hpp"
 #include "ipc/admission_client.hpp"
+#include "ipc/query_admission_gate.hpp"
 #include "mqx/version.hpp"
 #include "query_plan.hpp"
 
@@ -51,15 +57,16 @@ struct Options {
   std::string device; // --device: a GPU UUID, sim-<n> or a node index; "": mqxd places the query
   bool stats = false;
   bool allowNoDaemon = false;
-  std::optional<unsigned> timeoutSeconds; // --timeout; else daemon.admission_timeout_s
-  unsigned restartWaitSeconds = 30;       // --daemon-restart-wait
+  std::optional<unsigned> timeoutSeconds;   // --timeout; else daemon.admission_timeout_s
+  unsigned restartWaitSeconds = 30;         // --daemon-restart-wait
+  std::optional<bool> startBeforeAdmission; // --start-before-admission, --start-when-admitted
   std::vector<char*> command;
 };
 
 void usage(FILE* out) {
   std::fprintf(out, "usage: mqx-run [--plan FILE] [--name NAME] [--device ID] [--timeout SECONDS] "
-                    "[--daemon-restart-wait SECONDS] [--stats] [--allow-no-daemon] -- "
-                    "QUERY [ARGS...]\n"
+                    "[--daemon-restart-wait SECONDS] [--start-before-admission | --start-when-admitted] "
+                    "[--stats] [--allow-no-daemon] -- QUERY [ARGS...]\n"
                     "  --plan FILE        the query's operator plan (time and device memory per operator)\n"
                     "  --name NAME        the query's name (demand is learned per name); default: plan name or "
                     "QUERY's file name\n"
@@ -69,6 +76,9 @@ void usage(FILE* out) {
                     "default: daemon.admission_timeout_s\n"
                     "  --daemon-restart-wait SECONDS  when mqxd stops before admitting the query (a restart, "
                     "an upgrade), wait that long for the next one (default 30; 0: exit 69 at once)\n"
+                    "  --start-before-admission  start QUERY at once; its processes wait for admission at their "
+                    "first CUDA call (default: daemon.start_before_admission)\n"
+                    "  --start-when-admitted     start QUERY only once it is admitted\n"
                     "  --stats            print waiting time, run time and peak device memory at exit\n"
                     "  --allow-no-daemon  run the query alone when no mqxd is running\n"
                     "  --version          print the version and the commit, and exit\n");
@@ -108,6 +118,8 @@ bool parse(int argc, char** argv, Options* options) {
       } else {
         options->restartWaitSeconds = static_cast<unsigned>(seconds);
       }
+    } else if (arg == "--start-before-admission" || arg == "--start-when-admitted") {
+      options->startBeforeAdmission = arg == "--start-before-admission";
     } else if (arg == "--stats") {
       options->stats = true;
     } else if (arg == "--allow-no-daemon") {
@@ -148,27 +160,34 @@ std::string findLibrary() {
   return {};
 }
 
-// What the query's processes are told of the device it runs on: a GPU's
-// UUID as CUDA_VISIBLE_DEVICES (the CUDA runtime and driver then show that
-// GPU alone, as device 0), a simulated device as sim.device.
-void exportDevice(const std::string& identity) {
-  if (identity.starts_with("GPU-")) setenv("CUDA_VISIBLE_DEVICES", identity.c_str(), 1);
-  if (identity.starts_with("sim-")) setenv("MQX_SIM_DEVICE", identity.c_str(), 1);
-}
-
-int runQuery(const Options& options, std::uint32_t querySlot, const std::string& device = {}) {
-  const std::string library = findLibrary();
-  if (library.empty())
-    mqx::log(mqx::LogLevel::Warn, "mqx-run: libmqx.so not found (set MQX_LIBRARY); running the query without it");
+void forwardSignals() {
   struct sigaction forward {};
   forward.sa_handler = forwardSignal;
   sigemptyset(&forward.sa_mask);
   for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2})
     sigaction(signal, &forward, nullptr);
+}
+
+int exitStatusOf(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+// Runs the query's program with libmqx.so preloaded, for the query record in
+// `querySlot`: on `device` (a query admitted before it starts: the device
+// mqxd placed it on), or, with `awaitAdmission`, before the query is
+// admitted (its processes wait for it: ipc/query_admission_gate.hpp).
+// Returns the child's pid, or -1 when it could not be forked.
+pid_t startQuery(const Options& options, std::uint32_t querySlot, const std::string& device, bool awaitAdmission) {
+  const std::string library = findLibrary();
+  if (library.empty())
+    mqx::log(mqx::LogLevel::Warn, "mqx-run: libmqx.so not found (set MQX_LIBRARY); running the query without it");
+  forwardSignals();
   const pid_t child = fork();
   if (child < 0) {
     std::perror("mqx-run: fork");
-    return 1;
+    return -1;
   }
   if (child == 0) {
     for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2})
@@ -179,20 +198,59 @@ int runQuery(const Options& options, std::uint32_t querySlot, const std::string&
       setenv("LD_PRELOAD", preload.c_str(), 1);
     }
     if (querySlot != mqx::ipc::kNoSlot) setenv("MQX_QUERY_SLOT", std::to_string(querySlot).c_str(), 1);
-    exportDevice(device);
+    if (awaitAdmission) setenv("MQX_AWAIT_ADMISSION", std::to_string(getppid()).c_str(), 1);
+    mqx::ipc::exportPlacedDevice(device);
     execvp(options.command[0], options.command.data());
     std::fprintf(stderr, "mqx-run: cannot run '%s': %s\n", options.command[0], std::strerror(errno));
     _exit(127);
   }
   childPid = child;
+  return child;
+}
+
+// The query's exit status once it ends.
+int waitForQuery(pid_t child) {
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   childPid = 0;
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
+  return exitStatusOf(status);
 }
+
+// The query's exit status when it has ended, else nullopt (not waiting).
+std::optional<int> queryEnded(pid_t child) {
+  int status = 0;
+  if (waitpid(child, &status, WNOHANG) != child) return std::nullopt;
+  childPid = 0;
+  return exitStatusOf(status);
+}
+
+// Stops a query started before admission that will not be admitted (its
+// processes have not used a device: their gate refuses once the record is
+// gone): SIGTERM, and SIGKILL after 5 s. Bounded.
+void stopQuery(pid_t child, const std::string& name) {
+  kill(child, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (queryEnded(child)) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::fprintf(stderr, "mqx-run: query '%s' (pid %d) did not stop within 5 s of SIGTERM; killing it\n", name.c_str(),
+               static_cast<int>(child));
+  kill(child, SIGKILL);
+  waitForQuery(child);
+}
+
+int runQuery(const Options& options, std::uint32_t querySlot, const std::string& device = {}) {
+  const pid_t child = startQuery(options, querySlot, device, false);
+  return child < 0 ? 1 : waitForQuery(child);
+}
+
+// The query's program ended before it was admitted (started before
+// admission): its status ends the wait.
+struct EndedBeforeAdmission {
+  int status;
+};
 
 } // namespace
 
@@ -230,31 +288,72 @@ int main(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     // 0: no limit.
     const std::chrono::seconds admissionTimeout(options.timeoutSeconds.value_or(config.admissionTimeoutSeconds));
+    const bool startBeforeAdmission = options.startBeforeAdmission.value_or(config.startBeforeAdmission);
     AdmissionClient::AdmissionWait wait;
     if (admissionTimeout.count() != 0) wait.timeout = admissionTimeout;
     wait.report = [&](const std::string& why) {
       std::fprintf(stderr, "mqx-run: query '%s' (pid %d) waits for admission: %s\n", options.name.c_str(),
                    static_cast<int>(getpid()), why.c_str());
     };
+    // Started before admission: the program, which waits at its first CUDA
+    // call; its end ends the wait (poll runs every 200 ms).
+    pid_t early = 0;
+    wait.poll = [&] {
+      if (early > 0)
+        if (const auto status = queryEnded(early)) throw EndedBeforeAdmission{*status};
+    };
+    // Not admitted: the record goes first, so that the program's gate
+    // refuses and it never touches a device, then the program.
+    const auto withdraw = [&] {
+      client->membership().leave();
+      if (early > 0) stopQuery(early, options.name);
+      early = 0;
+    };
     for (bool admitted = false; !admitted;) {
-      switch (client->waitForAdmission(weighted, peak, wait)) {
+      if (startBeforeAdmission && early == 0) {
+        early = startQuery(options, client->membership().slot(), {}, true);
+        if (early < 0) return 1;
+      }
+      AdmissionClient::Admission outcome;
+      try {
+        outcome = client->waitForAdmission(weighted, peak, wait);
+      } catch (const EndedBeforeAdmission& ended) {
+        client->membership().leave();
+        if (options.stats)
+          std::fprintf(stderr, "mqx-run: query '%s' ended before it was admitted, exit %d\n", options.name.c_str(),
+                       ended.status);
+        return ended.status;
+      }
+      switch (outcome) {
       case AdmissionClient::Admission::Admitted: admitted = true; break;
       case AdmissionClient::Admission::Reclaimed:
       case AdmissionClient::Admission::NodeLocked:
         std::fprintf(stderr, "mqx-run: query '%s' lost its record on the node while it waited for admission\n",
                      options.name.c_str());
+        withdraw();
         return 1;
       case AdmissionClient::Admission::TimedOut:
         std::fprintf(stderr,
                      "mqx-run: query '%s' not admitted within %lld s (--timeout, daemon.admission_timeout_s); giving "
-                     "up: %s\n",
+                     "up%s: %s\n",
                      options.name.c_str(), static_cast<long long>(admissionTimeout.count()),
+                     early > 0 ? " and stopping it (it has not used a device)" : "",
                      client->admissionWaitReason().c_str());
+        withdraw();
         return kAdmissionTimeoutExit;
       case AdmissionClient::Admission::DaemonGone:
         // A restart or an upgrade (docs/daemon.md, "Upgrading with queries
-        // running"): the query has not started, so it asks the next mqxd,
-        // within what is left of its admission wait.
+        // running"): the query has not run on a device, so it asks the next
+        // mqxd, within what is left of its admission wait. A program started
+        // before admission is stopped (its record went with mqxd) and
+        // started again for the new record.
+        if (early > 0) {
+          std::fprintf(stderr,
+                       "mqx-run: query '%s': stopping its program, which waited for admission by the mqxd "
+                       "that went away; it starts again for the next one\n",
+                       options.name.c_str());
+          withdraw();
+        }
         client.reset();
         auto giveUpAt = std::chrono::steady_clock::now() + std::chrono::seconds(options.restartWaitSeconds);
         if (admissionTimeout.count() != 0) giveUpAt = std::min(giveUpAt, start + admissionTimeout);
@@ -289,7 +388,9 @@ int main(int argc, char** argv) {
     if (placed && placed->deviceCount > 1)
       mqx::log(mqx::LogLevel::Info, "mqx-run: query '{}' runs on device {} {}", options.name, placed->index,
                placed->identity);
-    const int status = runQuery(options, client->membership().slot(), placed ? placed->identity : std::string());
+    const int status = early > 0
+                           ? waitForQuery(early)
+                           : runQuery(options, client->membership().slot(), placed ? placed->identity : std::string());
     const auto end = std::chrono::steady_clock::now();
     const std::uint64_t observedPeak = client->observedPeak();
     client->finishQuery();

@@ -380,6 +380,7 @@ const std::map<std::string, KeyHandler>& keyTable() {
       {"daemon.demand_state_file", stringKey(&Config::demandStateFile)},
       {"daemon.allow_no_daemon", boolKey(&Config::allowNoDaemon)},
       {"daemon.admission_timeout_s", integerKey(&Config::admissionTimeoutSeconds, 0, 31'536'000)},
+      {"daemon.start_before_admission", boolKey(&Config::startBeforeAdmission)},
       {"daemon.mps", choiceKey(&Config::mps)},
       {"daemon.mps_control", stringKey(&Config::mpsControl,
                                        [](const std::string& control, const std::string& k) {

@@ -60,6 +60,7 @@ struct Config {
   std::string demandStateFile;                     // learned demands; "": $HOME/.mqx-demand
   bool allowNoDaemon = false;                      // mqx-run without mqxd runs the query alone
   unsigned admissionTimeoutSeconds = 3600;         // mqx-run gives up waiting for admission after this; 0: no limit
+  bool startBeforeAdmission = true; // mqx-run starts the query at once; it waits for admission at its first CUDA call
   // [daemon] MPS (docs/kernelopt.md, "MPS"): off, detect a running control
   // daemon, or manage (start one when none runs, stop it at shutdown).
   MpsMode mps = MpsMode::Off;

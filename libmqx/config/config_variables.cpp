@@ -22,6 +22,7 @@ const std::set<std::string>& otherVariables() {
       "MQX_CONFIG",                  // the configuration file (loadConfig)
       "MQX_LIBRARY",                 // mqx-run: the libmqx.so it preloads
       "MQX_QUERY_SLOT",              // mqx-run to its query: the admission record
+      "MQX_AWAIT_ADMISSION",         // mqx-run to a query started before admission: its pid
       "MQX_BIN_DIR",                 // python/mqx/binaries.py: where mqxd and mqx-run are
       "MQX_BUILD_DIR",               // scripts/build, scripts/test, scripts/demo
       "MQX_JOBS",                    // scripts/build, scripts/test

@@ -3,6 +3,7 @@
 // describe managed regions as allocations.
 #include "hook/hook_declarations.hpp"
 #include "hook/hook_support.hpp"
+#include "hook/node_membership.hpp"
 #include "hook/pointer_attributes.hpp"
 
 using namespace mqx;
@@ -26,6 +27,8 @@ bool managedPointer(CUdeviceptr address, ManagedPointer* pointer) {
 } // namespace
 
 MQX_EXPORT CUresult cuInit(unsigned flags) {
+  // A query started before its admission stays off the GPU until admitted.
+  if (!passQueryAdmissionGate()) return CUDA_ERROR_NOT_PERMITTED;
   CUresult result = callReal(&DriverApi::cuInit, flags);
   Runtime& runtime = Runtime::instance();
   if (result != CUDA_SUCCESS) {

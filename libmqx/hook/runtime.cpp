@@ -15,6 +15,7 @@
 #include "ipc/admission_client.hpp"
 #include "ipc/launch_tuning_client.hpp"
 #include "ipc/node_membership.hpp"
+#include "ipc/query_admission_gate.hpp"
 
 namespace mqx::hook {
 
@@ -86,6 +87,26 @@ NodeJoin* joinNode(const Config& config, const DriverApi* api, int ordinal) {
 
 } // namespace
 
+bool passQueryAdmissionGate() {
+  static std::once_flag once;
+  static bool admitted = true;
+  std::call_once(once, [] {
+    if (!ipc::awaitedAdmissionFromEnvironment()) return; // not started before admission: no configuration read
+    // Before the driver starts: it reads CUDA_VISIBLE_DEVICES in cuInit.
+    ipc::AdmissionGateOutcome gate;
+    try {
+      gate = ipc::passAdmissionGate(loadConfig().daemonInstance);
+    } catch (const std::exception& error) {
+      gate.refusal = error.what();
+    }
+    if (!gate.admitted) {
+      log(LogLevel::Error, "the query was not admitted ({}): this process does not use the GPU", gate.refusal);
+      admitted = false;
+    }
+  });
+  return admitted;
+}
+
 ipc::AdmissionClient* nodeAdmission() {
   // The advice API's way in: the configuration is read here once (a bad one
   // is reported by the hooks; the declaration is then a no-op).
@@ -107,6 +128,7 @@ ipc::AdmissionClient* nodeAdmission() {
   // Before the first activation: device 0, the device mqx-run placed the
   // query on (it exports CUDA_VISIBLE_DEVICES). The driver names it once
   // initialised; cuInit is what the program's first CUDA call does anyway.
+  if (!passQueryAdmissionGate()) return nullptr;
   const DriverApi* api = Runtime::instance().driver();
   if (api != nullptr && api->cuInit(0) != CUDA_SUCCESS) api = nullptr;
   joinNode(config, api, 0);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/log.hpp"
+#include "ipc/query_admission_gate.hpp"
 
 namespace mqx::ipc {
 namespace {
@@ -79,8 +80,20 @@ std::shared_ptr<NodeMembership> NodeMembership::connect(const NodeOptions& optio
   // The device first: a process that names none the node has is refused
   // before anything of it is on the node.
   const NodeState& node = member->node();
+  // A process of a query started before admission joins once it is admitted
+  // (query_admission_gate.hpp), and then on the device mqxd placed the query
+  // on unless it names one.
+  std::uint32_t placed = kAnyDevice;
+  if (role == Role::Memory)
+    if (const auto awaited = awaitedAdmissionFromEnvironment()) {
+      const AdmissionGateOutcome gate = waitForQueryAdmission(member->node(), *awaited);
+      if (!gate.admitted) throw std::runtime_error("mqx: the query was not admitted: " + gate.refusal);
+      placed = gate.device;
+    }
   if (role == Role::Query && options.device.empty()) {
     member->device_ = kAnyDevice; // mqxd places it
+  } else if (options.device.empty() && placed != kAnyDevice) {
+    member->device_ = placed;
   } else if (const auto device = findDevice(node, options.device)) {
     member->device_ = *device;
   } else {

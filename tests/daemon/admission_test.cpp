@@ -33,7 +33,7 @@ protected:
     std::vector<std::string> args = options;
     if (std::find(args.begin(), args.end(), "--name") == args.end()) args.insert(args.end(), {"--name", name});
     args.insert(args.end(),
-                {"--", "/bin/sh", "-c",
+                {"--", SIM_CLIENT_PATH, "gate", "/bin/sh", "-c",
                  "echo start " + name + " >> " + log_ + "; sleep " + seconds + "; echo end " + name + " >> " + log_});
     auto process = run(args);
     waitUntilArrived(name);
@@ -47,7 +47,8 @@ protected:
     const std::string demand = std::to_string(demandMiB << 20);
     const std::string update = std::string(SIM_CLIENT_PATH) + " update-demand " + demand + " " + demand + " " +
                                std::to_string(beforeMs) + " " + std::to_string(afterMs);
-    return run({"--name", name, "--plan", plan(name, declaredMiB, declaredMiB), "--", "/bin/sh", "-c",
+    return run({"--name", name, "--plan", plan(name, declaredMiB, declaredMiB), "--", SIM_CLIENT_PATH, "gate",
+                "/bin/sh", "-c",
                 "echo start " + name + " >> " + log_ + "; " + update + " && echo end " + name + " >> " + log_});
   }
   // Arrival order is the start order: the next query starts once this one

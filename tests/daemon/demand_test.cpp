@@ -73,7 +73,8 @@ protected:
   }
   // A query that only sleeps, with a plan of `mib` MiB.
   std::unique_ptr<ChildProcess> sleeper(const std::string& name, std::uint64_t mib) {
-    return run({"--name", name, "--plan", plan(name, mib), "--", "/bin/sh", "-c", "echo started; sleep 0.05"});
+    return run({"--name", name, "--plan", plan(name, mib), "--", SIM_CLIENT_PATH, "gate", "/bin/sh", "-c",
+                "echo started; sleep 0.05"});
   }
   static std::string operatorOf(double seconds, std::uint64_t mib) {
     return std::to_string(seconds) + ":" + std::to_string(mib * kMiB);
@@ -147,7 +148,8 @@ TEST_F(Demand, ProcessesOfOneQueryAddTheirDemands) {
   const auto mib = [](std::uint64_t n) { return std::to_string(n * kMiB); };
   const std::string script = client + " update-demand " + mib(20) + " " + mib(30) + " 0 1500 & " + client +
                              " update-demand " + mib(15) + " " + mib(25) + " 300 1200 & wait";
-  auto query = run({"--name", "pair", "--plan", plan("pair", 10), "--", "/bin/sh", "-c", script});
+  auto query =
+      run({"--name", "pair", "--plan", plan("pair", 10), "--", SIM_CLIENT_PATH, "gate", "/bin/sh", "-c", script});
   ASSERT_TRUE(query->waitForLine("updated", 10s));
   auto one = waitForRecord("pair", [](const QueryRecord& r) { return r.weightedDemand == 20 * kMiB; });
   ASSERT_TRUE(one.has_value());

@@ -53,7 +53,8 @@ protected:
                                       const std::vector<std::string>& options = {}) {
     std::vector<std::string> args{"--plan", plan(name, mib)};
     args.insert(args.end(), options.begin(), options.end());
-    args.insert(args.end(), {"--", "/bin/sh", "-c", "echo device=$MQX_SIM_DEVICE; exec sleep 30"});
+    args.insert(args.end(),
+                {"--", SIM_CLIENT_PATH, "gate", "/bin/sh", "-c", "echo device=$MQX_SIM_DEVICE; exec sleep 30"});
     return run(args);
   }
   // The device index of the running query `name`, once mqxd admitted it.
@@ -177,12 +178,12 @@ TEST_F(Devices, ADeviceTheNodeLacksIsRefusedNamingItAndTheNodesDevices) {
   EXPECT_EQ(lost->wait(10s), 5);
   // mqx-run: exit 2 with one line, for a device the node lacks and for one
   // that is no device at all.
-  auto unknown = run({"--device", "sim-3", "--", "/bin/true"}, {}, true);
+  auto unknown = run({"--device", "sim-3", "--", SIM_CLIENT_PATH, "gate", "/bin/true"}, {}, true);
   const auto said = unknown->waitForLineContaining("--device", 10s);
   ASSERT_TRUE(said.has_value());
   EXPECT_NE(said->find("no device 'sim-3'"), std::string::npos) << *said;
   EXPECT_EQ(unknown->wait(10s), 2);
-  auto malformed = run({"--device", "two words", "--", "/bin/true"}, {}, true);
+  auto malformed = run({"--device", "two words", "--", SIM_CLIENT_PATH, "gate", "/bin/true"}, {}, true);
   const auto usage = malformed->waitForLineContaining("--device", 10s);
   ASSERT_TRUE(usage.has_value());
   EXPECT_NE(usage->find("'two words'"), std::string::npos) << *usage;
@@ -347,8 +348,8 @@ TEST_F(Devices, OnAGpuHostEachVisibleGpuIsADeviceAndAQueryIsGivenItsUuid) {
   auto told = [&](const std::string& name, std::uint64_t mib, const std::vector<std::string>& options = {}) {
     std::vector<std::string> args{"--plan", plan(name, mib)};
     args.insert(args.end(), options.begin(), options.end());
-    args.insert(args.end(),
-                {"--", "/bin/sh", "-c", "echo gpu=$CUDA_VISIBLE_DEVICES sim=$MQX_SIM_DEVICE; exec sleep 30"});
+    args.insert(args.end(), {"--", SIM_CLIENT_PATH, "gate", "/bin/sh", "-c",
+                             "echo gpu=$CUDA_VISIBLE_DEVICES sim=$MQX_SIM_DEVICE; exec sleep 30"});
     return run(args);
   };
   auto first = told("first", 16);
@@ -359,7 +360,8 @@ TEST_F(Devices, OnAGpuHostEachVisibleGpuIsADeviceAndAQueryIsGivenItsUuid) {
   EXPECT_TRUE(asked->waitForLine("gpu=" + gpu0 + " sim=", 10s));
   stop({first.get(), second.get(), asked.get()});
   // A GPU that CUDA_VISIBLE_DEVICES hides is no device of the node.
-  auto hidden = run({"--device", "GPU-00000000-0000-4000-8000-000000000001", "--", "/bin/true"}, {}, true);
+  auto hidden = run(
+      {"--device", "GPU-00000000-0000-4000-8000-000000000001", "--", SIM_CLIENT_PATH, "gate", "/bin/true"}, {}, true);
   EXPECT_TRUE(hidden->waitForLineContaining("no device 'GPU-00000000-0000-4000-8000-000000000001'", 10s));
   EXPECT_EQ(hidden->wait(10s), 2);
 }

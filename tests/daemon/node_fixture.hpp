@@ -77,6 +77,11 @@ protected:
       environment[key] = value;
     return std::make_unique<ChildProcess>(argv, environment, mergeStandardError);
   }
+  // mqx-run ARGS. A query that stands for a CUDA program runs as
+  // `SIM_CLIENT_PATH gate COMMAND...`: mqx-run starts it before admission
+  // (daemon.start_before_admission) and the gate holds it until mqxd admits
+  // it, as libmqx.so's cuInit does; what COMMAND logs happens on the device's
+  // side of the gate.
   std::unique_ptr<ChildProcess> run(const std::vector<std::string>& args,
                                     const std::map<std::string, std::string>& extra = {},
                                     bool mergeStandardError = false) {

@@ -132,9 +132,10 @@ protected:
 TEST_F(AdmissionWaits, AWaitingQuerySaysWhyAndForWhomAndAStoppedHolderIsNamed) {
   startDaemon(true);
   // The holder: 24 of the node's 32 MiB, running until the test ends it.
-  auto holder = run({"--plan", plan("holder", 24), "--", "/bin/sh", "-c", "sleep 30"});
+  auto holder = run({"--plan", plan("holder", 24), "--", SIM_CLIENT_PATH, "gate", "/bin/sh", "-c", "sleep 30"});
   ASSERT_TRUE(waitUntilRunning("holder"));
-  auto waiting = run({"--plan", plan("waiting", 16), "--timeout", "0", "--", "/bin/true"}, {}, true);
+  auto waiting =
+      run({"--plan", plan("waiting", 16), "--timeout", "0", "--", SIM_CLIENT_PATH, "gate", "/bin/true"}, {}, true);
   const auto start = std::chrono::steady_clock::now();
   auto first = waiting->waitForLineContaining("waits for admission", 3s);
   ASSERT_TRUE(first.has_value()) << "a waiting query must say so at once";
@@ -154,7 +155,8 @@ TEST_F(AdmissionWaits, AWaitingQuerySaysWhyAndForWhomAndAStoppedHolderIsNamed) {
   ASSERT_TRUE(reported.has_value()) << "mqxd reports a stopped holder";
   EXPECT_NE(reported->find("'holder' (pid " + std::to_string(holder->pid()) + ")"), std::string::npos) << *reported;
   // A query with a time limit gives up with its own exit status and says why.
-  auto impatient = run({"--plan", plan("impatient", 16), "--timeout", "1", "--", "/bin/true"}, {}, true);
+  auto impatient =
+      run({"--plan", plan("impatient", 16), "--timeout", "1", "--", SIM_CLIENT_PATH, "gate", "/bin/true"}, {}, true);
   EXPECT_EQ(impatient->wait(10s), 75);
   const std::string last = impatient->readRest(2s);
   EXPECT_NE(last.find("not admitted within 1 s"), std::string::npos) << last;
@@ -167,13 +169,14 @@ TEST_F(AdmissionWaits, AWaitingQuerySaysWhyAndForWhomAndAStoppedHolderIsNamed) {
 
 TEST_F(AdmissionWaits, TheTimeLimitComesFromTheConfigurationToo) {
   startDaemon();
-  auto holder = run({"--plan", plan("holder", 24), "--", "/bin/sh", "-c", "sleep 30"});
+  auto holder = run({"--plan", plan("holder", 24), "--", SIM_CLIENT_PATH, "gate", "/bin/sh", "-c", "sleep 30"});
   ASSERT_TRUE(waitUntilRunning("holder"));
-  auto waiting = run({"--plan", plan("waiting", 16), "--", "/bin/true"}, {{"MQX_DAEMON_ADMISSION_TIMEOUT_S", "1"}});
+  auto waiting = run({"--plan", plan("waiting", 16), "--", SIM_CLIENT_PATH, "gate", "/bin/true"},
+                     {{"MQX_DAEMON_ADMISSION_TIMEOUT_S", "1"}});
   EXPECT_EQ(waiting->wait(10s), 75);
-  auto bad = run({"--timeout", "soon", "--", "/bin/true"});
+  auto bad = run({"--timeout", "soon", "--", SIM_CLIENT_PATH, "gate", "/bin/true"});
   EXPECT_EQ(bad->wait(5s), 2);
-  auto badRestartWait = run({"--daemon-restart-wait", "-3", "--", "/bin/true"}, {}, true);
+  auto badRestartWait = run({"--daemon-restart-wait", "-3", "--", SIM_CLIENT_PATH, "gate", "/bin/true"}, {}, true);
   EXPECT_EQ(badRestartWait->wait(5s), 2);
   EXPECT_NE(badRestartWait->readRest(2s).find("--daemon-restart-wait wants whole seconds"), std::string::npos);
   holder->signal(SIGTERM);
@@ -186,10 +189,11 @@ TEST_F(AdmissionWaits, TheTimeLimitComesFromTheConfigurationToo) {
 // --daemon-restart-wait with exit 69 and says why.
 TEST_F(AdmissionWaits, AWaitingQueryAsksTheNextDaemonAfterARestart) {
   startDaemon();
-  auto holder = run({"--plan", plan("holder", 24), "--", "/bin/sh", "-c", "sleep 30"});
+  auto holder = run({"--plan", plan("holder", 24), "--", SIM_CLIENT_PATH, "gate", "/bin/sh", "-c", "sleep 30"});
   ASSERT_TRUE(waitUntilRunning("holder"));
-  auto waiting =
-      run({"--plan", plan("waiting", 16), "--timeout", "0", "--", "/bin/sh", "-c", "echo waited-and-ran"}, {}, true);
+  auto waiting = run({"--plan", plan("waiting", 16), "--timeout", "0", "--", SIM_CLIENT_PATH, "gate", "/bin/sh", "-c",
+                      "echo waited-and-ran"},
+                     {}, true);
   ASSERT_TRUE(waiting->waitForLineContaining("waits for admission", 3s).has_value());
   daemon_->signal(SIGTERM);
   ASSERT_EQ(daemon_->wait(5s), 0);
@@ -203,9 +207,11 @@ TEST_F(AdmissionWaits, AWaitingQueryAsksTheNextDaemonAfterARestart) {
   EXPECT_TRUE(waiting->waitForLine("waited-and-ran", 10s));
   EXPECT_EQ(waiting->wait(10s), 0);
   // No next mqxd: the wait is bounded and says why it ended.
-  auto second = run({"--plan", plan("second", 24), "--", "/bin/sh", "-c", "sleep 30"});
+  auto second = run({"--plan", plan("second", 24), "--", SIM_CLIENT_PATH, "gate", "/bin/sh", "-c", "sleep 30"});
   ASSERT_TRUE(waitUntilRunning("second"));
-  auto alone = run({"--plan", plan("alone", 16), "--daemon-restart-wait", "1", "--", "/bin/true"}, {}, true);
+  auto alone =
+      run({"--plan", plan("alone", 16), "--daemon-restart-wait", "1", "--", SIM_CLIENT_PATH, "gate", "/bin/true"}, {},
+          true);
   ASSERT_TRUE(alone->waitForLineContaining("waits for admission", 3s).has_value());
   daemon_->signal(SIGTERM);
   ASSERT_EQ(daemon_->wait(5s), 0);
@@ -296,7 +302,7 @@ TEST_F(Robustness, AGarbageSegmentLeftBehindIsReplacedAtStart) {
   std::string damage;
   EXPECT_EQ(ipc::SharedSegment::open(names(), &damage), nullptr);
   EXPECT_NE(damage.find("bad magic"), std::string::npos) << damage;
-  auto query = run({"--", "/bin/true"});
+  auto query = run({"--", SIM_CLIENT_PATH, "gate", "/bin/true"});
   EXPECT_EQ(query->wait(5s), 69) << "mqx-run must not use a damaged segment";
   daemon_ = std::make_unique<ChildProcess>(std::vector<std::string>{MQXD_PATH}, environment_, true);
   auto line = daemon_->waitForLineContaining("damaged segment", 5s);
@@ -306,7 +312,7 @@ TEST_F(Robustness, AGarbageSegmentLeftBehindIsReplacedAtStart) {
   segment_ = ipc::SharedSegment::open(names());
   ASSERT_NE(segment_, nullptr);
   EXPECT_EQ(segment_->state().daemonPid, daemon_->pid());
-  auto fine = run({"--", "/bin/true"});
+  auto fine = run({"--", SIM_CLIENT_PATH, "gate", "/bin/true"});
   EXPECT_EQ(fine->wait(10s), 0);
 }
 
@@ -327,7 +333,7 @@ TEST_F(Robustness, ASegmentOfAnotherVersionIsNotJoinedAndNotTouched) {
     state->devices[0].capacity = 12345;
     ipc::sealHeader(*state);
   }
-  auto query = run({"--", "/bin/true"}, {}, true);
+  auto query = run({"--", SIM_CLIENT_PATH, "gate", "/bin/true"}, {}, true);
   auto line = query->waitForLineContaining("another version of mqx", 5s);
   ASSERT_TRUE(line.has_value()) << "mqx-run must say why it does not join";
   EXPECT_NE(line->find("version " + std::to_string(ipc::kNodeStateVersion + 1)), std::string::npos) << *line;
@@ -361,7 +367,7 @@ TEST_F(Robustness, ASmallerSegmentOfAnOlderVersionIsNotJoined) {
     header[1] = ipc::kNodeStateVersion - 1;
     *reinterpret_cast<std::uint64_t*>(header + 2) = bytes;
   }
-  auto query = run({"--", "/bin/true"}, {}, true);
+  auto query = run({"--", SIM_CLIENT_PATH, "gate", "/bin/true"}, {}, true);
   auto line = query->waitForLineContaining("another version of mqx", 5s);
   ASSERT_TRUE(line.has_value()) << "mqx-run must say why it does not join";
   EXPECT_EQ(query->wait(5s), 69);

@@ -45,6 +45,12 @@
 //                             sleeps BEFORE_MS, sends the query's new demand
 //                             (AdmissionClient::updateDemand), prints "updated",
 //                             sleeps AFTER_MS, exits (6: nothing to update).
+//   gate COMMAND [ARGS...]    a program started before its query's admission
+//                             (mqx-run's default) whose first act is a CUDA
+//                             call: waits at the admission gate as libmqx.so's
+//                             cuInit does (ipc::passAdmissionGate), then runs
+//                             COMMAND with the placed device exported; exit 5
+//                             when the query is not admitted.
 // Exit 3: no daemon.
 #include <signal.h>
 #include <unistd.h>
@@ -66,6 +72,7 @@
 #include "ipc/admission_client.hpp"
 #include "ipc/manager_on_node.hpp"
 #include "ipc/node_membership.hpp"
+#include "ipc/query_admission_gate.hpp"
 #include "ipc/shared_device_budget.hpp"
 
 namespace {
@@ -363,7 +370,7 @@ int main(int argc, char** argv) {
         "usage: mqx_sim_client work R BYTES ROUNDS SEED [PEERS] | cold BYTES MS SEED | hold-budget "
         "BYTES MS | hold-lock BYTES | launch-set KEPT BYTES IDLE NEW_BYTES SEED | footprints INTERVAL_MS HOLD_MS "
         "BYTES:MS... | leave-at-exit | update-demand "
-        "WEIGHTED PEAK BEFORE_MS AFTER_MS\n");
+        "WEIGHTED PEAK BEFORE_MS AFTER_MS | gate COMMAND [ARGS...]\n");
     return 2;
   }
   try {
@@ -375,6 +382,16 @@ int main(int argc, char** argv) {
     pthread_sigmask(SIG_BLOCK, &go, nullptr);
     const mqx::Config config = mqx::loadConfig();
     mqx::setLogLevel(config.logLevel);
+    if (std::strcmp(argv[1], "gate") == 0 && argc >= 3) {
+      const auto gate = mqx::ipc::passAdmissionGate(config.daemonInstance);
+      if (!gate.admitted) {
+        std::fprintf(stderr, "sim_client: not admitted: %s\n", gate.refusal.c_str());
+        return 5;
+      }
+      execvp(argv[2], argv + 2);
+      std::perror("sim_client: gate: exec");
+      return 127;
+    }
     Node node;
     node.membership = mqx::ipc::NodeMembership::connect(mqx::embedded::simNodeOptions(config),
                                                         mqx::ipc::NodeMembership::Role::Memory, "sim_client");

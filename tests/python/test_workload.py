@@ -20,10 +20,18 @@ from mqx.workload import (
 )
 
 
-def sleeper(name: str, seconds: float = 0.3, plan: str | None = None) -> QueryCommand:
-    """A query that prints when it ran (CLOCK_REALTIME ns, from inside the query: exact order)."""
-    script = f"echo start $(date +%s%N); sleep {seconds}; echo end $(date +%s%N); echo done {name}"
-    return QueryCommand(name, ["/bin/sh", "-c", script], plan=plan)
+@pytest.fixture
+def sleeper(sim_client):
+    """Makes queries that print when they ran (CLOCK_REALTIME ns, from inside the query: exact
+    order). Each stands for a CUDA program: it runs behind the admission gate (mqx_sim_client
+    gate), as a CUDA program's first call waits for its admission under mqx-run's default
+    (docs/daemon.md, "Starting before admission"), so its start is on the device's side of it."""
+
+    def make(name: str, seconds: float = 0.3, plan: str | None = None) -> QueryCommand:
+        script = f"echo start $(date +%s%N); sleep {seconds}; echo end $(date +%s%N); echo done {name}"
+        return QueryCommand(name, [sim_client, "gate", "/bin/sh", "-c", script], plan=plan)
+
+    return make
 
 
 def ran(result: QueryResult) -> tuple[int, int]:
@@ -55,7 +63,7 @@ def result(name: str, stream: int, submitted: float, finished: float, exit_code:
 
 
 @requires_daemon
-def test_fix_1_runs_one_query_at_a_time(start_node):
+def test_fix_1_runs_one_query_at_a_time(start_node, sleeper):
     node = start_node(admission="fix", fix_n=1)
     results = run_concurrent([sleeper(n, 0.2) for n in "abc"], env=node.env, timeout=30)
     assert [r.name for r in results] == ["a", "b", "c"]
@@ -69,7 +77,7 @@ def test_fix_1_runs_one_query_at_a_time(start_node):
 
 
 @requires_daemon
-def test_fix_2_overlaps_two(start_node):
+def test_fix_2_overlaps_two(start_node, sleeper):
     node = start_node(admission="fix", fix_n=2)
     a, b, c = run_concurrent([sleeper(n, 0.4) for n in "abc"], env=node.env, timeout=30)
     assert overlapped(a, b)
@@ -77,7 +85,7 @@ def test_fix_2_overlaps_two(start_node):
 
 
 @requires_daemon
-def test_weight_uses_the_plans_weighted_demand(start_node, tmp_path):
+def test_weight_uses_the_plans_weighted_demand(start_node, tmp_path, sleeper):
     node = start_node(admission="weight", capacity="100MiB")
     queries = [
         sleeper("a", 0.5, write_plan(tmp_path, "a", 60, 90)),
@@ -91,7 +99,7 @@ def test_weight_uses_the_plans_weighted_demand(start_node, tmp_path):
 
 
 @requires_daemon
-def test_peak_uses_the_plans_peak_demand(start_node, tmp_path):
+def test_peak_uses_the_plans_peak_demand(start_node, tmp_path, sleeper):
     node = start_node(admission="peak", capacity="100MiB")
     queries = [sleeper(n, 0.3, write_plan(tmp_path, n, 30, 60)) for n in "ab"]
     a, b = run_concurrent(queries, env=node.env, timeout=30)
@@ -109,7 +117,7 @@ def test_failures_and_timeouts_are_reported(node):
     assert gone.exit_code == 127
 
 
-def test_without_a_daemon_mqx_run_exits_69():
+def test_without_a_daemon_mqx_run_exits_69(sleeper):
     pytest.importorskip("mqx._mqx")
     from mqx.binaries import find_binary
 
@@ -122,7 +130,7 @@ def test_without_a_daemon_mqx_run_exits_69():
 
 
 @requires_daemon
-def test_poisson_stream_is_seeded(start_node):
+def test_poisson_stream_is_seeded(start_node, sleeper):
     node = start_node(admission="fix", fix_n=2)
     queries = [sleeper(n, 0.05) for n in ("q1", "q2", "q3")]
     first = run_poisson(queries, rate=20.0, count=8, seed=11, env=node.env, timeout=30)
@@ -148,7 +156,7 @@ def test_poisson_arrivals_have_the_rate():
 
 
 @requires_daemon
-def test_closed_streams_and_weighted_speedup_of_fix_1(start_node):
+def test_closed_streams_and_weighted_speedup_of_fix_1(start_node, sleeper):
     # One query at a time: Σ sᵢ/cᵢ is 1 in the steady state (§7.1); the first and last runs of each
     # stream see less competition, so a few repeats stay within a band around it.
     node = start_node(admission="fix", fix_n=1)
