@@ -46,8 +46,7 @@ Status PageStore::mappedToDevice(PageState& page) {
   if (const char* why = inconsistency(page.host_, true, nullptr, page.deviceValid_)) return refuse(kName, why, page);
   page.backed_ = true;
   page.backing_ = nullptr;
-  ++page.generation_;
-  return Status::Success;
+  return changed(page);
 }
 
 Status PageStore::unbacked(PageState& page) {
@@ -57,8 +56,7 @@ Status PageStore::unbacked(PageState& page) {
   if (const char* why = inconsistency(page.host_, false, page.backing_, false)) return refuse(kName, why, page);
   page.backed_ = false;
   page.deviceValid_ = false;
-  ++page.generation_;
-  return Status::Success;
+  return changed(page);
 }
 
 Status PageStore::mappedToBacking(PageState& page, std::byte* slot) {
@@ -68,8 +66,7 @@ Status PageStore::mappedToBacking(PageState& page, std::byte* slot) {
   if (page.hostMapped()) return refuse(kName, "the page already maps a host block", page);
   if (const char* why = inconsistency(page.host_, false, slot, page.deviceValid_)) return refuse(kName, why, page);
   page.backing_ = slot;
-  ++page.generation_;
-  return Status::Success;
+  return changed(page);
 }
 
 Status PageStore::released(PageState& page, PageState& previous) {
@@ -79,8 +76,7 @@ Status PageStore::released(PageState& page, PageState& previous) {
   page.backed_ = false;
   page.backing_ = nullptr;
   page.deviceValid_ = false;
-  ++page.generation_;
-  return Status::Success;
+  return changed(page);
 }
 
 Status PageStore::loaded(PageState& page) {
@@ -90,8 +86,7 @@ Status PageStore::loaded(PageState& page) {
   if (page.host_.kind == HostImageKind::None) return refuse(kName, "no host image to load from", page);
   if (const char* why = inconsistency(page.host_, true, page.backing_, true)) return refuse(kName, why, page);
   page.deviceValid_ = true;
-  ++page.generation_;
-  return Status::Success;
+  return changed(page);
 }
 
 Status PageStore::writtenOnDevice(PageState& page, HostImage& previous) {
@@ -101,8 +96,7 @@ Status PageStore::writtenOnDevice(PageState& page, HostImage& previous) {
   if (const char* why = inconsistency(none, true, page.backing_, true)) return refuse(kName, why, page);
   previous = std::exchange(page.host_, none);
   page.deviceValid_ = true;
-  ++page.generation_;
-  return Status::Success;
+  return changed(page);
 }
 
 Status PageStore::writtenOnBacking(PageState& page, HostImage& previous) {
@@ -110,8 +104,7 @@ Status PageStore::writtenOnBacking(PageState& page, HostImage& previous) {
   if (!page.hostMapped()) return refuse(kName, "the page maps no host block", page);
   if (page.host_.kind == HostImageKind::Swap && page.host_.slot == page.backing_) {
     previous = HostImage::of(HostImageKind::None); // the block already was the image
-    ++page.generation_;
-    return Status::Success;
+    return changed(page);
   }
   return swapImage(page, HostImage::inSwap(page.backing_), kName, previous);
 }
@@ -124,8 +117,7 @@ Status PageStore::wroteBack(PageState& page, std::byte* slot) {
   if (const char* why = inconsistency(image, page.backed_, page.backing_, page.deviceValid_))
     return refuse(kName, why, page);
   page.host_ = std::move(image);
-  ++page.generation_;
-  return Status::Success;
+  return changed(page);
 }
 
 Status PageStore::imageReplaced(PageState& page, HostImage image, HostImage& previous) {
@@ -135,8 +127,7 @@ Status PageStore::imageReplaced(PageState& page, HostImage image, HostImage& pre
   if (const char* why = inconsistency(image, page.backed_, page.backing_, false)) return refuse(kName, why, page);
   previous = std::exchange(page.host_, std::move(image));
   page.deviceValid_ = false;
-  ++page.generation_;
-  return Status::Success;
+  return changed(page);
 }
 
 Status PageStore::writtenOnHost(PageState& page) {
@@ -145,8 +136,7 @@ Status PageStore::writtenOnHost(PageState& page) {
   if (page.host_.kind != HostImageKind::Swap) return refuse(kName, "the page has no swap image to write", page);
   if (const char* why = inconsistency(page.host_, page.backed_, page.backing_, false)) return refuse(kName, why, page);
   page.deviceValid_ = false;
-  ++page.generation_;
-  return Status::Success;
+  return changed(page);
 }
 
 Status PageStore::imageCopied(PageState& page, std::byte* slot, HostImage& previous) {
@@ -166,8 +156,7 @@ Status PageStore::swapImage(PageState& page, HostImage image, const char* transi
   if (const char* why = inconsistency(image, page.backed_, page.backing_, page.deviceValid_))
     return refuse(transition, why, page);
   previous = std::exchange(page.host_, std::move(image));
-  ++page.generation_;
-  return Status::Success;
+  return changed(page);
 }
 
 Status PageStore::imageDropped(PageState& page, HostImage& previous) {
@@ -177,8 +166,7 @@ Status PageStore::imageDropped(PageState& page, HostImage& previous) {
   if (const char* why = inconsistency(none, page.backed_, page.backing_, page.deviceValid_))
     return refuse(kName, why, page);
   previous = std::exchange(page.host_, none);
-  ++page.generation_;
-  return Status::Success;
+  return changed(page);
 }
 
 Status PageStore::pin(PageState& page) {

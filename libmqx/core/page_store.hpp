@@ -112,6 +112,14 @@ private:
   // handing the old one back in `previous`; refused as `transition` when
   // the page would be inconsistent.
   static Status swapImage(PageState& page, HostImage image, const char* transition, HostImage& previous);
+  // The end of every transition that changed the page (all but pins and
+  // uses): counts it in the page's generation, which a write-back issued
+  // ahead checks (PageState::generation). One place, so that a new
+  // transition cannot forget it.
+  static Status changed(PageState& page) {
+    ++page.generation_;
+    return Status::Success;
+  }
 };
 
 } // namespace mqx

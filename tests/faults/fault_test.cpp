@@ -184,8 +184,11 @@ TEST_F(Faults, PinnedAllocationFailureFallsBackToPageable) {
   environment_["MQX_MEMORY_PINNED_SWAP"] = "true";
   startDaemon();
   std::vector<std::unique_ptr<ChildProcess>> clients;
+  // 12 MiB each on the 8 MiB node: each client evicts its own pages
+  // whatever the other does (with 8 MiB each, one that ran its passes
+  // before the other started needed no eviction: a flake under load).
   for (int i = 0; i < 2; ++i)
-    clients.push_back(client({"work", "4", mib(2), "4", std::to_string(i + 3), "2", "fail-pinned"}));
+    clients.push_back(client({"work", "6", mib(2), "4", std::to_string(i + 3), "2", "fail-pinned"}));
   for (auto& c : clients) {
     EXPECT_TRUE(c->waitForLine("ok", 30s));
     EXPECT_TRUE(c->waitForLine("evicted yes", 1s)) << "nothing went to the swap buffer";

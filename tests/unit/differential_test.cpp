@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "core/memory_manager.hpp"
@@ -21,9 +23,22 @@
 namespace mqx::test {
 namespace {
 
+// How the sequence's operations on different streams are ordered, as an
+// application orders them:
+//  - SynchronizeOnSwitch: the host waits for the last stream before it uses
+//    another (which also waits for every copy mqx issued meanwhile);
+//  - Dependencies: an operation's stream waits, on the device, only for the
+//    streams that last wrote what it reads, or last used what it writes (an
+//    event and cuStreamWaitEvent); operations without a dependency run
+//    concurrently. mqx's own loads, write-backs and evictions must then be
+//    ordered by mqx itself: an operation on a second stream that reads a
+//    page another stream's launch had loaded has nothing else to wait for.
+enum class StreamOrder { SynchronizeOnSwitch, Dependencies };
+
 struct Variant {
   const char* name;
   void (*apply)(Config&);
+  StreamOrder streamOrder = StreamOrder::SynchronizeOnSwitch;
 };
 
 // A host buffer the application owns: a lazy copy source that it may later
@@ -39,8 +54,9 @@ public:
   // Kernels that read through pointer tables in device memory run where
   // pages stay mapped (with pointers_in_parameters, the table is found by
   // the scan of the host-to-device copy that wrote it).
-  Sequence(const Config& config, std::uint64_t seed)
-      : random_(seed), backend_(embedded::simBackendOptions(config)), kernels_(backend_), indirect_(config.pinnedSwap) {
+  Sequence(const Config& config, std::uint64_t seed, StreamOrder streamOrder = StreamOrder::SynchronizeOnSwitch)
+      : random_(seed), backend_(embedded::simBackendOptions(config)), kernels_(backend_), indirect_(config.pinnedSwap),
+        streamOrder_(streamOrder) {
     if (std::getenv("MQX_TEST_VERBOSE") != nullptr || std::getenv("MQX_TEST_LOG") != nullptr)
       setLogLevel(LogLevel::Debug);
     manager_ = std::make_unique<MemoryManager>(embedded::managerOptions(config), backend_);
@@ -62,12 +78,12 @@ public:
       if (verbose_) std::fprintf(stderr, "-- step %d\n", step);
       std::string error = this->step();
       if (error.empty() && std::getenv("MQX_TEST_CHECK_EVERY_STEP") != nullptr)
-        for (auto& [address, expected] : model_)
-          if (error.empty()) error = check(address, 0, expected.size());
+        for (DevicePtr address : allocationOrder_)
+          if (error.empty()) error = check(address, 0, model_[address].size());
       if (!error.empty()) return "step " + std::to_string(step) + ": " + error;
     }
-    for (auto& [address, expected] : model_) {
-      std::string error = check(address, 0, expected.size());
+    for (DevicePtr address : allocationOrder_) {
+      std::string error = check(address, 0, model_[address].size());
       if (!error.empty()) return "final check: " + error;
     }
     return {};
@@ -81,19 +97,43 @@ private:
     return std::uniform_int_distribution<std::size_t>(low, high)(random_);
   }
   DevicePtr anyRegion() {
-    auto it = model_.begin();
-    std::advance(it, pick(model_.size()));
-    return it->first;
+    // By allocation order, not by address: the addresses depend on what the
+    // process reserved before, the seed alone must give the sequence.
+    return allocationOrder_[pick(allocationOrder_.size())];
   }
-  // Switching streams the way an application does: wait for the last one.
-  StreamHandle useStream() {
+  // The stream of the next operation, which reads `reads` and writes
+  // `writes` (regions), ordered after the operations it depends on the way
+  // an application orders them (StreamOrder).
+  StreamHandle useStream(std::initializer_list<DevicePtr> reads = {}, std::initializer_list<DevicePtr> writes = {}) {
     StreamHandle next = streams_[pick(streams_.size())];
     if (next != current_) {
-      backend_.synchronize(current_);
+      if (streamOrder_ == StreamOrder::SynchronizeOnSwitch) backend_.synchronize(current_);
       manager_->poll();
       current_ = next;
     }
+    if (streamOrder_ == StreamOrder::Dependencies) orderAfterDependencies(next, reads, writes);
     return current_;
+  }
+
+  void orderAfterDependencies(StreamHandle stream, std::initializer_list<DevicePtr> reads,
+                              std::initializer_list<DevicePtr> writes) {
+    std::set<StreamHandle> after;
+    for (DevicePtr region : reads)
+      if (auto writer = lastWriter_.find(region); writer != lastWriter_.end()) after.insert(writer->second);
+    for (DevicePtr region : writes) {
+      if (auto writer = lastWriter_.find(region); writer != lastWriter_.end()) after.insert(writer->second);
+      for (StreamHandle reader : readers_[region])
+        after.insert(reader);
+    }
+    after.erase(stream);
+    for (StreamHandle signaller : after)
+      backend_.order(signaller, stream);
+    for (DevicePtr region : reads)
+      readers_[region].insert(stream);
+    for (DevicePtr region : writes) {
+      lastWriter_[region] = stream;
+      readers_[region].clear();
+    }
   }
 
   std::string step() {
@@ -117,6 +157,7 @@ private:
     Status status = manager_->allocate(bytes, &address);
     if (!ok(status)) return "allocate " + std::to_string(bytes) + ": " + std::string(toString(status));
     model_[address].assign(bytes, 0); // fresh managed memory reads as zeros
+    allocationOrder_.push_back(address);
     trace("alloc", address, bytes, 0);
     return {};
   }
@@ -124,10 +165,15 @@ private:
   std::string release() {
     DevicePtr address = anyRegion();
     trace("free", address, 0, 0);
-    backend_.synchronize(current_);
+    // cudaFree waits for the device: every stream may still use the region.
+    for (StreamHandle stream : streams_)
+      if (stream == current_ || streamOrder_ == StreamOrder::Dependencies) backend_.synchronize(stream);
+    lastWriter_.erase(address);
+    readers_.erase(address);
     Status status = manager_->free(address);
     if (!ok(status)) return "free: " + std::string(toString(status));
     model_.erase(address);
+    std::erase(allocationOrder_, address);
     return {};
   }
 
@@ -164,13 +210,14 @@ private:
     HostBuffer& buffer = newBuffer(bytes);
     std::memcpy(expected.data() + offset, buffer.data, bytes);
     trace("h2d", address + offset, bytes, 0);
-    Status status = manager_->copyHostToDevice(address + offset, buffer.data, bytes, useStream(), pick(2) == 0);
+    Status status =
+        manager_->copyHostToDevice(address + offset, buffer.data, bytes, useStream({}, {address}), pick(2) == 0);
     return ok(status) ? std::string{} : "copyHostToDevice: " + std::string(toString(status));
   }
 
   std::string check(DevicePtr address, std::size_t offset, std::size_t bytes) {
     std::vector<std::uint8_t> actual(bytes, 0xEE);
-    Status status = manager_->copyDeviceToHost(actual.data(), address + offset, bytes, useStream(), true);
+    Status status = manager_->copyDeviceToHost(actual.data(), address + offset, bytes, useStream({address}), true);
     if (!ok(status)) return "copyDeviceToHost: " + std::string(toString(status));
     const auto& expected = model_[address];
     for (std::size_t i = 0; i < bytes; ++i)
@@ -202,7 +249,8 @@ private:
     std::memcpy(target.data() + offsetTo, source.data() + offsetFrom, bytes);
     trace("d2d-to", to + offsetTo, bytes, 0);
     trace("d2d-from", from + offsetFrom, bytes, 0);
-    Status status = manager_->copyDeviceToDevice(to + offsetTo, from + offsetFrom, bytes, useStream(), pick(2) == 0);
+    Status status =
+        manager_->copyDeviceToDevice(to + offsetTo, from + offsetFrom, bytes, useStream({from}, {to}), pick(2) == 0);
     return ok(status) ? std::string{} : "copyDeviceToDevice: " + std::string(toString(status));
   }
 
@@ -218,8 +266,8 @@ private:
     for (std::size_t i = 0; i < count; ++i)
       std::memcpy(expected.data() + (first + i) * elementSize, &pattern, elementSize);
     trace("memset", address + first * elementSize, count, elementSize);
-    Status status =
-        manager_->memset(address + first * elementSize, pattern, elementSize, count, useStream(), pick(2) == 0);
+    Status status = manager_->memset(address + first * elementSize, pattern, elementSize, count,
+                                     useStream({}, {address}), pick(2) == 0);
     return ok(status) ? std::string{} : "memset: " + std::string(toString(status));
   }
 
@@ -249,7 +297,7 @@ private:
     void* params[] = {&inPointer, &outPointer, &count, &seedValue};
     device::KernelLaunch launch;
     launch.function = kernels_.transform;
-    launch.stream = useStream();
+    launch.stream = useStream({in}, {out});
     launch.params = params;
     Status status = manager_->launch(launch);
     return ok(status) ? std::string{} : "launch transform: " + std::string(toString(status));
@@ -273,7 +321,7 @@ private:
     std::memcpy(buffer.data, &entry, sizeof entry);
     std::memcpy(model_[table].data(), &entry, sizeof entry);
     trace("table", table, sizeof entry, 0);
-    Status status = manager_->copyHostToDevice(table, buffer.data, sizeof entry, useStream(), pick(2) == 0);
+    Status status = manager_->copyHostToDevice(table, buffer.data, sizeof entry, useStream({}, {table}), pick(2) == 0);
     if (!ok(status)) return "copyHostToDevice (table): " + std::string(toString(status));
     transformReference(model_[in].data() + offsetIn, model_[out].data() + offsetOut, n,
                        static_cast<std::uint8_t>(entry.seed));
@@ -283,7 +331,7 @@ private:
     void* params[] = {&tablePointer};
     device::KernelLaunch launch;
     launch.function = kernels_.indirectTransform;
-    launch.stream = useStream();
+    launch.stream = useStream({table, in}, {out});
     launch.params = params;
     status = manager_->launch(launch);
     return ok(status) ? std::string{} : "launch indirect transform: " + std::string(toString(status));
@@ -303,7 +351,7 @@ private:
     void* params[] = {&arguments};
     device::KernelLaunch launch;
     launch.function = kernels_.xorStruct;
-    launch.stream = useStream();
+    launch.stream = useStream({source}, {target});
     launch.params = params;
     Status status = manager_->launch(launch);
     return ok(status) ? std::string{} : "launch xor: " + std::string(toString(status));
@@ -341,10 +389,16 @@ private:
   device::SimBackend backend_;
   SimKernels kernels_;
   bool indirect_;
+  StreamOrder streamOrder_;
+  // StreamOrder::Dependencies: per region, the stream that last wrote it and
+  // those that read it since.
+  std::map<DevicePtr, StreamHandle> lastWriter_;
+  std::map<DevicePtr, std::set<StreamHandle>> readers_;
   std::unique_ptr<MemoryManager> manager_;
   std::vector<StreamHandle> streams_;
   StreamHandle current_ = 0;
   std::map<DevicePtr, std::vector<std::uint8_t>> model_;
+  std::vector<DevicePtr> allocationOrder_; // model_'s regions as they were allocated
   std::vector<HostBuffer> buffers_;
 };
 
@@ -375,13 +429,13 @@ struct VariantTotals {
 };
 
 VariantTotals runVariant(const Config& config, const std::string& name, std::uint64_t firstSeed,
-                         bool expectEvictions = true) {
+                         bool expectEvictions = true, StreamOrder streamOrder = StreamOrder::SynchronizeOnSwitch) {
   const int count = sequencesPerVariant();
   if (const char* seed = std::getenv("MQX_DIFFERENTIAL_FIRST_SEED")) firstSeed = std::strtoull(seed, nullptr, 10);
   VariantTotals totals;
   for (int i = 0; i < count; ++i) {
     const std::uint64_t seed = firstSeed + static_cast<std::uint64_t>(i);
-    Sequence sequence(config, seed);
+    Sequence sequence(config, seed, streamOrder);
     std::string error = sequence.run(120);
     EXPECT_TRUE(error.empty()) << "variant " << name << ", seed " << seed << ": " << error
                                << " (rerun: MQX_DIFFERENTIAL_SEQUENCES=1 MQX_DIFFERENTIAL_FIRST_SEED=" << seed << ")";
@@ -471,6 +525,30 @@ const std::vector<Variant>& ablations() {
          c.simRealtime = true;
          c.pointersInParameters = true;
        }},
+      // Streams ordered only by the application's dependencies (StreamOrder),
+      // on a device whose copies take their time: mqx's loads and
+      // write-backs overlap launches on the other streams.
+      {"StreamsByDependencies",
+       [](Config& c) {
+         c.simCopyBandwidthGBps = 2;
+         c.simRealtime = true;
+       },
+       StreamOrder::Dependencies},
+      {"StreamsByDependenciesDeclared",
+       [](Config& c) {
+         c.simCopyBandwidthGBps = 2;
+         c.simRealtime = true;
+         c.pointersInParameters = true;
+       },
+       StreamOrder::Dependencies},
+      {"StreamsByDependenciesWriteBackAhead",
+       [](Config& c) {
+         c.writeBackAhead = 0.5;
+         c.writeBackAheadQuietOperations = 0;
+         c.simCopyBandwidthGBps = 2;
+         c.simRealtime = true;
+       },
+       StreamOrder::Dependencies},
   };
   return variants;
 }
@@ -481,7 +559,7 @@ TEST_P(DifferentialAblations, MatchesUnlimitedReference) {
   const Variant& variant = ablations()[GetParam()];
   Config config = tightConfig();
   variant.apply(config);
-  const VariantTotals totals = runVariant(config, variant.name, 50000 + 1000 * GetParam());
+  const VariantTotals totals = runVariant(config, variant.name, 50000 + 1000 * GetParam(), true, variant.streamOrder);
   if (config.writeBackAhead == 0) {
     EXPECT_EQ(totals.bytesWrittenAhead, 0U);
   } else if (config.writeBackAhead >= 0.5) {
@@ -493,7 +571,7 @@ TEST_P(DifferentialAblations, MatchesUnlimitedReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Ablations, DifferentialAblations, ::testing::Range<std::size_t>(0, 11),
+INSTANTIATE_TEST_SUITE_P(Ablations, DifferentialAblations, ::testing::Range<std::size_t>(0, 14),
                          [](const auto& info) { return std::string(ablations()[info.param].name); });
 
 } // namespace
