@@ -146,8 +146,14 @@ Status LazyTransfers::copyImage(Region& destination, const Piece& piece, Region&
   const auto sourceIndex = static_cast<std::uint32_t>(sourceOffset / source.pageSize);
   const PageState& from = source.pages[sourceIndex];
   const PageState& to = destination.pages[piece.page];
+  // A source on its host block may still be written through it by in-flight
+  // work (a kernel on another stream, which the application ordered before
+  // this copy on the device, not on the host): its image is read here, on
+  // the host, at once, so such a source is copied on the device instead, in
+  // stream order (found by the differential test's StreamsByDependencies
+  // variants).
   if (source.pageDataBytes(sourceIndex) != piece.bytes || from.host().kind == HostImageKind::None || inFlight(to) ||
-      (&source == &destination && sourceIndex == piece.page))
+      (from.hostMapped() && inFlight(from)) || (&source == &destination && sourceIndex == piece.page))
     return Status::Success;
   HostImage image = from.host();
   if (image.kind == HostImageKind::CowSource) {

@@ -364,5 +364,36 @@ TEST_F(ManagerTest, AKernelOnAnotherStreamWaitsForTheLoadAnEarlierLaunchIssued) 
   EXPECT_EQ(read(outSecond, bytes), want);
 }
 
+TEST_F(ManagerTest, ACopyFromAPageAKernelWritesOnItsHostBlockTakesWhatTheKernelWrote) {
+  // A kernel on stream A over a region of 17 pages, one more than the
+  // device has, writes the last page through its host block (the others
+  // first: pages are backed in order). It runs once its pages' loads are
+  // done (105 ms at 10 MB/s). A device-to-device copy of the region on
+  // stream B, which the application ordered after A on the device (an
+  // event), must copy what the kernel wrote: taking that page's block on
+  // the host at once (a lazy copy of its image) copied it before the kernel
+  // ran.
+  Config config = smallConfig(); // 64 KiB pages, a 1 MiB device
+  config.simRealtime = true;
+  config.simCopyBandwidthGBps = 0.01;
+  config.pointersInParameters = true;
+  start(config);
+  constexpr std::size_t bytes = 17 * 64 * KiB;
+  const auto data = pattern(bytes, 9);
+  const DevicePtr region = allocate(bytes);
+  ASSERT_EQ(manager_->copyHostToDevice(region, data.data(), bytes, 0, true), Status::Success);
+  const StreamHandle writer = backend_->createStream();
+  const StreamHandle reader = backend_->createStream();
+  ASSERT_EQ(transform(region, region, bytes, 4, writer), Status::Success);
+  ASSERT_EQ(backend_->order(writer, reader), Status::Success);
+  const DevicePtr copy = allocate(bytes);
+  ASSERT_EQ(manager_->copyDeviceToDevice(copy, region, bytes, reader, false), Status::Success);
+  ASSERT_EQ(manager_->synchronizeAll(), Status::Success);
+  auto want = data;
+  transformReference(data.data(), want.data(), bytes, 4);
+  EXPECT_EQ(read(region, bytes), want);
+  EXPECT_EQ(read(copy, bytes), want);
+}
+
 } // namespace
 } // namespace mqx::test
