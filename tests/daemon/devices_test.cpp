@@ -23,11 +23,6 @@ protected:
     environment_["MQX_SIM_DEVICES"] = "2";
     environment_.erase("CUDA_VISIBLE_DEVICES");
   }
-  void TearDown() override {
-    for (const auto& path : plans_)
-      std::remove(path.c_str());
-    NodeFixture::TearDown();
-  }
   std::map<std::string, std::string> on(const std::string& device) { return {{"MQX_SIM_DEVICE", device}}; }
   std::uint64_t usedOn(std::uint32_t device) {
     ipc::RobustLock lock(segment_->state().lock);
@@ -40,12 +35,6 @@ protected:
       std::this_thread::sleep_for(5ms);
     }
     return false;
-  }
-  std::string plan(const std::string& name, std::uint64_t mib) {
-    const std::string path = "/tmp/mqx-plan-" + instance_ + "-" + name;
-    std::ofstream(path) << "name = \"" << name << "\"\n[[operator]]\ntime = 1.0\nmemory = \"" << mib << "MiB\"\n";
-    plans_.push_back(path);
-    return path;
   }
   // A query of weighted demand `mib` that prints the simulated device it was
   // given and runs until the test ends it.
@@ -68,12 +57,6 @@ protected:
       }
       std::this_thread::sleep_for(2ms);
     }
-    return std::nullopt;
-  }
-  std::optional<ipc::ClientState> stateOf(const std::string& name) {
-    ipc::RobustLock lock(segment_->state().lock);
-    for (const auto& record : segment_->state().clients)
-      if (record.state != ipc::ClientState::Free && name == record.name) return record.state;
     return std::nullopt;
   }
   // The state of `name` once it has a record and asked for admission (and
@@ -110,7 +93,6 @@ protected:
     for (auto* process : queries)
       EXPECT_EQ(process->wait(10s), 128 + SIGTERM);
   }
-  std::vector<std::string> plans_;
 };
 
 TEST_F(Devices, TheNodeListsEachDeviceAndEachClientHasItsOwnFullBudget) {

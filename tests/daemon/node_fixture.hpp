@@ -8,11 +8,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "child_process.hpp"
 #include "ipc/message_queue.hpp"
@@ -43,6 +45,8 @@ protected:
                     {"CUDA_VISIBLE_DEVICES", "0"}};
   }
   void TearDown() override {
+    for (const auto& path : plans_)
+      std::remove(path.c_str());
     stopDaemon();
     std::remove(("/tmp/mqx-test-demand-" + instance_).c_str());
     // mqxd's list of clients alive at its shutdown (docs/daemon.md).
@@ -93,6 +97,22 @@ protected:
     return std::make_unique<ChildProcess>(argv, environment, mergeStandardError);
   }
 
+  // A plan file of one operator of `mib` MiB (mqx-run --plan), removed at
+  // the end of the test.
+  std::string plan(const std::string& name, std::uint64_t mib) {
+    const std::string path = "/tmp/mqx-plan-" + instance_ + "-" + name;
+    std::ofstream(path) << "name = \"" << name << "\"\n[[operator]]\ntime = 1.0\nmemory = \"" << mib << "MiB\"\n";
+    plans_.push_back(path);
+    return path;
+  }
+  // The state of the query record named `name`, if it has one.
+  std::optional<ipc::ClientState> stateOf(const std::string& name) {
+    ipc::RobustLock lock(segment_->state().lock);
+    for (const auto& record : segment_->state().clients)
+      if (record.state != ipc::ClientState::Free && name == record.name) return record.state;
+    return std::nullopt;
+  }
+
   std::uint64_t usedBytes() {
     ipc::RobustLock lock(segment_->state().lock);
     return segment_->state().usedBytes();
@@ -112,6 +132,7 @@ protected:
   std::map<std::string, std::string> environment_;
   std::unique_ptr<ChildProcess> daemon_;
   std::unique_ptr<ipc::SharedSegment> segment_;
+  std::vector<std::string> plans_; // plan()'s files
 };
 
 } // namespace mqx::test

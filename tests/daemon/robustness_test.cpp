@@ -101,17 +101,6 @@ TEST_F(Robustness, MqxdOnTheSimulatedDeviceGetsSimCapacity) {
 
 class AdmissionWaits : public NodeFixture {
 protected:
-  std::string plan(const std::string& name, int mib) {
-    const std::string path = "/tmp/mqx-plan-" + instance_ + "-" + name;
-    std::ofstream(path) << "name = \"" << name << "\"\n[[operator]]\ntime = 1.0\nmemory = \"" << mib << "MiB\"\n";
-    plans_.push_back(path);
-    return path;
-  }
-  void TearDown() override {
-    for (const auto& path : plans_)
-      std::remove(path.c_str());
-    NodeFixture::TearDown();
-  }
   bool running(const std::string& name) {
     ipc::RobustLock lock(segment_->state().lock);
     for (const auto& record : segment_->state().clients)
@@ -126,7 +115,6 @@ protected:
     }
     return false;
   }
-  std::vector<std::string> plans_;
 };
 
 TEST_F(AdmissionWaits, AWaitingQuerySaysWhyAndForWhomAndAStoppedHolderIsNamed) {

@@ -22,23 +22,6 @@ protected:
     environment_["LD_LIBRARY_PATH"] = FAKE_DRIVER_DIR;
 #endif
   }
-  void TearDown() override {
-    for (const auto& path : plans_)
-      std::remove(path.c_str());
-    NodeFixture::TearDown();
-  }
-  std::string plan(const std::string& name, std::uint64_t mib) {
-    const std::string path = "/tmp/mqx-plan-" + instance_ + "-" + name;
-    std::ofstream(path) << "name = \"" << name << "\"\n[[operator]]\ntime = 1.0\nmemory = \"" << mib << "MiB\"\n";
-    plans_.push_back(path);
-    return path;
-  }
-  std::optional<ipc::ClientState> stateOf(const std::string& name) {
-    ipc::RobustLock lock(segment_->state().lock);
-    for (const auto& record : segment_->state().clients)
-      if (record.state != ipc::ClientState::Free && name == record.name) return record.state;
-    return std::nullopt;
-  }
   bool waitForState(const std::string& name, ipc::ClientState state) {
     const auto deadline = std::chrono::steady_clock::now() + 10s;
     while (std::chrono::steady_clock::now() < deadline) {
@@ -68,8 +51,6 @@ protected:
     return run(args, extra, true);
   }
 #endif
-
-  std::vector<std::string> plans_;
 };
 
 #ifdef CUINIT_PROBE_PATH
