@@ -55,4 +55,25 @@ std::vector<Placed> DevicePlacement::admit(const std::vector<QueryDemand>& runni
   return placed;
 }
 
+std::uint32_t DevicePlacement::placeOnArrival(const std::vector<QueryDemand>& bound, const QueryDemand& query) {
+  const std::uint32_t devices = deviceCount();
+  if (query.device < devices) return query.device;
+  if (kind_ == PlacementKind::RoundRobin) {
+    const std::uint32_t device = nextTurn_ % devices;
+    nextTurn_ = (device + 1) % devices;
+    return device;
+  }
+  std::vector<std::size_t> count(devices);
+  std::vector<long double> room(capacities_.begin(), capacities_.end());
+  for (const QueryDemand& other : bound) {
+    if (other.device >= devices) continue;
+    ++count[other.device];
+    room[other.device] -= policy_.demandOf(other);
+  }
+  std::uint32_t chosen = 0;
+  for (std::uint32_t device = 1; device < devices; ++device)
+    if (room[device] > room[chosen] || (room[device] == room[chosen] && count[device] < count[chosen])) chosen = device;
+  return chosen;
+}
+
 } // namespace mqx::daemon

@@ -39,6 +39,16 @@ public:
   // never placed.
   std::vector<Placed> admit(const std::vector<QueryDemand>& running, const std::vector<QueryDemand>& waiting);
 
+  // The device a query started before its admission waits for and then runs
+  // on, chosen when it arrives (ClientRecord::placeOnArrival): where it is
+  // likely to start first. `bound` are the queries already on a device
+  // (running, or waiting for one). Demand placement: the most room left after
+  // the bound queries' demands and its own; among equals (queries that
+  // declare nothing) the device with the fewest bound queries, then the
+  // lowest index. Round-robin: the next turn. A query that asked for a
+  // device keeps it.
+  std::uint32_t placeOnArrival(const std::vector<QueryDemand>& bound, const QueryDemand& query);
+
   std::uint32_t deviceCount() const { return static_cast<std::uint32_t>(capacities_.size()); }
 
 private:

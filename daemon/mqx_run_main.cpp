@@ -44,6 +44,9 @@ namespace {
 constexpr int kNoDaemonExit = 69;         // EX_UNAVAILABLE
 constexpr int kAdmissionTimeoutExit = 75; // EX_TEMPFAIL: not admitted in time, try again later
 constexpr int kUsageExit = 2;
+// How long a query started before admission waits for mqxd to place it on a
+// device (mqxd places on its next pass, within milliseconds).
+constexpr std::chrono::seconds kPlacementWait{10};
 
 volatile sig_atomic_t childPid = 0;
 
@@ -288,7 +291,7 @@ int main(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     // 0: no limit.
     const std::chrono::seconds admissionTimeout(options.timeoutSeconds.value_or(config.admissionTimeoutSeconds));
-    const bool startBeforeAdmission = options.startBeforeAdmission.value_or(config.startBeforeAdmission);
+    bool startBeforeAdmission = options.startBeforeAdmission.value_or(config.startBeforeAdmission);
     AdmissionClient::AdmissionWait wait;
     if (admissionTimeout.count() != 0) wait.timeout = admissionTimeout;
     wait.report = [&](const std::string& why) {
@@ -311,8 +314,20 @@ int main(int argc, char** argv) {
     };
     for (bool admitted = false; !admitted;) {
       if (startBeforeAdmission && early == 0) {
-        early = startQuery(options, client->membership().slot(), {}, true);
-        if (early < 0) return 1;
+        // Placed first: the program is shown its one device from its first
+        // instruction (a program may count devices before its first driver
+        // call, as PyTorch does through NVML).
+        const auto placed = client->requestPlacement(weighted, peak, kPlacementWait);
+        if (placed) {
+          early = startQuery(options, client->membership().slot(), placed->identity, true);
+          if (early < 0) return 1;
+        } else if (client->membership().node().daemonPid != 0 &&
+                   mqx::ipc::processAlive(client->membership().node().daemonPid)) {
+          std::fprintf(stderr,
+                       "mqx-run: query '%s': mqxd placed it on no device within %lld s; it starts once admitted\n",
+                       options.name.c_str(), static_cast<long long>(kPlacementWait.count()));
+          startBeforeAdmission = false;
+        }
       }
       AdmissionClient::Admission outcome;
       try {

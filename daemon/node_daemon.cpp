@@ -211,6 +211,7 @@ void NodeDaemon::run(const std::atomic<bool>& stop) {
         for (pid_t pid : launches_.expire(now, processAlive))
           mq_unlink(launchReplyQueue(names_, pid).c_str());
       }
+      placeArrivals();
       admitPostponed();
       if (metrics_->enabled()) metrics_->serve([this] { return metrics(); });
     }
@@ -218,6 +219,34 @@ void NodeDaemon::run(const std::atomic<bool>& stop) {
     log(LogLevel::Info, "mqxd: stop requested while waiting for the node lock");
   }
   checkSegment(); // a damage found only now is said, not shut down over
+}
+
+void NodeDaemon::placeArrivals() {
+  NodeState& node = segment_->state();
+  RobustLock lock = lockNode();
+  std::vector<QueryDemand> bound;
+  std::vector<std::uint32_t> arrivals;
+  const auto held = heldByQuery();
+  for (std::uint32_t i = 0; i < kMaxClients; ++i) {
+    ClientRecord& record = node.clients[i];
+    const bool query = record.state == ClientState::Running || record.state == ClientState::Waiting;
+    if (query && record.device != kAnyDevice)
+      bound.push_back(
+          {i, std::max(record.weightedDemand, held[i]), std::max(record.peakDemand, held[i]), record.device});
+    else if (record.state == ClientState::Waiting && record.admissionRequested != 0 && record.placeOnArrival != 0)
+      arrivals.push_back(i);
+  }
+  std::sort(arrivals.begin(), arrivals.end(),
+            [&](std::uint32_t a, std::uint32_t b) { return node.clients[a].arrival < node.clients[b].arrival; });
+  for (const std::uint32_t slot : arrivals) {
+    ClientRecord& record = node.clients[slot];
+    applyLearnedDemand(record);
+    const QueryDemand query{slot, record.weightedDemand, record.peakDemand, kAnyDevice};
+    record.device = placement_.placeOnArrival(bound, query);
+    bound.push_back({slot, query.weighted, query.peak, record.device});
+    log(LogLevel::Info, "mqxd: query '{}' (pid {}) will run on device {} {}; it starts before its admission",
+        record.name, record.pid, record.device, devices_[record.device].identity);
+  }
 }
 
 void NodeDaemon::checkSegment() {

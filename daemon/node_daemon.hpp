@@ -86,6 +86,9 @@ private:
   // The bytes each query's processes hold now on the device it runs on.
   std::array<std::uint64_t, ipc::kMaxClients> heldByQuery();
   void admitPostponed();
+  // Places the waiting queries that asked to be placed on arrival
+  // (ClientRecord::placeOnArrival) on a device, before their admission.
+  void placeArrivals();
   // A message that is not from the registered client of the record it
   // names, or carries an out-of-range value: counted and logged (at most
   // one line a second, with the count of those not logged).

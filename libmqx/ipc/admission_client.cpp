@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -167,6 +168,46 @@ std::optional<AdmissionClient::PlacedDevice> AdmissionClient::placedDevice() {
   }
   if (device >= node.deviceCount || device >= kMaxDevices) return std::nullopt;
   return PlacedDevice{device, node.identityOf(device), node.deviceCount};
+}
+
+std::optional<AdmissionClient::PlacedDevice>
+AdmissionClient::requestPlacement(std::uint64_t weightedDemand, std::uint64_t peakDemand, milliseconds timeout) {
+  NodeMembership& member = *membership_;
+  const std::uint32_t slot = member.slot();
+  if (slot == kNoSlot) return std::nullopt;
+  NodeState& node = member.node();
+  {
+    BoundedNodeLock lock(node, options_.nodeLockTimeout);
+    if (!lock.held()) return std::nullopt;
+    ClientRecord& record = node.clients[slot];
+    if (record.pid != getpid() || record.state != ClientState::Waiting) return std::nullopt;
+    record.weightedDemand = weightedDemand;
+    record.peakDemand = peakDemand;
+    record.placeOnArrival = 1;
+    record.admissionRequested = 1; // the last store: the demand above is what placement and admission see
+  }
+  Message request = Message::of(MessageKind::AdmissionRequest, getpid(), slot);
+  request.weightedDemand = weightedDemand;
+  request.peakDemand = peakDemand;
+  // A lost message costs nothing: mqxd places from the record on every pass.
+  (void)sendTo(member.names().daemonQueue, request);
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    std::uint32_t device = kAnyDevice;
+    {
+      BoundedNodeLock lock(node, options_.nodeLockTimeout);
+      if (!lock.held()) return std::nullopt;
+      ClientRecord& record = node.clients[slot];
+      if (record.pid != getpid() || record.state == ClientState::Free) return std::nullopt;
+      record.heartbeatNs = monotonicNanoseconds();
+      device = record.device;
+      if (device == kAnyDevice && !processAlive(node.daemonPid)) return std::nullopt;
+    }
+    if (device < node.deviceCount && device < kMaxDevices)
+      return PlacedDevice{device, node.identityOf(device), node.deviceCount};
+    if (Clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(milliseconds(2));
+  }
 }
 
 void AdmissionClient::finishQuery() {

@@ -98,6 +98,13 @@ public:
     std::uint32_t deviceCount = 0; // the node's
   };
   std::optional<PlacedDevice> placedDevice();
+  // Query role, a query started before its admission: declares the demand,
+  // asks for admission and for a device now (ClientRecord::placeOnArrival),
+  // and waits, at most `timeout`, until mqxd has placed the query (or
+  // admitted it). The device, or nullopt when mqxd did not place it in time,
+  // went away, or the record is no longer this process's.
+  std::optional<PlacedDevice> requestPlacement(std::uint64_t weightedDemand, std::uint64_t peakDemand,
+                                               std::chrono::milliseconds timeout);
   // Reports the end of the query (with observedPeak, for learned demand) and
   // frees its record.
   void finishQuery();

@@ -33,7 +33,7 @@
 namespace mqx::ipc {
 
 inline constexpr std::uint32_t kNodeStateMagic = 0x6d71786e; // "mqxn"
-inline constexpr std::uint32_t kNodeStateVersion = 6;
+inline constexpr std::uint32_t kNodeStateVersion = 7;        // 7: ClientRecord::placeOnArrival
 inline constexpr std::uint32_t kMaxClients = 64;
 inline constexpr std::size_t kQueryNameBytes = 64;
 inline constexpr std::uint32_t kNoSlot = 0xffffffffu;
@@ -97,6 +97,13 @@ struct ClientRecord {
   std::uint32_t device = kAnyDevice;
   char name[kQueryNameBytes] = {};
   ClientActivity activity; // a Memory client's, published by its process
+  // A Waiting query started before its admission (mqx-run,
+  // daemon.start_before_admission): mqxd places it on a device as soon as it
+  // asks, before admitting it, so that its program is shown the one device it
+  // will run on from its first instruction. A program may count devices
+  // before its first driver call (PyTorch asks NVML) and must not see a
+  // device it will not get (docs/daemon.md, "Starting before admission").
+  std::uint32_t placeOnArrival = 0;
 };
 
 // One device of the node: its identity (a GPU's UUID as `nvidia-smi -L`

@@ -305,6 +305,29 @@ TEST_F(Devices, DeviceIsHonouredAndAdmissionIsPerDevice) {
   stop({waits.get(), later.get(), behind.get()});
 }
 
+// A query started before its admission (the default) is placed when it
+// arrives, not when it is admitted: its program is shown the one device it
+// will run on from its first instruction, before its first CUDA call (a
+// program may count devices then: PyTorch asks NVML), and it is admitted on
+// that device. Here it waits on sim-1, which has more room after the
+// holders, and stays there.
+TEST_F(Devices, AQueryStartedBeforeAdmissionIsShownItsDeviceFromItsFirstInstruction) {
+  startDaemon();
+  auto onZero = expectPlaced("on-zero", 24, 0, {"--device", "sim-0"});
+  auto onOne = expectPlaced("on-one", 20, 1, {"--device", "sim-1"});
+  auto early = run({"--plan", plan("early", 16), "--", "/bin/sh", "-c",
+                    std::string("echo start device=$MQX_SIM_DEVICE; exec ") + SIM_CLIENT_PATH +
+                        " gate /bin/sh -c 'echo admitted device=$MQX_SIM_DEVICE; exec sleep 30'"});
+  EXPECT_TRUE(early->waitForLine("start device=sim-1", 10s)) << "the program starts on its device, not admitted yet";
+  EXPECT_EQ(stateOf("early"), std::optional(ipc::ClientState::Waiting));
+  stop({onZero.get()}); // room on sim-0 now: the query still waits for its own device
+  EXPECT_EQ(stateAfterArrival("early"), std::optional(ipc::ClientState::Waiting));
+  stop({onOne.get()});
+  EXPECT_EQ(runningOn("early"), std::optional<std::uint32_t>(1));
+  EXPECT_TRUE(early->waitForLine("admitted device=sim-1", 10s));
+  stop({early.get()});
+}
+
 // A GPU host (a stand-in NVML of three GPUs, tests/daemon/fake_nvml.c):
 // mqxd lists the GPUs CUDA_VISIBLE_DEVICES shows, in its order, by UUID;
 // each query runs with CUDA_VISIBLE_DEVICES=<its GPU's UUID>, replacing the
