@@ -54,6 +54,12 @@ struct ManagerOptions {
   std::size_t deviceMemoryLimit = 0;
   std::size_t swapBufferLimit = 0; // 0: half of the host's physical memory
   bool pinnedSwap = true;
+  // memory.reported_oversubscription: cuMemGetInfo (memoryInfo) reports a
+  // device of the budget times this, at most the budget and the swap buffer
+  // together (what allocations may reach), so that a program that sizes its
+  // own pool from the device (JAX takes 75% of it) can go beyond the budget.
+  // 1: the budget itself.
+  double reportedOversubscription = 1.0;
   // [optimizations]
   bool lazyTransfer = true;
   bool copyOnWrite = true;

@@ -538,8 +538,22 @@ void MemoryManager::memoryInfo(std::size_t* freeBytes, std::size_t* totalBytes) 
   LockScope scope(state_->mutex);
   const std::size_t limit = state_->budget->limit();
   const std::size_t used = std::min(limit, state_->budget->used());
-  if (freeBytes != nullptr) *freeBytes = limit - used;
-  if (totalBytes != nullptr) *totalBytes = limit;
+  std::size_t free = limit - used;
+  std::size_t total = limit;
+  if (const double factor = state_->options.reportedOversubscription; factor > 1.0) {
+    // A device larger than the budget: what the process may still allocate
+    // of it (its allocations are paged), never more than budget and swap
+    // buffer hold together.
+    const long double scaled = static_cast<long double>(limit) * factor;
+    total =
+        static_cast<std::size_t>(std::min<long double>(scaled, static_cast<long double>(limit) + state_->swap.limit()));
+    total = std::max(total, limit);
+    const std::size_t allocated = state_->directory.totalBytes();
+    free = std::max(free, total > allocated ? total - allocated : 0);
+    free = std::min(free, total);
+  }
+  if (freeBytes != nullptr) *freeBytes = free;
+  if (totalBytes != nullptr) *totalBytes = total;
 }
 
 Statistics MemoryManager::statistics() const {

@@ -22,6 +22,11 @@ constexpr std::array kRules{
     Rule{"cuMemFree", 3020, "cuMemFree_v2", ""},
     Rule{"cuMemAllocAsync", 11020, "cuMemAllocAsync", "cuMemAllocAsync_ptsz"},
     Rule{"cuMemFreeAsync", 11020, "cuMemFreeAsync", "cuMemFreeAsync_ptsz"},
+    Rule{"cuMemPoolCreate", 11020, "cuMemPoolCreate", ""},
+    Rule{"cuMemPoolDestroy", 11020, "cuMemPoolDestroy", ""},
+    Rule{"cuMemAllocFromPoolAsync", 11020, "cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync_ptsz"},
+    Rule{"cuIpcGetMemHandle", 4010, "cuIpcGetMemHandle", ""},
+    Rule{"cuMemGetHandleForAddressRange", 11070, "cuMemGetHandleForAddressRange", ""},
     // Copies.
     Rule{"cuMemcpy", 4000, "cuMemcpy", "cuMemcpy_ptds"},
     Rule{"cuMemcpyAsync", 4000, "cuMemcpyAsync", "cuMemcpyAsync_ptsz"},
@@ -38,6 +43,10 @@ constexpr std::array kRules{
     Rule{"cuMemcpy2DAsync", 3020, "cuMemcpy2DAsync_v2", "cuMemcpy2DAsync_v2_ptsz"},
     Rule{"cuMemcpy3D", 3020, "cuMemcpy3D_v2", "cuMemcpy3D_v2_ptds"},
     Rule{"cuMemcpy3DAsync", 3020, "cuMemcpy3DAsync_v2", "cuMemcpy3DAsync_v2_ptsz"},
+    Rule{"cuMemcpyBatchAsync", 12080, "cuMemcpyBatchAsync", "cuMemcpyBatchAsync_ptsz"},
+    Rule{"cuMemcpyBatchAsync", 13000, "cuMemcpyBatchAsync_v2", "cuMemcpyBatchAsync_v2_ptsz"},
+    Rule{"cuMemcpy3DBatchAsync", 12080, "cuMemcpy3DBatchAsync", "cuMemcpy3DBatchAsync_ptsz"},
+    Rule{"cuMemcpy3DBatchAsync", 13000, "cuMemcpy3DBatchAsync_v2", "cuMemcpy3DBatchAsync_v2_ptsz"},
     // Memsets.
     Rule{"cuMemsetD8", 3020, "cuMemsetD8_v2", "cuMemsetD8_v2_ptds"},
     Rule{"cuMemsetD16", 3020, "cuMemsetD16_v2", "cuMemsetD16_v2_ptds"},

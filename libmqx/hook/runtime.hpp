@@ -28,6 +28,7 @@
 #include "device/cuda/cuda_backend.hpp"
 #include "device/cuda/cuda_launch_tuning.hpp"
 #include "device/cuda/driver_api.hpp"
+#include "hook/memory_pools.hpp"
 #include "ipc/launch_tuning_client.hpp"
 #include "ipc/manager_on_node.hpp"
 
@@ -106,6 +107,9 @@ private:
   void startLaunchTuning(const device::cuda::DriverApi& api, int ordinal, std::uint32_t nodeDevice);
 
 public:
+  // The memory pools the program created (pool_hooks.cpp).
+  MemoryPools& pools() noexcept { return pools_; }
+
   // The advice API's declarations of resizable kernels (by handle or by
   // name); kept until launch tuning starts, which may be after them.
   void declareResizable(FunctionHandle function);
@@ -131,6 +135,7 @@ private:
   std::array<std::atomic<device::cuda::CudaLaunchTuning*>, DeviceManagers::kMaxDevices> tunings_{};
   std::shared_ptr<ipc::LaunchTuningClient> launchTuningClient_; // under mutex_; to leave at exit
   bool launchTuningTried_ = false;                              // under mutex_
+  MemoryPools pools_;
 };
 
 } // namespace mqx::hook

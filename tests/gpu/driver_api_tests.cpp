@@ -425,6 +425,102 @@ void severalStreams() {
   }
 }
 
+// Batched copies (cuMemcpyBatchAsync, CUDA 13's ABI) into memory with a
+// lazy copy pending: the batch's bytes must win over the pending image
+// after an eviction (a driver copy mqx did not see would leave the lazy
+// image to be loaded later), and a copy out of managed memory in the same
+// batch reads what a kernel wrote.
+void batchedCopies() {
+  const std::size_t n = (16u << 20) / 4;
+  std::vector<std::uint32_t> stale(n);
+  for (std::size_t i = 0; i < n; ++i)
+    stale[i] = pattern(40, i);
+  CUdeviceptr lazy = allocate(n * 4);
+  CUdeviceptr written = allocate(n * 4);
+  CU_OK(cuMemcpyHtoD(lazy, stale.data(), n * 4)); // lazy under mqx: nothing moves yet
+  fill(written, n, 41);
+  void* pinned = nullptr;
+  CU_OK(cuMemAllocHost(&pinned, 2 * n * 4));
+  auto* fresh = static_cast<std::uint32_t*>(pinned);
+  auto* out = fresh + n;
+  for (std::size_t i = 0; i < n; ++i)
+    fresh[i] = pattern(42, i);
+  CUstream stream = nullptr;
+  CU_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  CU_OK(cuCtxSynchronize());
+  CUdeviceptr destinations[] = {lazy, reinterpret_cast<CUdeviceptr>(out)};
+  CUdeviceptr sources[] = {reinterpret_cast<CUdeviceptr>(fresh), written};
+  std::size_t sizes[] = {n * 4, n * 4};
+  CUmemcpyAttributes attributes{};
+  attributes.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  std::size_t attributeIndex = 0;
+  CU_OK(cuMemcpyBatchAsync(destinations, sources, sizes, 2, &attributes, &attributeIndex, 1, stream));
+  CU_OK(cuStreamSynchronize(stream));
+  expectPattern(std::vector<std::uint32_t>(out, out + n), 41, 0);
+  pressure(43);
+  add(lazy, n, 1);
+  expectPattern(download(lazy, n), 42, 1);
+  CU_OK(cuStreamDestroy(stream));
+  CU_OK(cuMemFreeHost(pinned));
+  CU_OK(cuMemFree(written));
+  CU_OK(cuMemFree(lazy));
+}
+
+// A memory pool of the program's own (cuMemPoolCreate, as RMM's async
+// resource and CuPy's MemoryAsyncPool): allocations of 1.25 times the limit
+// from it, each filled and read back. Under mqx they are managed regions:
+// oversubscribed, with evictions. A pool other processes may import keeps
+// the driver's allocations and still works.
+void poolAllocations() {
+  CUstream stream = nullptr;
+  CU_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  CUmemPoolProps properties{};
+  properties.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  properties.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  properties.location.id = 0;
+  CUmemoryPool pool = nullptr;
+  CU_OK(cuMemPoolCreate(&pool, &properties));
+  const std::size_t bytes = deviceLimit() / 4;
+  const std::size_t n = bytes / 4;
+  const long long evictionsBefore = mqxActive() ? mqxStatistic("evictions") : 0;
+  std::vector<CUdeviceptr> buffers(5);
+  for (std::size_t k = 0; k < buffers.size(); ++k) {
+    CU_OK(cuMemAllocFromPoolAsync(&buffers[k], bytes, pool, stream));
+    fill(buffers[k], n, 50 + static_cast<std::uint32_t>(k), stream);
+  }
+  CU_OK(cuStreamSynchronize(stream));
+  for (std::size_t k = 0; k < buffers.size(); ++k)
+    expectPattern(download(buffers[k], n), 50 + static_cast<std::uint32_t>(k), 0);
+  if (mqxActive()) GPU_CHECK(mqxStatistic("evictions") > evictionsBefore); // paged, so counted
+  for (CUdeviceptr buffer : buffers)
+    CU_OK(cuMemFreeAsync(buffer, stream));
+  CU_OK(cuStreamSynchronize(stream));
+  CU_OK(cuMemPoolDestroy(pool));
+
+  properties.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  CU_OK(cuMemPoolCreate(&pool, &properties));
+  CUdeviceptr shareable = 0;
+  CU_OK(cuMemAllocFromPoolAsync(&shareable, 1u << 20, pool, stream));
+  fill(shareable, (1u << 20) / 4, 55, stream);
+  CU_OK(cuStreamSynchronize(stream));
+  expectPattern(download(shareable, (1u << 20) / 4), 55, 0);
+  CU_OK(cuMemFreeAsync(shareable, stream));
+  CU_OK(cuStreamSynchronize(stream));
+  CU_OK(cuMemPoolDestroy(pool));
+  CU_OK(cuStreamDestroy(stream));
+}
+
+// An IPC handle of memory mqx manages cannot be given honestly (its
+// physical memory changes as pages move): refused with a clear error, where
+// natively it succeeds.
+void exportRefused() {
+  CUdeviceptr data = allocate(2u << 20);
+  CUipcMemHandle handle{};
+  const CUresult result = cuIpcGetMemHandle(&handle, data);
+  GPU_CHECK_EQ(static_cast<int>(result), static_cast<int>(mqxActive() ? CUDA_ERROR_NOT_SUPPORTED : CUDA_SUCCESS));
+  CU_OK(cuMemFree(data));
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -461,6 +557,9 @@ int main(int argc, char** argv) {
       {"pointer_table", pointerTable},
       {"launch_over_the_limit", launchOverTheLimit},
       {"captured_graph", capturedGraph},
+      {"batched_copies", batchedCopies},
+      {"pool_allocations", poolAllocations},
+      {"export_refused", exportRefused},
   };
   std::string which = argc > 2 ? argv[2] : "all";
   if (which != "all" && scenarios.count(which) == 0) {

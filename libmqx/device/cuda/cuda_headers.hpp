@@ -8,3 +8,7 @@
 #include <cudaTypedefs.h>
 
 #undef cuGetProcAddress
+// The same for the batched copies: CUDA 12.8's ABI (with failIdx) keeps the
+// plain name, CUDA 13's is _v2; the hook table defines both.
+#undef cuMemcpyBatchAsync
+#undef cuMemcpy3DBatchAsync

@@ -1,6 +1,7 @@
 // Pure parts of the hook layer and the CUDA backend, on the CPU: the
 // decomposition of 2D/3D copies into linear runs, the cuGetProcAddress
-// version rules, and the staging ring's multi-threaded memcpy.
+// version rules, batched copies issued one by one, and the staging ring's
+// multi-threaded memcpy.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "device/cuda/parallel_copier.hpp"
+#include "hook/copy_batch.hpp"
 #include "hook/copy_shape.hpp"
 #include "hook/proc_address_rules.hpp"
 
@@ -82,6 +84,44 @@ TEST(ProcAddressRules, VersionsPickTheAbi) {
   EXPECT_EQ(exportedNameFor("cuGetProcAddress", 11080, false), "cuGetProcAddress");
   EXPECT_EQ(exportedNameFor("cuGetProcAddress", 12000, false), "cuGetProcAddress_v2");
   EXPECT_EQ(exportedNameFor("cuDeviceGetName", 13000, false), "");
+  EXPECT_EQ(exportedNameFor("cuMemcpyBatchAsync", 12080, false), "cuMemcpyBatchAsync");
+  EXPECT_EQ(exportedNameFor("cuMemcpyBatchAsync", 13000, true), "cuMemcpyBatchAsync_v2_ptsz");
+  EXPECT_EQ(exportedNameFor("cuMemAllocFromPoolAsync", 13000, true), "cuMemAllocFromPoolAsync_ptsz");
+}
+
+TEST(CopyBatch, EveryCopyInOrderAndNoFailureIndex) {
+  const std::uint64_t destinations[] = {10, 20, 30};
+  const std::uint64_t sources[] = {1, 2, 3};
+  const std::size_t sizes[] = {100, 200, 300};
+  std::vector<CopyRun> copies;
+  std::size_t failIndex = 7;
+  const int result = forEachCopyOfBatch(destinations, sources, sizes, 3, &failIndex, 0, 1,
+                                        [&](std::uint64_t destination, std::uint64_t source, std::size_t bytes) {
+                                          copies.emplace_back(source, destination, bytes);
+                                          return 0;
+                                        });
+  EXPECT_EQ(result, 0);
+  EXPECT_EQ(failIndex, SIZE_MAX);
+  EXPECT_EQ(copies, (std::vector<CopyRun>{{1, 10, 100}, {2, 20, 200}, {3, 30, 300}}));
+}
+
+TEST(CopyBatch, StopsAtTheFirstFailureAndNamesIt) {
+  const std::uint64_t addresses[] = {1, 2, 3, 4};
+  const std::size_t sizes[] = {1, 1, 1, 1};
+  int calls = 0;
+  std::size_t failIndex = 0;
+  const int result = forEachCopyOfBatch(addresses, addresses, sizes, 4, &failIndex, 0, 1,
+                                        [&](std::uint64_t, std::uint64_t source, std::size_t) {
+                                          ++calls;
+                                          return source == 3 ? 700 : 0;
+                                        });
+  EXPECT_EQ(result, 700);
+  EXPECT_EQ(failIndex, 2u);
+  EXPECT_EQ(calls, 3);
+  // CUDA 13's ABI has no failure index; a missing array is the invalid value.
+  const auto copyNothing = [](std::uint64_t, std::uint64_t, std::size_t) { return 0; };
+  const int missing = forEachCopyOfBatch<int, std::uint64_t>(nullptr, addresses, sizes, 1, nullptr, 0, 1, copyNothing);
+  EXPECT_EQ(missing, 1);
 }
 
 TEST(ProcAddressRules, PerThreadFlagPicksThePerThreadVariant) {
