@@ -348,6 +348,7 @@ const std::map<std::string, KeyHandler>& keyTable() {
       {"memory.swap_buffer_limit", sizeKey(&Config::swapBufferLimit, 0, std::size_t{1} << 50)},
       {"memory.pinned_swap", boolKey(&Config::pinnedSwap)},
       {"memory.reported_oversubscription", doubleKey(&Config::reportedOversubscription, 1.0, 64.0)},
+      {"memory.manage_program_vmm", boolKey(&Config::manageProgramVmm)},
       {"policy.replacement", choiceKey(&Config::replacement)},
       {"policy.latency_factor", doubleKey(&Config::latencyFactor, 0.0, 1.0)},
       {"policy.eviction_granularity", choiceKey(&Config::evictionGranularity)},

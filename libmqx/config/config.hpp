@@ -23,6 +23,7 @@ struct Config {
   std::size_t swapBufferLimit = 0;         // 0: half of the host's physical memory
   bool pinnedSwap = true;
   double reportedOversubscription = 1.0; // cuMemGetInfo's total: the budget times this (configs/default.toml)
+  bool manageProgramVmm = true;          // the program's own cuMemCreate/cuMemMap become mqx regions
   // [policy]
   ReplacementKind replacement = ReplacementKind::Cdr;
   double latencyFactor = 0.01;

@@ -131,7 +131,7 @@ MemoryManager::~MemoryManager() {
     Region* region = state_->directory.byId(id);
     if (Status status = state_->residency.releaseRegion(*region); !ok(status))
       log(LogLevel::Error, "region {} not released at exit: {}", id, toString(status));
-    state_->backend.release(region->base, region->reservedSize);
+    if (!region->adopted) (void)state_->backend.release(region->base, region->reservedSize);
     state_->directory.remove(id);
   }
 }
@@ -139,35 +139,59 @@ MemoryManager::~MemoryManager() {
 Status MemoryManager::allocate(std::size_t bytes, DevicePtr* address) {
   if (address == nullptr || bytes == 0) return Status::InvalidValue;
   LockScope scope(state_->mutex);
-  auto& s = *state_;
-  const std::size_t granularity = s.backend.granularity();
+  const std::size_t granularity = state_->backend.granularity();
   if (bytes > (std::size_t{1} << 48)) return Status::OutOfMemory;
   const std::size_t reserved = roundUp(bytes, granularity);
-  // Every byte must fit somewhere, and a region must fit the device to be
-  // usable by a kernel at all.
-  // Where pages map host blocks, a kernel can use a region larger than the
-  // budget (what gets no device memory runs from host memory).
+  MQX_TRY(admitRegion(bytes, reserved));
+  DevicePtr base = 0;
+  MQX_TRY(state_->backend.reserve(reserved, &base));
+  MQX_TRY(addRegion(base, bytes, reserved, false));
+  *address = base;
+  return Status::Success;
+}
+
+Status MemoryManager::adopt(DevicePtr base, std::size_t bytes) {
+  LockScope scope(state_->mutex);
+  const std::size_t granularity = state_->backend.granularity();
+  if (bytes == 0 || base % granularity != 0 || bytes % granularity != 0) return Status::InvalidValue;
+  if (bytes > (std::size_t{1} << 48)) return Status::OutOfMemory;
+  // The range must not overlap a region: the program maps into its own
+  // reservation, which no region of mqx's can share.
+  if (state_->directory.overlaps(base, bytes)) return Status::InvalidValue;
+  MQX_TRY(admitRegion(bytes, bytes));
+  return addRegion(base, bytes, bytes, true);
+}
+
+// Call with the lock held. Whether a region of `bytes` (`reserved` with its
+// padding) may be allocated: every byte must fit somewhere, and a region
+// must fit the device to be usable by a kernel at all. Where pages map host
+// blocks, a kernel can use a region larger than the budget (what gets no
+// device memory runs from host memory).
+Status MemoryManager::admitRegion(std::size_t bytes, std::size_t reserved) {
+  auto& s = *state_;
   const bool largerThanBudget = reserved > s.budget->limit() && !s.residency.mapsHost();
   if (largerThanBudget || s.directory.totalBytes() + bytes > s.budget->limit() + s.swap.limit()) {
-    log(LogLevel::Info,
-        "allocation of {} bytes refused: device budget {} + swap {} , {} "
-        "allocated",
-        bytes, s.budget->limit(), s.swap.limit(), s.directory.totalBytes());
+    log(LogLevel::Info, "allocation of {} bytes refused: device budget {} + swap {} , {} allocated", bytes,
+        s.budget->limit(), s.swap.limit(), s.directory.totalBytes());
     return Status::OutOfMemory;
   }
-  DevicePtr base = 0;
-  MQX_TRY(s.backend.reserve(reserved, &base));
+  return Status::Success;
+}
+
+// Call with the lock held: the region over [base, base + reserved).
+Status MemoryManager::addRegion(DevicePtr base, std::size_t bytes, std::size_t reserved, bool adopted) {
+  auto& s = *state_;
   auto region = std::make_unique<Region>();
   region->id = s.nextRegion++;
   region->base = base;
   region->size = bytes;
   region->reservedSize = reserved;
+  region->adopted = adopted;
   region->pageSize = s.options.pageCoherence ? std::min(s.pageSize, reserved) : reserved; // NoPage: one page
   region->pages.resize((reserved + region->pageSize - 1) / region->pageSize);
   Region& added = *region;
   s.directory.add(std::move(region));
   if (s.residency.mapsHost()) MQX_TRY(s.residency.mapNewRegion(added));
-  *address = base;
   return Status::Success;
 }
 
@@ -181,7 +205,7 @@ Status MemoryManager::free(DevicePtr address) {
   for (std::uint32_t i = 0; i < region->pageCount(); ++i)
     s.lazy.countAvoidedLoad(*region, i);
   MQX_TRY(s.residency.releaseRegion(*region));
-  MQX_TRY(s.backend.release(region->base, region->reservedSize));
+  if (!region->adopted) MQX_TRY(s.backend.release(region->base, region->reservedSize));
   s.references.forget(region->id);
   const RegionId gone = region->id;
   s.directory.remove(gone);

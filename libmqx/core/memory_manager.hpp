@@ -53,6 +53,12 @@ public:
   // cuMemAlloc / cuMemFree. Zero size is InvalidValue (as the driver);
   // a size that cannot fit in device budget + swap buffer is OutOfMemory.
   Status allocate(std::size_t bytes, DevicePtr* address);
+  // A region at [base, base + bytes), a range the program reserved itself
+  // (cuMemAddressReserve) where it maps an allocation of its own that mqx
+  // manages (cuMemCreate + cuMemMap: PyTorch's expandable segments). Both
+  // are multiples of the device granularity. Paged and counted as
+  // allocate()'s; free() then leaves the range reserved.
+  Status adopt(DevicePtr base, std::size_t bytes);
   Status free(DevicePtr address);
 
   bool isManaged(DevicePtr address) const;
@@ -137,6 +143,9 @@ public:
   std::size_t residentBytes() const;
 
 private:
+  [[nodiscard]] Status admitRegion(std::size_t bytes, std::size_t reserved);
+  [[nodiscard]] Status addRegion(DevicePtr base, std::size_t bytes, std::size_t reserved, bool adopted);
+
   std::unique_ptr<ManagerState> state_;
 };
 

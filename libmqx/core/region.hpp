@@ -20,6 +20,10 @@ struct Region {
   std::size_t size = 0;         // bytes the application asked for
   std::size_t reservedSize = 0; // size rounded up to the device granularity
   std::size_t pageSize = 0;     // mapped bytes per page (the last page may map less)
+  // The program reserved the range itself and mapped an allocation of mqx's
+  // there (its own VMM: MemoryManager::adopt): freeing the region leaves the
+  // range reserved, the program's to release.
+  bool adopted = false;
   std::vector<PageState> pages;
   std::uint64_t lastUse = 0;
   std::uint64_t useCount = 0;

@@ -51,6 +51,14 @@ Region* RegionDirectory::find(DevicePtr address) {
   return it->second->contains(address) ? it->second.get() : nullptr;
 }
 
+bool RegionDirectory::overlaps(DevicePtr base, std::size_t bytes) const {
+  auto it = byBase_.lower_bound(base);
+  if (it != byBase_.end() && it->first < base + bytes) return true;
+  if (it == byBase_.begin()) return false;
+  --it;
+  return it->first + it->second->reservedSize > base;
+}
+
 const Region* RegionDirectory::find(DevicePtr address) const {
   return const_cast<RegionDirectory*>(this)->find(address);
 }

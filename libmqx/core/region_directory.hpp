@@ -21,6 +21,8 @@ public:
   Region* byId(RegionId id);
   // The region starting exactly at `address`, or null.
   Region* byBase(DevicePtr address);
+  // Whether some region's reserved range meets [base, base + bytes).
+  bool overlaps(DevicePtr base, std::size_t bytes) const;
 
   // Whether `address` may lie in a region: one comparison against the span
   // of all regions, the cheap first test of a pointer-table scan.

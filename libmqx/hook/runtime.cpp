@@ -177,6 +177,7 @@ bool Runtime::configureLocked() {
   try {
     config_ = loadConfig();
     setLogLevel(config_.logLevel);
+    manageProgramVmm_.store(config_.manageProgramVmm, std::memory_order_release);
     return true;
   } catch (const std::exception& error) {
     state_.store(State::Failed, std::memory_order_release);

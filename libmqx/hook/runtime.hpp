@@ -29,6 +29,7 @@
 #include "device/cuda/cuda_launch_tuning.hpp"
 #include "device/cuda/driver_api.hpp"
 #include "hook/memory_pools.hpp"
+#include "hook/program_allocations.hpp"
 #include "ipc/launch_tuning_client.hpp"
 #include "ipc/manager_on_node.hpp"
 
@@ -109,6 +110,10 @@ private:
 public:
   // The memory pools the program created (pool_hooks.cpp).
   MemoryPools& pools() noexcept { return pools_; }
+  // The program's own VMM allocations that mqx manages (vmm_hooks.cpp), and
+  // whether it does (memory.manage_program_vmm, read when configured).
+  ProgramAllocations& programAllocations() noexcept { return programAllocations_; }
+  bool managesProgramVmm() const noexcept { return manageProgramVmm_.load(std::memory_order_acquire); }
 
   // The advice API's declarations of resizable kernels (by handle or by
   // name); kept until launch tuning starts, which may be after them.
@@ -136,6 +141,8 @@ private:
   std::shared_ptr<ipc::LaunchTuningClient> launchTuningClient_; // under mutex_; to leave at exit
   bool launchTuningTried_ = false;                              // under mutex_
   MemoryPools pools_;
+  ProgramAllocations programAllocations_;
+  std::atomic<bool> manageProgramVmm_{true};
 };
 
 } // namespace mqx::hook

@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cuda.h>
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -521,6 +523,54 @@ void exportRefused() {
   CU_OK(cuMemFree(data));
 }
 
+// The program's own VMM, as PyTorch's expandable segments use it: one
+// reserved range, 20 MiB allocations (POSIX file descriptors requested, as
+// PyTorch asks) mapped one after another and given access in one call, 1.5
+// times the limit together, each filled by a kernel and read back. Under
+// mqx they are managed regions, paged (evictions); natively the driver's.
+// Exporting such an allocation is refused under mqx.
+void programVmm() {
+  CUmemAllocationProp properties{};
+  properties.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  properties.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  properties.location.id = 0;
+  properties.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  std::size_t granularity = 0;
+  CU_OK(cuMemGetAllocationGranularity(&granularity, &properties, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  const std::size_t piece = (20u << 20) / granularity * granularity;
+  const std::size_t count = deviceLimit() * 3 / 2 / piece + 1;
+  CUdeviceptr range = 0;
+  CU_OK(cuMemAddressReserve(&range, piece * count, 0, 0, 0));
+  std::vector<CUmemGenericAllocationHandle> handles(count);
+  for (std::size_t k = 0; k < count; ++k) {
+    CU_OK(cuMemCreate(&handles[k], piece, &properties, 0));
+    CU_OK(cuMemMap(range + k * piece, piece, 0, handles[k], 0));
+  }
+  CUmemAccessDesc access{};
+  access.location = properties.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  CU_OK(cuMemSetAccess(range, piece * count, &access, 1));
+  const long long evictionsBefore = mqxActive() ? mqxStatistic("evictions") : 0;
+  const std::size_t n = piece / 4;
+  for (std::size_t k = 0; k < count; ++k)
+    fill(range + k * piece, n, 60 + static_cast<std::uint32_t>(k));
+  for (std::size_t k = 0; k < count; ++k)
+    add(range + k * piece, n, 1);
+  for (std::size_t k = 0; k < count; ++k)
+    expectPattern(download(range + k * piece, n), 60 + static_cast<std::uint32_t>(k), 1);
+  if (mqxActive()) GPU_CHECK(mqxStatistic("evictions") > evictionsBefore);
+  int descriptor = -1;
+  const CUresult exported =
+      cuMemExportToShareableHandle(&descriptor, handles[0], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+  GPU_CHECK_EQ(static_cast<int>(exported), static_cast<int>(mqxActive() ? CUDA_ERROR_NOT_SUPPORTED : CUDA_SUCCESS));
+  if (exported == CUDA_SUCCESS) close(descriptor);
+  for (std::size_t k = 0; k < count; ++k) {
+    CU_OK(cuMemUnmap(range + k * piece, piece));
+    CU_OK(cuMemRelease(handles[k]));
+  }
+  CU_OK(cuMemAddressFree(range, piece * count));
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -560,6 +610,7 @@ int main(int argc, char** argv) {
       {"batched_copies", batchedCopies},
       {"pool_allocations", poolAllocations},
       {"export_refused", exportRefused},
+      {"program_vmm", programVmm},
   };
   std::string which = argc > 2 ? argv[2] : "all";
   if (which != "all" && scenarios.count(which) == 0) {

@@ -1,0 +1,193 @@
+// Memory family, the program's own virtual memory management: cuMemCreate
+// of device memory, then cuMemMap into a range the program reserved
+// (PyTorch's expandable_segments, vLLM's and llama.cpp's pools). With
+// memory.manage_program_vmm, cuMemCreate of device memory of the calling
+// context's device hands out a handle of mqx's (program_allocations.hpp),
+// and cuMemMap of it makes a managed region at the program's address
+// (MemoryManager::adopt): paged, counted against the budget, oversubscribed,
+// evicted like any allocation; the program's reservation stays its own.
+// What such a handle cannot do fails with a line, never silently:
+//  - map part of it, at an offset, or at a second address while mapped
+//    (CUDA_ERROR_NOT_SUPPORTED);
+//  - map again after an unmap: its bytes went with the region;
+//  - be exported to another process (cuMemExportToShareableHandle).
+// Everything else (host memory, another device, a fabric handle, compressed
+// memory, the driver's own handles) passes through.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "hook/hook_declarations.hpp"
+#include "hook/hook_support.hpp"
+
+using namespace mqx;
+using namespace mqx::hook;
+
+namespace {
+
+using Handle = ProgramAllocations::Handle;
+
+ProgramAllocations& allocations() { return Runtime::instance().programAllocations(); }
+
+int currentDevice() {
+  CUdevice device = -1;
+  return callReal(&DriverApi::cuCtxGetDevice, &device) == CUDA_SUCCESS ? static_cast<int>(device) : -1;
+}
+
+// The manager a cuMemCreate of `properties` is served by, or nullptr when it
+// passes through.
+MemoryManager* managerFor(const CUmemAllocationProp& properties, unsigned long long flags) {
+  Runtime& runtime = Runtime::instance();
+  if (!runtime.managesProgramVmm() || flags != 0) return nullptr;
+  if (properties.type != CU_MEM_ALLOCATION_TYPE_PINNED || properties.location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+    return nullptr;
+  if ((properties.requestedHandleTypes & CU_MEM_HANDLE_TYPE_FABRIC) != 0) return nullptr;
+  if (properties.allocFlags.compressionType != 0) return nullptr;
+  MemoryManager* manager = runtime.activate();
+  if (manager == nullptr || properties.location.id != currentDevice()) return nullptr;
+  return manager;
+}
+
+CUresult unsupported(const char* call, const std::string& why) {
+  log(LogLevel::Error,
+      "{}: {}; refused with CUDA_ERROR_NOT_SUPPORTED (memory.manage_program_vmm = false leaves the "
+      "program's VMM to the driver, unmanaged)",
+      call, why);
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+// Ends the region of a mapped handle of mqx's: its bytes go with it.
+CUresult unmapManaged(Handle handle, const ProgramAllocations::Allocation& allocation) {
+  const CUresult result =
+      guarded("cuMemUnmap", [&] { return managedResult("cuMemUnmap", allocation.manager->free(allocation.mappedAt)); });
+  if (result == CUDA_SUCCESS) allocations().unmapped(handle);
+  return result;
+}
+
+} // namespace
+
+MQX_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t bytes,
+                                const CUmemAllocationProp* properties, unsigned long long flags) {
+  auto passThrough = [&] { return callReal(&DriverApi::cuMemCreate, handle, bytes, properties, flags); };
+  if (handle == nullptr || properties == nullptr) return passThrough();
+  MemoryManager* manager = managerFor(*properties, flags);
+  if (manager == nullptr) {
+    if (CUresult refused = refusal()) return refused;
+    return passThrough();
+  }
+  const std::size_t granularity = Runtime::instance().deviceOf(manager).backend->granularity();
+  if (bytes == 0 || bytes % granularity != 0) return CUDA_ERROR_INVALID_VALUE; // as the driver
+  return guarded("cuMemCreate", [&] {
+    *handle = allocations().create(
+        {bytes, properties->location.id, manager, static_cast<unsigned long long>(properties->requestedHandleTypes)});
+    return CUDA_SUCCESS;
+  });
+}
+
+MQX_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+  if (!ProgramAllocations::managed(handle)) return callReal(&DriverApi::cuMemRelease, handle);
+  if (!allocations().find(handle)) return CUDA_ERROR_INVALID_VALUE;
+  allocations().release(handle);
+  return CUDA_SUCCESS;
+}
+
+MQX_EXPORT CUresult cuMemMap(CUdeviceptr address, size_t bytes, size_t offset, CUmemGenericAllocationHandle handle,
+                             unsigned long long flags) {
+  if (!ProgramAllocations::managed(handle))
+    return callReal(&DriverApi::cuMemMap, address, bytes, offset, handle, flags);
+  const auto allocation = allocations().find(handle);
+  if (!allocation || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (offset != 0 || bytes != allocation->bytes)
+    return unsupported("cuMemMap", fmt::format("an allocation mqx manages maps whole (asked: {} bytes at offset {} of "
+                                               "{})",
+                                               bytes, offset, allocation->bytes));
+  if (allocation->mappedAt != 0)
+    return unsupported("cuMemMap", fmt::format("an allocation mqx manages maps at one address (it is at 0x{:x})",
+                                               allocation->mappedAt));
+  if (allocation->wasMapped)
+    return unsupported("cuMemMap", "an allocation mqx manages keeps no bytes once unmapped; it cannot map again");
+  return guarded("cuMemMap", [&] {
+    const CUresult result = managedResult("cuMemMap", allocation->manager->adopt(address, bytes));
+    if (result == CUDA_SUCCESS) allocations().mapped(handle, address);
+    return result;
+  });
+}
+
+MQX_EXPORT CUresult cuMemUnmap(CUdeviceptr address, size_t bytes) {
+  if (const auto exact = allocations().mappedAt(address); exact && exact->second.bytes == bytes)
+    return unmapManaged(exact->first, exact->second);
+  if (!allocations().mappedIn(address, bytes).empty())
+    return unsupported("cuMemUnmap", "the range holds allocations mqx manages and others; unmap each on its own");
+  return callReal(&DriverApi::cuMemUnmap, address, bytes);
+}
+
+// mqx gives its regions read-write access on their device itself: the
+// program's request for that is granted; access for another device (peer
+// access to the program's range) is not supported. Parts of the range that
+// are not mqx's go to the driver.
+MQX_EXPORT CUresult cuMemSetAccess(CUdeviceptr address, size_t bytes, const CUmemAccessDesc* descriptors,
+                                   size_t count) {
+  const auto managed = allocations().mappedIn(address, bytes);
+  if (managed.empty()) return callReal(&DriverApi::cuMemSetAccess, address, bytes, descriptors, count);
+  if (descriptors == nullptr || count == 0) return CUDA_ERROR_INVALID_VALUE;
+  const auto first = allocations().holding(managed.begin()->first);
+  for (std::size_t i = 0; i < count; ++i) {
+    const CUmemAccessDesc& access = descriptors[i];
+    if (access.location.type != CU_MEM_LOCATION_TYPE_DEVICE || !first || access.location.id != first->second.device ||
+        access.flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+      return unsupported("cuMemSetAccess", "memory mqx manages is read-write on its own device only");
+  }
+  DevicePtr cursor = address;
+  for (const auto& [base, length] : managed) {
+    if (base > cursor)
+      if (CUresult result = callReal(&DriverApi::cuMemSetAccess, cursor, base - cursor, descriptors, count);
+          result != CUDA_SUCCESS)
+        return result;
+    cursor = std::max<DevicePtr>(cursor, base + length);
+  }
+  if (cursor < address + bytes)
+    return callReal(&DriverApi::cuMemSetAccess, cursor, address + bytes - cursor, descriptors, count);
+  return CUDA_SUCCESS;
+}
+
+// A range freed while allocations of mqx's are still mapped in it: their
+// regions end first (the driver would refuse to free it).
+MQX_EXPORT CUresult cuMemAddressFree(CUdeviceptr address, size_t bytes) {
+  for (const auto& [base, length] : allocations().mappedIn(address, bytes))
+    if (const auto mapped = allocations().mappedAt(base))
+      if (CUresult result = unmapManaged(mapped->first, mapped->second); result != CUDA_SUCCESS) return result;
+  return callReal(&DriverApi::cuMemAddressFree, address, bytes);
+}
+
+MQX_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle, void* address) {
+  if (const auto mapped = allocations().holding(reinterpret_cast<DevicePtr>(address))) {
+    if (handle == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    allocations().retain(mapped->first);
+    *handle = mapped->first;
+    return CUDA_SUCCESS;
+  }
+  return callReal(&DriverApi::cuMemRetainAllocationHandle, handle, address);
+}
+
+MQX_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* properties,
+                                                           CUmemGenericAllocationHandle handle) {
+  if (!ProgramAllocations::managed(handle))
+    return callReal(&DriverApi::cuMemGetAllocationPropertiesFromHandle, properties, handle);
+  const auto allocation = allocations().find(handle);
+  if (!allocation || properties == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *properties = CUmemAllocationProp{};
+  properties->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  properties->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  properties->location.id = allocation->device;
+  properties->requestedHandleTypes = static_cast<CUmemAllocationHandleType>(allocation->requestedHandleTypes);
+  return CUDA_SUCCESS;
+}
+
+MQX_EXPORT CUresult cuMemExportToShareableHandle(void* shareable, CUmemGenericAllocationHandle handle,
+                                                 CUmemAllocationHandleType type, unsigned long long flags) {
+  if (!ProgramAllocations::managed(handle))
+    return callReal(&DriverApi::cuMemExportToShareableHandle, shareable, handle, type, flags);
+  return unsupported("cuMemExportToShareableHandle",
+                     "an allocation mqx manages is paged (its physical memory changes as pages move) and cannot be "
+                     "shared with another process");
+}
