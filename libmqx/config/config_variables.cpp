@@ -53,6 +53,11 @@ const std::set<std::string>& otherVariables() {
       "MQX_DIFFERENTIAL_SEQUENCES",  // tests/unit/differential_test
       "MQX_DIFFERENTIAL_FIRST_SEED", // tests/unit/differential_test
       "MQX_PEERS_DEVICE_GIB",        // tools/gpu-peers
+      "MQX_ROUTES_FACTOR",           // tools/gpu-routes
+      "MQX_ROUTES_ONLY",             // tools/gpu-routes
+      "MQX_GPU_JOBS_COUNT",          // tools/gpu-jobs
+      "MQX_GPU_JOBS_FRACTION",       // tools/gpu-jobs
+      "MQX_GPU_JOBS_PASSES",         // tools/gpu-jobs
       "MQX_PEERS_PYTHON",            // tools/gpu-peers
       "MQX_PEERS_STEPS",             // tools/gpu-peers
       "MQX_PEERS_TIMEOUT",           // tools/gpu-peers
