@@ -258,8 +258,7 @@ void measureManagerLaunch(const Setup& setup, Results& results) {
     run(1000);
     double best = fastest(setup.repetitions, [&] { run(kLaunches); });
     results.set("manager_launch_us_fence_coalesce_" + std::to_string(coalesce) + "us", best / kLaunches * 1e6);
-    manager.synchronizeAll();
-    manager.free(region);
+    if (!ok(manager.synchronizeAll()) || !ok(manager.free(region))) std::exit(1);
   }
 }
 

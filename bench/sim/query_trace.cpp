@@ -34,14 +34,14 @@ struct HostRegion {
 };
 
 struct Operator {
-  int inputA;  // index into the query's buffers
-  int inputB;  // -1: none
+  int inputA; // index into the query's buffers
+  int inputB; // -1: none
   int output;
 };
 
 // One query: 4 input columns, 3 intermediates, 1 result.
 struct Query {
-  std::vector<std::size_t> sizes;             // per buffer
+  std::vector<std::size_t> sizes;              // per buffer
   std::vector<std::vector<std::uint8_t>> host; // inputs (host copies) and references
   std::vector<DevicePtr> device;
   std::vector<Operator> plan;
@@ -64,12 +64,15 @@ public:
   ~TraceRun() { hook::registerHostMemoryManager(nullptr); }
 
   std::string run() {
-    for (int q = 0; q < shape_.queries; ++q) queries_.push_back(makeQuery());
+    for (int q = 0; q < shape_.queries; ++q)
+      queries_.push_back(makeQuery());
     for (int repetition = 0; repetition < shape_.repetitions; ++repetition) {
-      for (auto& query : queries_) MQX_CHECK(startQuery(query));
+      for (auto& query : queries_)
+        MQX_CHECK(startQuery(query));
       // Interleave the queries operator by operator.
       for (std::size_t step = 0; step < queries_[0].plan.size(); ++step)
-        for (auto& query : queries_) MQX_CHECK(runOperator(query, query.plan[step], repetition));
+        for (auto& query : queries_)
+          MQX_CHECK(runOperator(query, query.plan[step], repetition));
       for (auto& query : queries_) {
         std::string error = finishQuery(query, repetition);
         if (!error.empty()) return error;
@@ -93,16 +96,18 @@ private:
 
   Query makeQuery() {
     Query query;
-    for (int i = 0; i < 4; ++i) query.sizes.push_back(columnBytes());
+    for (int i = 0; i < 4; ++i)
+      query.sizes.push_back(columnBytes());
     // Each operator overwrites its whole output and reads at least as much
     // of its first input, so the output-only advice is truthful.
-    query.sizes.push_back(query.sizes[0] / 3); // selection result
-    query.sizes.push_back(query.sizes[4]);     // projection
-    query.sizes.push_back(query.sizes[4]);     // probe output
+    query.sizes.push_back(query.sizes[0] / 3);                             // selection result
+    query.sizes.push_back(query.sizes[4]);                                 // projection
+    query.sizes.push_back(query.sizes[4]);                                 // probe output
     query.sizes.push_back(std::min<std::size_t>(1 << 20, query.sizes[4])); // aggregate
     for (int i = 0; i < 4; ++i) {
       std::vector<std::uint8_t> column(query.sizes[i]);
-      for (auto& byte : column) byte = static_cast<std::uint8_t>(random_());
+      for (auto& byte : column)
+        byte = static_cast<std::uint8_t>(random_());
       query.host.push_back(std::move(column));
     }
     query.host.resize(8);
@@ -121,7 +126,8 @@ private:
         MQX_CHECK(check(manager_.copyHostToDevice(query.device[i], query.host[i].data(), query.sizes[i], 0, true),
                         "copy input"));
     }
-    for (int i = 4; i < 8; ++i) query.host[i].assign(query.sizes[i], 0);
+    for (int i = 4; i < 8; ++i)
+      query.host[i].assign(query.sizes[i], 0);
     return {};
   }
 
@@ -133,9 +139,13 @@ private:
     mix(query.host[op.inputA].data(), op.inputB >= 0 ? query.host[op.inputB].data() : nullptr, nb,
         query.host[op.output].data(), n, seed);
     // mqx: advice as the operator library gives it.
-    manager_.advise(query.device[op.inputA], Access::Input);
-    if (op.inputB >= 0) manager_.advise(query.device[op.inputB], Access::Input);
-    manager_.advise(query.device[op.output], Access::Output);
+    if (Status status = manager_.advise(query.device[op.inputA], Access::Input); !ok(status))
+      return check(status, "advise");
+    if (op.inputB >= 0)
+      if (Status status = manager_.advise(query.device[op.inputB], Access::Input); !ok(status))
+        return check(status, "advise");
+    if (Status status = manager_.advise(query.device[op.output], Access::Output); !ok(status))
+      return check(status, "advise");
     void* a = reinterpret_cast<void*>(query.device[op.inputA]);
     void* b = op.inputB >= 0 ? reinterpret_cast<void*>(query.device[op.inputB]) : nullptr;
     void* out = reinterpret_cast<void*>(query.device[op.output]);
@@ -151,14 +161,15 @@ private:
   std::string finishQuery(Query& query, int repetition) {
     std::vector<std::uint8_t> result(query.sizes[7]);
     MQX_CHECK(check(manager_.copyDeviceToHost(result.data(), query.device[7], result.size(), 0, true), "result"));
-    if (result != query.host[7]) return "query result differs from the reference (repetition " +
-                                        std::to_string(repetition) + ")";
+    if (result != query.host[7])
+      return "query result differs from the reference (repetition " + std::to_string(repetition) + ")";
     for (int i = 4; i < 8; ++i) {
       MQX_CHECK(check(manager_.free(query.device[i]), "free"));
       query.device[i] = 0;
     }
     if (repetition + 1 == shape_.repetitions)
-      for (int i = 0; i < 4; ++i) MQX_CHECK(check(manager_.free(query.device[i]), "free input"));
+      for (int i = 0; i < 4; ++i)
+        MQX_CHECK(check(manager_.free(query.device[i]), "free input"));
     return {};
   }
 

@@ -7,7 +7,10 @@
 
 namespace mqx {
 
-enum class Status : int {
+// [[nodiscard]]: a dropped status is a failure nobody handled; ignore one
+// only explicitly, saying why. (clang-format misreads the attribute.)
+// clang-format off
+enum class [[nodiscard]] Status : int {
   Success = 0,
   InvalidValue = 1,
   OutOfMemory = 2,
@@ -25,8 +28,22 @@ enum class Status : int {
   Timeout = 909,
   Unknown = 999,
 };
+// clang-format on
 
 constexpr bool ok(Status status) noexcept { return status == Status::Success; }
+
+// The first failure of steps that must all run even when one fails (a
+// release cannot stop half-way: what is left would leak).
+class FirstFailure {
+public:
+  void note(Status status) noexcept {
+    if (ok(first_)) first_ = status;
+  }
+  [[nodiscard]] Status status() const noexcept { return first_; }
+
+private:
+  Status first_ = Status::Success;
+};
 
 constexpr std::string_view toString(Status status) noexcept {
   switch (status) {

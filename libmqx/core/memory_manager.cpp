@@ -124,7 +124,8 @@ MemoryManager::MemoryManager(const ManagerOptions& options, device::DeviceBacken
 
 MemoryManager::~MemoryManager() {
   LockScope scope(state_->mutex);
-  state_->residency.waitAll();
+  if (Status waited = state_->residency.waitAll(); !ok(waited))
+    log(LogLevel::Error, "in-flight work not awaited at exit: {}", toString(waited));
   std::vector<RegionId> ids;
   state_->directory.forEach([&](Region& region) { ids.push_back(region.id); });
   for (RegionId id : ids) {

@@ -264,7 +264,7 @@ Status ResidencyManager::materialize(Region& region, std::uint32_t index) {
 
 Status ResidencyManager::unbackUnloaded(Region& region, std::uint32_t index) {
   // Backed by the launch that yields, before any load: nothing to keep.
-  context_.backend.unmap(region.pageAddress(index), region.pageMappedBytes(index));
+  MQX_TRY(context_.backend.unmap(region.pageAddress(index), region.pageMappedBytes(index)));
   context_.budget.release(region.pageMappedBytes(index));
   MQX_TRY(PageStore::unbacked(region.pages[index]));
   if (mapsHost())
@@ -331,7 +331,10 @@ Status ResidencyManager::back(Region& region, std::uint32_t index, const std::ve
 void ResidencyManager::waitForSourceReads() {
   if (!sourceReadsInFlight_) return;
   auto& backend = context_.backend;
-  backend.synchronize(backend.transferStream(device::TransferDirection::ToDevice));
+  // A failed wait is a broken context (its error is sticky): the program's
+  // next CUDA call reports it.
+  if (Status waited = backend.synchronize(backend.transferStream(device::TransferDirection::ToDevice)); !ok(waited))
+    log(LogLevel::Error, "waiting for the loads that read the program's buffers: {}", toString(waited));
   sourceReadsInFlight_ = false;
 }
 
@@ -390,7 +393,13 @@ void ResidencyManager::quarantine(std::byte* slot, std::size_t bytes) {
   device::Fence fence;
   if (!loadsInFlight_ ||
       !ok(backend.enqueueFence(backend.transferStream(device::TransferDirection::ToDevice), &fence))) {
-    if (loadsInFlight_) backend.synchronize(backend.transferStream(device::TransferDirection::ToDevice));
+    if (loadsInFlight_)
+      if (Status waited = backend.synchronize(backend.transferStream(device::TransferDirection::ToDevice));
+          !ok(waited)) {
+        // A load may still read the slot: it is kept (lost), never reused.
+        log(LogLevel::Error, "waiting for loads before a slot is reused: {}; the slot is not reused", toString(waited));
+        return;
+      }
     context_.swap.release(slot, bytes);
     return;
   }
@@ -409,7 +418,9 @@ std::byte* ResidencyManager::acquireSlot(std::size_t bytes, bool overLimit, bool
 
 void ResidencyManager::reclaimQuarantine(bool wait) {
   std::erase_if(quarantine_, [&](const QuarantinedSlot& entry) {
-    if (wait) context_.backend.waitFence(entry.fence);
+    if (wait)
+      if (Status waited = context_.backend.waitFence(entry.fence); !ok(waited))
+        log(LogLevel::Error, "waiting for a quarantined slot's loads: {}", toString(waited)); // it stays quarantined
     if (!context_.backend.fenceReached(entry.fence)) return false;
     context_.swap.release(entry.slot, entry.bytes);
     return true;
@@ -491,18 +502,20 @@ Status ResidencyManager::releaseRegion(Region& region) {
     MQX_TRY(PageStore::released(region.pages[index], previous[index]));
     releaseImageHeld(region, index, previous[index].host(), previous[index].backing());
   }
+  // Every page lets go, whatever one unmap says: the region is gone either way.
+  FirstFailure unmapped;
   for (std::uint32_t index = 0; index < region.pageCount(); ++index) {
     const PageState& page = previous[index];
     if (page.hostMapped()) {
-      context_.backend.unmap(region.pageAddress(index), region.pageMappedBytes(index));
+      unmapped.note(context_.backend.unmap(region.pageAddress(index), region.pageMappedBytes(index)));
       context_.swap.release(page.backing(), region.pageMappedBytes(index));
     }
     if (!page.backed()) continue;
-    context_.backend.unmap(region.pageAddress(index), region.pageMappedBytes(index));
+    unmapped.note(context_.backend.unmap(region.pageAddress(index), region.pageMappedBytes(index)));
     context_.budget.release(region.pageMappedBytes(index));
   }
   publish(region); // nothing resident: withdrawn
-  return Status::Success;
+  return unmapped.status();
 }
 
 void ResidencyManager::releaseHostImage(const Region& region, std::uint32_t index, const HostImage& image) {

@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "common/log.hpp"
 #include "core/page_store.hpp"
 #include "core/residency_manager.hpp"
 #include "trace/trace_span.hpp"
@@ -105,7 +106,12 @@ void ResidencyManager::writeBackAhead() {
   if (!ok(pinUntilComplete(issued, toHost, &done))) {
     // No fence: wait for the copies here and drop them (the pins that were
     // taken go with the failed fence's pending work, if any).
-    backend.synchronize(toHost);
+    if (Status waited = backend.synchronize(toHost); !ok(waited)) {
+      // The copies may still write the slots: they are kept (lost), never reused.
+      log(LogLevel::Error, "waiting for writes ahead without a fence: {}; their slots are not reused",
+          toString(waited));
+      return;
+    }
     for (const WriteAhead& entry : entries)
       context_.swap.release(entry.slot, entry.slotBytes);
     return;

@@ -176,7 +176,8 @@ int work(const mqx::Config& config, const Node& client, const WorkOptions& optio
       mqx::device::KernelLaunch launch;
       launch.function = options.readOnly ? readAll : transform;
       launch.params = params;
-      if (options.readOnly) manager->advise(addresses[r], mqx::Access::Input);
+      if (options.readOnly)
+        if (Status s = manager->advise(addresses[r], mqx::Access::Input); !mqx::ok(s)) fail("advise", s);
       if (Status s = manager->launch(launch); !mqx::ok(s))
         fail("launch", s);
       else if (!options.readOnly)
@@ -210,7 +211,8 @@ int work(const mqx::Config& config, const Node& client, const WorkOptions& optio
               static_cast<unsigned long long>(stats.bytesWrittenBack), static_cast<unsigned long long>(stats.launches));
   std::fflush(stdout);
   for (auto address : addresses)
-    if (address != 0) manager->free(address);
+    if (address != 0)
+      if (Status s = manager->free(address); !mqx::ok(s)) fail("free", s);
   mqx::hook::registerHostMemoryManager(nullptr);
   return result;
 }
@@ -281,7 +283,7 @@ int launchSet(const mqx::Config& config, const Node& client, int kept, std::size
   }
   for (int r = 0; r < kept + idle && result == 0; ++r)
     launchOver({r}, static_cast<std::uint8_t>(seed + r));
-  manager->synchronizeAll();
+  if (Status s = manager->synchronizeAll(); !mqx::ok(s)) fail("synchronize", s);
   std::printf("loaded\n");
   std::fflush(stdout);
   sigset_t go;
@@ -311,7 +313,8 @@ int launchSet(const mqx::Config& config, const Node& client, int kept, std::size
   std::fflush(stdout);
   onNode.detach();
   for (auto address : addresses)
-    if (address != 0) manager->free(address);
+    if (address != 0)
+      if (Status s = manager->free(address); !mqx::ok(s)) fail("free", s);
   mqx::hook::registerHostMemoryManager(nullptr);
   return result;
 }
@@ -349,10 +352,18 @@ int footprints(const mqx::Config& config, const Node& client, long intervalMs, l
         std::fprintf(stderr, "sim_client %d: launch failed: %s\n", getpid(), std::string(mqx::toString(s)).c_str());
         result = 4;
       }
-      manager->synchronizeAll(); // each kernel ends before the next: the phase's length is its kernels' time
+      // Each kernel ends before the next: the phase's length is its kernels' time.
+      if (Status s = manager->synchronizeAll(); !mqx::ok(s)) {
+        std::fprintf(stderr, "sim_client %d: synchronize failed: %s\n", getpid(),
+                     std::string(mqx::toString(s)).c_str());
+        result = 4;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(intervalMs));
     }
-    manager->free(address);
+    if (Status s = manager->free(address); !mqx::ok(s)) {
+      std::fprintf(stderr, "sim_client %d: free failed: %s\n", getpid(), std::string(mqx::toString(s)).c_str());
+      result = 4;
+    }
   }
   std::printf("%s\n", result == 0 ? "finished" : "failed");
   std::fflush(stdout);

@@ -140,7 +140,7 @@ int work(Process& process, int regions, std::size_t bytes, int rounds, unsigned 
     }
   }
   for (auto address : addresses)
-    manager.free(address);
+    if (Status s = manager.free(address); !mqx::ok(s)) return fail("free", s);
   return 0;
 }
 
@@ -183,7 +183,7 @@ int fillSwap(Process& process, std::size_t bytes) {
   }
   std::printf("launches refused %s\n", refusedLaunches > 0 ? "yes" : "no");
   for (auto address : addresses)
-    manager.free(address);
+    if (Status s = manager.free(address); !mqx::ok(s)) return fail("free", s);
   return 0;
 }
 

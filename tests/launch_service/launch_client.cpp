@@ -133,8 +133,10 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "launch_client %d: wrong result\n", getpid());
     return 1;
   }
-  manager->free(data);
-  backend.destroyStream(stream);
+  if (manager->free(data) != Status::Success || backend.destroyStream(stream) != Status::Success) {
+    std::fprintf(stderr, "launch_client %d: free or stream destruction failed\n", getpid());
+    return 1;
+  }
   return 0;
 }
 

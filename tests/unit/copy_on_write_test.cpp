@@ -39,10 +39,10 @@ TEST_F(ManagerTest, WriteAfterTheDataWasLoadedCopiesNothing) {
   DevicePtr region = allocate(expected.size());
   DevicePtr out = allocate(expected.size());
   ASSERT_EQ(manager_->copyHostToDevice(region, buffer, expected.size(), 0, true), Status::Success);
-  manager_->advise(region, Access::Input);
-  manager_->advise(out, Access::Output);
+  EXPECT_EQ(manager_->advise(region, Access::Input), Status::Success);
+  EXPECT_EQ(manager_->advise(out, Access::Output), Status::Success);
   ASSERT_EQ(transform(region, out, expected.size(), 0), Status::Success);
-  manager_->synchronizeAll();
+  EXPECT_EQ(manager_->synchronizeAll(), Status::Success);
   std::memset(buffer, 0, expected.size());
   EXPECT_EQ(manager_->statistics().cowBytesSaved,
             0U); // the device copy became the only copy
@@ -118,8 +118,8 @@ TEST_F(ManagerTest, UnalignedSourceSavesOnlyItsEdgeBytes) {
   std::memset(source + 100 * KiB, 0xCC, 10);          // protected: a fault saves the page
   EXPECT_EQ(manager_->statistics().cowFaults, 1U);
 
-  manager_->advise(loaded, Access::Input);
-  manager_->advise(out, Access::Output);
+  EXPECT_EQ(manager_->advise(loaded, Access::Input), Status::Success);
+  EXPECT_EQ(manager_->advise(out, Access::Output), Status::Success);
   ASSERT_EQ(transform(loaded, out, bytes, 5), Status::Success); // loads head, middle and tail parts
   std::vector<std::uint8_t> transformed(bytes);
   transformReference(expected.data(), transformed.data(), bytes, 5);
@@ -163,7 +163,7 @@ TEST_F(ManagerTest, RecopiedBuffersStayProtectedEvenIfRemappedBehindOurBack) {
   DevicePtr region = allocate(bytes);
   ASSERT_EQ(manager_->copyHostToDevice(region, buffer, bytes, 0, true), Status::Success);
   ASSERT_EQ(transform(region, region, bytes, 0), Status::Success); // writes: the source is no longer needed
-  manager_->synchronizeAll();
+  EXPECT_EQ(manager_->synchronizeAll(), Status::Success);
   // The source lingers write-protected; writing it costs one fault and no copy.
   std::memset(buffer, 2, bytes);
   EXPECT_EQ(manager_->statistics().cowBytesSaved, 0U);
@@ -171,7 +171,7 @@ TEST_F(ManagerTest, RecopiedBuffersStayProtectedEvenIfRemappedBehindOurBack) {
   // munmap system call) and map fresh memory at the same address.
   ASSERT_EQ(manager_->copyHostToDevice(region, buffer, bytes, 0, true), Status::Success);
   ASSERT_EQ(transform(region, region, bytes, 0), Status::Success);
-  manager_->synchronizeAll();
+  EXPECT_EQ(manager_->synchronizeAll(), Status::Success);
   ASSERT_EQ(::syscall(SYS_munmap, buffer, bytes), 0);
   auto* again = static_cast<std::uint8_t*>(
       ::mmap(buffer, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0));
@@ -202,8 +202,8 @@ void faultOnForeignPage(bool ownHandler) {
   hook::registerHostMemoryManager(&manager);
   std::vector<std::uint8_t> source(64 * 1024, 1); // something protected, so the handler looks
   DevicePtr region = 0;
-  manager.allocate(source.size(), &region);
-  manager.copyHostToDevice(region, source.data(), source.size(), 0, true);
+  EXPECT_EQ(manager.allocate(source.size(), &region), Status::Success);
+  EXPECT_EQ(manager.copyHostToDevice(region, source.data(), source.size(), 0, true), Status::Success);
   auto* page =
       static_cast<volatile std::uint8_t*>(::mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   page[0] = 1;

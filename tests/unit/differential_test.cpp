@@ -107,7 +107,7 @@ private:
   StreamHandle useStream(std::initializer_list<DevicePtr> reads = {}, std::initializer_list<DevicePtr> writes = {}) {
     StreamHandle next = streams_[pick(streams_.size())];
     if (next != current_) {
-      if (streamOrder_ == StreamOrder::SynchronizeOnSwitch) backend_.synchronize(current_);
+      if (streamOrder_ == StreamOrder::SynchronizeOnSwitch) EXPECT_EQ(backend_.synchronize(current_), Status::Success);
       manager_->poll();
       current_ = next;
     }
@@ -127,7 +127,7 @@ private:
     }
     after.erase(stream);
     for (StreamHandle signaller : after)
-      backend_.order(signaller, stream);
+      EXPECT_EQ(backend_.order(signaller, stream), Status::Success);
     for (DevicePtr region : reads)
       readers_[region].insert(stream);
     for (DevicePtr region : writes) {
@@ -167,7 +167,8 @@ private:
     trace("free", address, 0, 0);
     // cudaFree waits for the device: every stream may still use the region.
     for (StreamHandle stream : streams_)
-      if (stream == current_ || streamOrder_ == StreamOrder::Dependencies) backend_.synchronize(stream);
+      if (stream == current_ || streamOrder_ == StreamOrder::Dependencies)
+        EXPECT_EQ(backend_.synchronize(stream), Status::Success);
     lastWriter_.erase(address);
     readers_.erase(address);
     Status status = manager_->free(address);
@@ -287,8 +288,9 @@ private:
     if (pick(2) == 0) {
       // Truthful advice: output-only only when the kernel overwrites all of it.
       const bool overwritesAll = in != out && offsetOut == 0 && n == target.size();
-      manager_->advise(in, in == out ? Access::Both : Access::Input);
-      if (in != out) manager_->advise(out + offsetOut, overwritesAll ? Access::Output : Access::Both);
+      EXPECT_EQ(manager_->advise(in, in == out ? Access::Both : Access::Input), Status::Success);
+      if (in != out)
+        EXPECT_EQ(manager_->advise(out + offsetOut, overwritesAll ? Access::Output : Access::Both), Status::Success);
     }
     void* inPointer = reinterpret_cast<void*>(in + offsetIn); // interior pointers
     void* outPointer = reinterpret_cast<void*>(out + offsetOut);

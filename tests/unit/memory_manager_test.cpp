@@ -21,10 +21,10 @@ TEST_F(ManagerTest, HostToDeviceCopyIsLazyUntilAKernelReadsIt) {
   ASSERT_EQ(manager_->copyHostToDevice(in, data.data(), data.size(), 0, true), Status::Success);
   EXPECT_EQ(manager_->statistics().bytesToDevice, 0U);
   EXPECT_EQ(backend_->transferTotals().bytesToDevice, 0U); // nothing moved yet
-  manager_->advise(in, Access::Input);
-  manager_->advise(out, Access::Output);
+  EXPECT_EQ(manager_->advise(in, Access::Input), Status::Success);
+  EXPECT_EQ(manager_->advise(out, Access::Output), Status::Success);
   ASSERT_EQ(transform(in, out, data.size(), 5), Status::Success);
-  manager_->synchronizeAll();
+  EXPECT_EQ(manager_->synchronizeAll(), Status::Success);
   EXPECT_EQ(manager_->statistics().bytesToDevice,
             data.size()); // the input, once; the output was not loaded
   auto expected = data;
@@ -56,7 +56,7 @@ TEST_F(ManagerTest, MemsetIsAFillStateNotATransfer) {
   EXPECT_EQ(bytes[200 * KiB + 4], 0); // past the memset: never written, zero
   DevicePtr out = allocate(200 * KiB + 6);
   ASSERT_EQ(transform(region, out, 200 * KiB + 6, 0), Status::Success);
-  manager_->synchronizeAll();
+  EXPECT_EQ(manager_->synchronizeAll(), Status::Success);
   auto stats = manager_->statistics();
   // Whole pages were filled on the device; only the last page, which the
   // memset covers partly, came from the swap buffer (8 KiB + 6 bytes).
@@ -121,16 +121,16 @@ TEST_F(ManagerTest, CdrEvictsCleanDataFirst) {
   DevicePtr b = allocate(384 * KiB);
   DevicePtr c = allocate(384 * KiB);
   auto data = pattern(384 * KiB);
-  manager_->copyHostToDevice(a, data.data(), data.size(), 0, true);
-  manager_->advise(a, Access::Input);
-  manager_->advise(b, Access::Output);
+  EXPECT_EQ(manager_->copyHostToDevice(a, data.data(), data.size(), 0, true), Status::Success);
+  EXPECT_EQ(manager_->advise(a, Access::Input), Status::Success);
+  EXPECT_EQ(manager_->advise(b, Access::Output), Status::Success);
   ASSERT_EQ(transform(a, b, data.size(), 1),
             Status::Success); // b is newer and dirty
-  manager_->synchronizeAll();
-  manager_->advise(c, Access::Output);
-  manager_->advise(c, Access::Input);
+  EXPECT_EQ(manager_->synchronizeAll(), Status::Success);
+  EXPECT_EQ(manager_->advise(c, Access::Output), Status::Success);
+  EXPECT_EQ(manager_->advise(c, Access::Input), Status::Success);
   ASSERT_EQ(transform(c, c, data.size(), 1), Status::Success);
-  manager_->synchronizeAll();
+  EXPECT_EQ(manager_->synchronizeAll(), Status::Success);
   auto stats = manager_->statistics();
   EXPECT_EQ(stats.evictions, 1U);
   EXPECT_EQ(stats.bytesWrittenBack,
@@ -148,18 +148,18 @@ TEST_F(ManagerTest, CdrDiffersFromLruWhenTheColdRegionIsDirty) {
     DevicePtr b = allocate(384 * KiB);
     DevicePtr c = allocate(384 * KiB);
     auto data = pattern(384 * KiB);
-    manager_->copyHostToDevice(b, data.data(), data.size(), 0, true);
-    manager_->advise(a, Access::Output);
-    manager_->advise(b, Access::Input); // note: b's transform writes a; b stays clean
+    EXPECT_EQ(manager_->copyHostToDevice(b, data.data(), data.size(), 0, true), Status::Success);
+    EXPECT_EQ(manager_->advise(a, Access::Output), Status::Success);
+    EXPECT_EQ(manager_->advise(b, Access::Input), Status::Success); // note: b's transform writes a; b stays clean
     ASSERT_EQ(transform(b, a, data.size(), 1), Status::Success);
-    manager_->advise(b, Access::Input);
-    manager_->advise(b, Access::Input);
+    EXPECT_EQ(manager_->advise(b, Access::Input), Status::Success);
+    EXPECT_EQ(manager_->advise(b, Access::Input), Status::Success);
     ASSERT_EQ(transform(b, b, 0, 0),
               Status::Success); // a second use: b is now the most recent
-    manager_->synchronizeAll();
-    manager_->advise(c, Access::Output);
+    EXPECT_EQ(manager_->synchronizeAll(), Status::Success);
+    EXPECT_EQ(manager_->advise(c, Access::Output), Status::Success);
     ASSERT_EQ(transform(c, c, 0, 0), Status::Success);
-    manager_->synchronizeAll();
+    EXPECT_EQ(manager_->synchronizeAll(), Status::Success);
     auto stats = manager_->statistics();
     EXPECT_EQ(stats.evictions, 1U) << toString(kind);
     if (kind == ReplacementKind::Cdr)
@@ -183,14 +183,14 @@ TEST_F(ManagerTest, NoRefMakesEveryResidentRegionDirty) {
     DevicePtr input = allocate(256 * KiB);
     DevicePtr output = allocate(256 * KiB);
     auto data = pattern(256 * KiB);
-    manager_->copyHostToDevice(input, data.data(), data.size(), 0, true);
-    manager_->advise(input, Access::Input);
-    manager_->advise(output, Access::Output);
+    EXPECT_EQ(manager_->copyHostToDevice(input, data.data(), data.size(), 0, true), Status::Success);
+    EXPECT_EQ(manager_->advise(input, Access::Input), Status::Success);
+    EXPECT_EQ(manager_->advise(output, Access::Output), Status::Success);
     ASSERT_EQ(transform(input, output, data.size(), 1), Status::Success); // input resident and clean
-    manager_->synchronizeAll();
-    manager_->advise(output, Access::Both);
+    EXPECT_EQ(manager_->synchronizeAll(), Status::Success);
+    EXPECT_EQ(manager_->advise(output, Access::Both), Status::Success);
     ASSERT_EQ(transform(output, output, data.size(), 2), Status::Success); // names only output
-    manager_->synchronizeAll();
+    EXPECT_EQ(manager_->synchronizeAll(), Status::Success);
     const auto before = manager_->statistics();
     EXPECT_GT(manager_->evictForOtherProcess(std::size_t{1} << 30, std::chrono::milliseconds(100), 0), 0U);
     const auto stats = manager_->statistics();
@@ -213,8 +213,8 @@ TEST_F(ManagerTest, ParameterScanFindsInteriorAndStructPointers) {
   auto data = pattern(300 * KiB);
   DevicePtr source = allocate(data.size());
   DevicePtr target = allocate(data.size());
-  manager_->copyHostToDevice(source, data.data(), data.size(), 0, true);
-  manager_->memset(target, 0x11, 1, data.size(), 0, true);
+  EXPECT_EQ(manager_->copyHostToDevice(source, data.data(), data.size(), 0, true), Status::Success);
+  EXPECT_EQ(manager_->memset(target, 0x11, 1, data.size(), 0, true), Status::Success);
   XorArguments arguments{reinterpret_cast<std::uint8_t*>(source + 1000), reinterpret_cast<std::uint8_t*>(target + 1000),
                          data.size() - 1000};
   void* params[] = {&arguments};
@@ -234,11 +234,11 @@ TEST_F(ManagerTest, PageGranularEvictionEvictsOnlyWhatIsNeeded) {
   start(config);
   DevicePtr big = allocate(768 * KiB);
   DevicePtr small = allocate(384 * KiB);
-  manager_->memset(big, 1, 1, 768 * KiB, 0, true);
+  EXPECT_EQ(manager_->memset(big, 1, 1, 768 * KiB, 0, true), Status::Success);
   ASSERT_EQ(transform(big, big, 768 * KiB, 1), Status::Success);
-  manager_->synchronizeAll();
+  EXPECT_EQ(manager_->synchronizeAll(), Status::Success);
   ASSERT_EQ(transform(small, small, 384 * KiB, 1), Status::Success);
-  manager_->synchronizeAll();
+  EXPECT_EQ(manager_->synchronizeAll(), Status::Success);
   // 1 MiB device: 128 KiB of big's pages must go, not all 768 KiB.
   auto stats = manager_->statistics();
   EXPECT_EQ(stats.pagesEvicted, 2U);
@@ -255,7 +255,7 @@ TEST_F(ManagerTest, TryUsageIsTheStatisticsAndTheSwapBufferUse) {
     ASSERT_EQ(manager_->copyHostToDevice(regions.back(), data.data(), data.size(), 0, true), Status::Success);
     ASSERT_EQ(transform(regions.back(), regions.back(), 384 * KiB, 3), Status::Success);
   }
-  manager_->synchronizeAll();
+  EXPECT_EQ(manager_->synchronizeAll(), Status::Success);
   const auto usage = manager_->tryUsage();
   ASSERT_TRUE(usage.has_value()) << "nobody holds the manager's lock";
   EXPECT_EQ(usage->statistics.toJson(), manager_->statistics().toJson());
@@ -280,7 +280,7 @@ TEST_F(ManagerTest, TryUsageNeverWaitsForTheManagersLock) {
   device::KernelLaunch launch;
   launch.function = blocking;
   ASSERT_EQ(manager_->launch(launch), Status::Success);
-  std::thread waiter([&] { manager_->synchronizeAll(); });
+  std::thread waiter([&] { EXPECT_EQ(manager_->synchronizeAll(), Status::Success); });
   bool busySeen = false;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (!busySeen && std::chrono::steady_clock::now() < deadline) {
@@ -302,7 +302,7 @@ TEST_F(ManagerTest, MemoryInfoReportsTheManagedBudget) {
   EXPECT_EQ(freeBytes, 1024 * KiB);
   DevicePtr region = allocate(256 * KiB);
   ASSERT_EQ(transform(region, region, 256 * KiB, 0), Status::Success);
-  manager_->synchronizeAll();
+  EXPECT_EQ(manager_->synchronizeAll(), Status::Success);
   manager_->memoryInfo(&freeBytes, &totalBytes);
   EXPECT_EQ(freeBytes, 768 * KiB);
 }
@@ -311,7 +311,7 @@ TEST_F(ManagerTest, StreamsKeepTheirOrder) {
   StreamHandle stream = backend_->createStream();
   auto data = pattern(512 * KiB);
   DevicePtr region = allocate(data.size());
-  manager_->copyHostToDevice(region, data.data(), data.size(), stream, false);
+  EXPECT_EQ(manager_->copyHostToDevice(region, data.data(), data.size(), stream, false), Status::Success);
   auto expected = data;
   for (int i = 0; i < 20; ++i) {
     ASSERT_EQ(transform(region, region, data.size(), static_cast<std::uint8_t>(i), stream), Status::Success);

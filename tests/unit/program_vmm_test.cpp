@@ -53,7 +53,7 @@ TEST_F(ProgramVmm, AdoptedRegionsArePagedAndKeepTheirBytesAgainstAReference) {
     ASSERT_EQ(transform(regions[in], regions[out], kPiece, transformSeed), Status::Success) << "step " << step;
     transformReference(reference[in].data(), reference[out].data(), kPiece, transformSeed);
   }
-  manager_->synchronizeAll();
+  EXPECT_EQ(manager_->synchronizeAll(), Status::Success);
   EXPECT_GT(manager_->statistics().evictions, 0u) << "1.5 times the device: something was evicted";
   for (std::size_t i = 0; i < regions.size(); ++i)
     EXPECT_EQ(read(regions[i], kPiece), reference[i]) << "region " << i;

@@ -61,8 +61,8 @@ TEST(SimBackend, FreshMappingsHoldGarbageNotZeros) {
   ASSERT_EQ(backend.synchronize(0), Status::Success);
   EXPECT_NE(host[0], 0);
   EXPECT_EQ(backend.copyToHost(host.data(), base + (1 << 20) - 8, 16, 0, false), Status::InvalidValue);
-  backend.unmap(base, 1 << 20);
-  backend.release(base, 1 << 20);
+  EXPECT_EQ(backend.unmap(base, 1 << 20), Status::Success);
+  EXPECT_EQ(backend.release(base, 1 << 20), Status::Success);
 }
 
 TEST(SimBackend, StreamsRunInOrderAndOrderAcrossStreams) {
@@ -125,7 +125,7 @@ TEST(SimBackend, KernelParametersAreCopiedAtLaunch) {
   ASSERT_EQ(backend.launch(wait), Status::Success);
   ASSERT_EQ(backend.launch(launch), Status::Success);
   value = 99; // the launch must not see this
-  backend.synchronize(0);
+  EXPECT_EQ(backend.synchronize(0), Status::Success);
   EXPECT_EQ(seenValue.load(), 7U);
 }
 
@@ -137,15 +137,15 @@ TEST(SimBackend, ChargesTransfersAtTheConfiguredBandwidth) {
   ASSERT_EQ(backend.reserve(1 << 20, &base), Status::Success);
   ASSERT_EQ(backend.map(base, 1 << 20), Status::Success);
   std::vector<std::uint8_t> host(1 << 20, 1);
-  backend.copyToDevice(base, host.data(), host.size(), 0, true);
-  backend.copyToHost(host.data(), base, host.size(), 0, true);
-  backend.synchronize(0);
+  EXPECT_EQ(backend.copyToDevice(base, host.data(), host.size(), 0, true), Status::Success);
+  EXPECT_EQ(backend.copyToHost(host.data(), base, host.size(), 0, true), Status::Success);
+  EXPECT_EQ(backend.synchronize(0), Status::Success);
   auto totals = backend.transferTotals();
   EXPECT_EQ(totals.bytesToDevice, 1U << 20);
   EXPECT_EQ(totals.bytesToHost, 1U << 20);
   EXPECT_NEAR(totals.secondsToDevice, (1 << 20) / 1e9, 1e-9);
-  backend.unmap(base, 1 << 20);
-  backend.release(base, 1 << 20);
+  EXPECT_EQ(backend.unmap(base, 1 << 20), Status::Success);
+  EXPECT_EQ(backend.release(base, 1 << 20), Status::Success);
 }
 
 } // namespace

@@ -13,7 +13,7 @@ DeviceMappings::~DeviceMappings() {
   // Give the address space back; the process may still run after mqx goes.
   std::vector<std::pair<DevicePtr, std::size_t>> ranges(reservations_.begin(), reservations_.end());
   for (const auto& [base, bytes] : ranges)
-    release(base, bytes);
+    (void)release(base, bytes); // release says a failure; the process goes on without the range
 }
 
 CUmemAllocationProp DeviceMappings::allocationProperties() const {
@@ -49,7 +49,7 @@ Status DeviceMappings::release(DevicePtr base, std::size_t bytes) {
   if (it == reservations_.end() || it->second != bytes) return Status::InvalidValue;
   // Anything still mapped inside goes first: cuMemAddressFree refuses otherwise.
   auto first = mappings_.lower_bound(base);
-  if (first != mappings_.end() && first->first < base + bytes) unmapLocked(base, bytes);
+  if (first != mappings_.end() && first->first < base + bytes) MQX_TRY(unmapLocked(base, bytes));
   CUresult result = api_.cuMemAddressFree(base, bytes);
   if (result != CUDA_SUCCESS) {
     log(LogLevel::Warn, "{}", api_.describe("cuMemAddressFree", result));

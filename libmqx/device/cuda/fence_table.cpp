@@ -121,7 +121,11 @@ void FenceTable::retire(StreamHandle handle) {
   auto it = byStream_.find(stream);
   if (it == byStream_.end()) return;
   Slot& entry = slots_[it->second];
-  if (entry.written < entry.next) write(it->second); // the stream runs its work to the end
+  // The stream runs its work to the end; a fence not written is waited for
+  // by nobody once the stream is gone.
+  if (entry.written < entry.next)
+    if (Status written = write(it->second); !ok(written))
+      log(LogLevel::Warn, "fence of a destroyed stream not written: {}", toString(written));
   entry.retired = true;
 }
 

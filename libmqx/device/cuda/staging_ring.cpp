@@ -92,7 +92,7 @@ Status StagingRing::toHost(void* destination, CUdeviceptr source, std::size_t by
     if (result != CUDA_SUCCESS) {
       log(LogLevel::Warn, "staging: {}", api_.describe("cuMemcpyDtoHAsync", result));
       while (!inFlight.empty())
-        retire(); // leave no buffer half-owned
+        (void)retire(); // leave no buffer half-owned; the copy's failure is the one reported
       return toStatus(result);
     }
     buffer.pending = true;
