@@ -152,10 +152,22 @@ private:
   }
 
   std::string allocate() {
-    const std::size_t bytes = pick(4) == 0 ? between(1, 4096) : between(1, 512 * 1024);
+    std::size_t bytes = pick(4) == 0 ? between(1, 4096) : between(1, 512 * 1024);
     DevicePtr address = 0;
-    Status status = manager_->allocate(bytes, &address);
-    if (!ok(status)) return "allocate " + std::to_string(bytes) + ": " + std::string(toString(status));
+    if (pick(4) == 0) {
+      // The program's own VMM (vmm_hooks.cpp): a range it reserved, where
+      // an allocation of whole granules becomes a region at its address.
+      const std::size_t granularity = backend_.granularity();
+      bytes = (bytes + granularity - 1) / granularity * granularity;
+      if (Status status = backend_.reserve(bytes, &address); !ok(status))
+        return "reserve " + std::to_string(bytes) + ": " + std::string(toString(status));
+      if (Status status = manager_->adopt(address, bytes); !ok(status))
+        return "adopt " + std::to_string(bytes) + ": " + std::string(toString(status));
+      programReserved_[address] = bytes;
+      trace("adopt", address, bytes, 0);
+    } else if (Status status = manager_->allocate(bytes, &address); !ok(status)) {
+      return "allocate " + std::to_string(bytes) + ": " + std::string(toString(status));
+    }
     model_[address].assign(bytes, 0); // fresh managed memory reads as zeros
     allocationOrder_.push_back(address);
     trace("alloc", address, bytes, 0);
@@ -173,6 +185,12 @@ private:
     readers_.erase(address);
     Status status = manager_->free(address);
     if (!ok(status)) return "free: " + std::string(toString(status));
+    if (const auto reserved = programReserved_.find(address); reserved != programReserved_.end()) {
+      // The range stays the program's until it releases it.
+      if (Status released = backend_.release(address, reserved->second); !ok(released))
+        return "release of the program's range: " + std::string(toString(released));
+      programReserved_.erase(reserved);
+    }
     model_.erase(address);
     std::erase(allocationOrder_, address);
     return {};
@@ -400,7 +418,8 @@ private:
   std::vector<StreamHandle> streams_;
   StreamHandle current_ = 0;
   std::map<DevicePtr, std::vector<std::uint8_t>> model_;
-  std::vector<DevicePtr> allocationOrder_; // model_'s regions as they were allocated
+  std::vector<DevicePtr> allocationOrder_;           // model_'s regions as they were allocated
+  std::map<DevicePtr, std::size_t> programReserved_; // adopted regions' ranges, the program's to release
   std::vector<HostBuffer> buffers_;
 };
 
