@@ -25,36 +25,64 @@ step_done() {
 }
 
 # build_progress LOG: shows the build output read on stdin (ninja's) and
-# keeps all of it in LOG. Ninja's status lines ("[n/m] Building ...") overwrite
-# one line on a terminal; elsewhere (CI, a pipe) one is printed at each further
-# tenth of the build, after 30 s without one, and at the end. Other lines
-# (errors, warnings, "ninja: no work to do.") are printed as they come.
+# keeps all of it in LOG. Ninja's status lines ("[n/m] Building ...", with the
+# build's time so far) overwrite one line on a terminal; elsewhere (CI, a
+# pipe) one is printed at each further tenth of the build, at the end, and
+# when 30 s passed since the last one (if none came, a line says that the
+# build goes on). Other lines (errors, warnings, "ninja: no work to do.") are
+# printed as they come.
 build_progress() {
-  local log=$1 line tty=0 columns=80 tenth=-1 total=0 printed=$SECONDS fd
+  local log=$1 line="" part tty=0 columns=80 wait=5 fd
+  local tenth=-1 total=0 finished=0 last="" started=$SECONDS printed=$SECONDS
   if [ -t 1 ]; then
-    tty=1
+    tty=1 wait=1
     columns=$(tput cols 2>/dev/null || echo 80)
   fi
+  # progress_show TEXT: the status line, in place or on a line of its own.
+  progress_show() {
+    if [ $tty = 1 ]; then
+      printf '\r\033[K    %s' "${1:0:columns-5}"
+    else
+      echo "    $1"
+    fi
+    printed=$SECONDS
+  }
   exec {fd}>"$log"
-  while IFS= read -r line; do
+  while true; do
+    if IFS= read -r -t "$wait" part; then
+      line+=$part
+    elif [ $? -gt 128 ]; then
+      # Nothing came for a while (a long compile): keep what came of a line.
+      line+=$part
+      if [ -n "$last" ] && { [ $tty = 1 ] || ((SECONDS - printed >= 30)); }; then
+        if [ $tty = 1 ]; then
+          progress_show "$last ($((SECONDS - started)) s)"
+        else
+          progress_show "[$finished/$total] still building ($((SECONDS - started)) s)"
+        fi
+      fi
+      continue
+    else
+      [ -n "$line$part" ] || break
+      line+=$part
+    fi
     printf '%s\n' "$line" >&"$fd"
     if [[ $line =~ ^\[([0-9]+)/([0-9]+)\]\  ]]; then
-      local finished=${BASH_REMATCH[1]}
+      finished=${BASH_REMATCH[1]}
       if [ "${BASH_REMATCH[2]}" != "$total" ]; then
         total=${BASH_REMATCH[2]}
         tenth=-1
       fi
-      if [ $tty = 1 ]; then
-        printf '\r\033[K    %s' "${line:0:columns-5}"
-      elif ((finished * 10 / total > tenth || SECONDS - printed >= 30 || finished == total)); then
+      last=$line
+      if [ $tty = 1 ] || ((finished * 10 / total > tenth || finished == total || SECONDS - printed >= 30)); then
         tenth=$((finished * 10 / total))
-        printed=$SECONDS
-        echo "    $line"
+        progress_show "$line ($((SECONDS - started)) s)"
       fi
     else
       [ $tty = 0 ] || printf '\r\033[K'
       printf '%s\n' "$line"
     fi
+    line=""
   done
   [ $tty = 0 ] || printf '\r\033[K'
   exec {fd}>&-

@@ -73,7 +73,8 @@ progress)
   [ "$(grep -c . "$scratch/log")" = 202 ] || fail "the log holds $(grep -c . "$scratch/log") lines, not 202"
   shown=$(grep -cE '^    \[[0-9]+/200\] ' "$scratch/out" || true)
   [ "$shown" -ge 10 ] && [ "$shown" -le 12 ] || { cat "$scratch/out"; fail "$shown status lines shown, expected one per tenth"; }
-  grep -qxF "    [200/200] Building CXX object file200.o" "$scratch/out" || fail "the last status line is not shown"
+  grep -qE '^    \[200/200\] Building CXX object file200\.o \([0-9]+ s\)$' "$scratch/out" ||
+    fail "the last status line is not shown with the build's time so far"
   grep -qxF "file57.cpp:1:1: warning: something" "$scratch/out" || fail "a compiler's line is not shown"
   grep -qxF "ninja: build stopped." "$scratch/out" || fail "ninja's closing line is not shown"
   ! grep -q $'\r' "$scratch/out" || fail "carriage returns without a terminal"
