@@ -87,7 +87,7 @@ fi
 chmod +x "$scratch/bin/nvidia-smi"
 
 environment=(-u MQX_BUILD_DIR -u FAKE_GPU -u FAKE_FAIL PATH="$scratch/bin:$PATH" MQX_CUDA_SAMPLES="$samples" MQX_JOBS=2
-             MQX_CUDA_SAMPLES_JOBS=3 SAMPLE_RUNS="$scratch/sample-runs")
+             CUDA_SAMPLES_JOBS=3 SAMPLE_RUNS="$scratch/sample-runs")
 case $case in
   no_gpu) ;;
   gpu_pass) environment+=(FAKE_GPU=1) ;;
