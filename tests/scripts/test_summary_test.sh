@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # test_summary_test.sh CASE SCRIPTS_TEST: runs a copy of SCRIPTS_TEST
 # (scripts/test) in a scratch tree whose scripts/build does nothing and whose
-# build/ holds a hand-written ctest file (two tests, two labelled gpu), a fake
-# nvidia-smi first on PATH and a fake cuda-samples folder (run.sh from
-# ../shared/cuda-samples' interface: its summary line), so that the GPU
-# branches are exercised on a machine without a GPU. Cases:
+# build/ holds a hand-written ctest file (two tests, two labelled gpu, and a
+# fixture labelled both ways that one of each needs, as the SSB test data is),
+# a fake nvidia-smi first on PATH and a fake cuda-samples folder (run.sh from
+# ../shared/cuda-samples' interface: SAMPLES, LOGS, a line per sample, its
+# summary line), so that the GPU branches are exercised on a machine without a
+# GPU. Every case checks that the fixture ran once, that ctest's closing line
+# is shown and that the summary gives each part's time. Cases:
 #   no_gpu        nvidia-smi lists none: one ctest run, GPU parts "skipped: no GPU", exit 0
-#   gpu_pass      a GPU: GPU suite and cuda-samples counted in the summary, exit 0
-#   gpu_failures  a GPU test fails and a sample fails under libmqx.so only: exit 1
+#   gpu_pass      a GPU: the rest (run in the background), the GPU suite and the
+#                 cuda-samples (three run.sh at a time, each sample run once) counted, exit 0
+#   gpu_failures  a test of the rest and a GPU test fail, a sample fails under
+#                 libmqx.so only: exit 1
 set -euo pipefail
 case=${1:?case}
 scripts_test=$(realpath "${2:?path to scripts/test}")
@@ -17,22 +22,27 @@ trap 'rm -rf "$scratch"' EXIT
 fail() { echo "FAIL ($case): $*" >&2; exit 1; }
 
 repo=$scratch/repo
-mkdir -p "$repo/scripts" "$repo/build/lib" "$repo/build/tests/gpu" "$scratch/bin"
+mkdir -p "$repo/scripts/lib" "$repo/build/lib" "$repo/build/tests/gpu" "$scratch/bin"
 cp "$scripts_test" "$repo/scripts/test"
+cp "$(dirname "$scripts_test")/lib/steps.sh" "$repo/scripts/lib/steps.sh"
 mkdir -p "$repo/tools"
 cp "$(dirname "$scripts_test")/../tools/select-samples" "$repo/tools/select-samples"
 printf '#!/bin/sh\nexit 0\n' > "$repo/scripts/build"
 printf '#!/bin/sh\nexit 0\n' > "$repo/build/tests/gpu/mqx_gpu_probe"
 chmod +x "$repo/scripts/build" "$repo/build/tests/gpu/mqx_gpu_probe"
 touch "$repo/build/lib/libmqx.so" "$repo/build/CMakeCache.txt"
-# FAKE_FAIL makes gpu.two fail (without a GPU it skips, as the suite does).
+# FAKE_FAIL makes unit.two and gpu.two fail (without a GPU gpu.two skips, as
+# the suite does). The fixture counts its runs in setup-runs (tests run in
+# the build folder).
 cat > "$repo/build/CTestTestfile.cmake" <<'EOF'
+add_test(data.setup "sh" "-c" "echo ran >> ../setup-runs")
+set_tests_properties(data.setup PROPERTIES LABELS "unit;gpu" FIXTURES_SETUP data)
 add_test(unit.one "true")
 set_tests_properties(unit.one PROPERTIES LABELS "unit")
-add_test(unit.two "true")
-set_tests_properties(unit.two PROPERTIES LABELS "unit")
+add_test(unit.two "sh" "-c" "[ -z \"$FAKE_FAIL\" ]")
+set_tests_properties(unit.two PROPERTIES LABELS "unit" FIXTURES_REQUIRED data)
 add_test(gpu.one "sh" "-c" "[ -n \"$FAKE_GPU\" ] || exit 77")
-set_tests_properties(gpu.one PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77)
+set_tests_properties(gpu.one PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77 FIXTURES_REQUIRED data)
 add_test(gpu.two "sh" "-c" "[ -n \"$FAKE_GPU\" ] || exit 77; [ -z \"$FAKE_FAIL\" ]")
 set_tests_properties(gpu.two PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77)
 EOF
@@ -50,15 +60,23 @@ foreach(name s1 s2 s3)
   file(CHMOD ${CMAKE_BINARY_DIR}/${name}/${name} PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE)
 endforeach()
 EOF
-# run.sh's interface: BUILD LIBMQX LIMIT, one line per sample, then its summary.
+# run.sh's interface: BUILD LIBMQX LIMIT, the samples of $SAMPLES (GROUP/NAME),
+# their logs in $LOGS; a header, one line per sample, then its summary. Each
+# run of a sample is counted in $SAMPLE_RUNS. (The libmqx.so here is empty:
+# the loader's complaint goes to the sample's log.)
 cat > "$samples/run.sh" <<'EOF'
 #!/bin/bash
-build=$1 lib=$2 fail=0
-for name in s1 s2 s3; do
-  "$build/$name/$name" || exit 9
-  LD_PRELOAD=$lib "$build/$name/$name" || fail=$((fail + 1))
+build=$1 lib=$2 fail=0 total=0
+mkdir -p "$LOGS"
+echo "sample native mqx"
+for s in $(cd "$SAMPLES" && ls -d */*); do
+  name=$(basename "$s") total=$((total + 1)) r=0
+  echo "$name" >> "$SAMPLE_RUNS"
+  "$build/$name/$name" > "$LOGS/$name.native.log" 2>&1 || exit 9
+  LD_PRELOAD=$lib "$build/$name/$name" > "$LOGS/$name.mqx.log" 2>&1 || { r=$?; fail=$((fail + 1)); }
+  echo "$name 0 $r"
 done
-echo "samples 3, not built 0, failing natively 0, passing natively but failing under mqx: $fail"
+echo "samples $total, not built 0, failing natively 0, passing natively but failing under mqx: $fail"
 EOF
 
 if [ "$case" = no_gpu ]; then
@@ -68,7 +86,8 @@ else
 fi
 chmod +x "$scratch/bin/nvidia-smi"
 
-environment=(-u MQX_BUILD_DIR -u FAKE_GPU -u FAKE_FAIL PATH="$scratch/bin:$PATH" MQX_CUDA_SAMPLES="$samples" MQX_JOBS=2)
+environment=(-u MQX_BUILD_DIR -u FAKE_GPU -u FAKE_FAIL PATH="$scratch/bin:$PATH" MQX_CUDA_SAMPLES="$samples" MQX_JOBS=2
+             CUDA_SAMPLES_JOBS=3 SAMPLE_RUNS="$scratch/sample-runs")
 case $case in
   no_gpu) ;;
   gpu_pass) environment+=(FAKE_GPU=1) ;;
@@ -84,22 +103,44 @@ sed 's/^/  | /' <<<"$summary"
 expect() { # LINE-PREFIX TEXT
   grep -F -- "$1" <<<"$summary" | grep -qF -- "$2" || fail "expected a line '$1 ...$2...'"
 }
+expect_time() { # LINE-PREFIX: the line ends with its time (and how it ran)
+  grep -F -- "$1" <<<"$summary" | grep -qE -- " in [0-9.]+ s( \(.*\))?$" || fail "expected a time at the end of '$1'"
+}
+
+runs=$(grep -c . "$repo/setup-runs" || true)
+[ "$runs" = 1 ] || fail "the fixture ran $runs times, not once"
+grep -qE '^build: +everything in [0-9.]+ s$' <<<"$summary" || fail "expected a line 'build: everything in N s'"
+grep -qE '^total: +[0-9.]+ s$' <<<"$summary" || fail "expected a line 'total: N s'"
+expect_time "ctest:"
+# ctest's closing line, from the one run or the background one.
+grep -qE '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+$' "$scratch/out" || fail "ctest's closing line is not shown"
+if [ "$case" != no_gpu ]; then
+  expect_time "GPU suite:"
+  expect_time "cuda-samples:"
+  # Each sample run once, by a run.sh of its own; the table in their order.
+  [ "$(sort "$scratch/sample-runs" | paste -sd ' ')" = "s1 s2 s3" ] ||
+    fail "expected each sample run once, got: $(paste -sd ' ' "$scratch/sample-runs")"
+  [ "$(grep -E '^s[0-9] ' "$repo/build/test-logs/cuda-samples.log" | cut -d' ' -f1 | paste -sd ' ')" = "s1 s2 s3" ] ||
+    fail "cuda-samples.log does not list s1 s2 s3 in order"
+  [ -f "$repo/build/test-logs/cuda-samples/s2.native.log" ] || fail "no sample log in test-logs/cuda-samples"
+fi
 
 case $case in
   no_gpu)
     [ "$rc" = 0 ] || fail "expected exit 0, got $rc"
-    expect "ctest:" "2 passed, 0 failed, 2 skipped (of 4)"
+    expect "ctest:" "3 passed, 0 failed, 2 skipped (of 5)"
     expect "GPU suite:" "skipped: no GPU"
     expect "cuda-samples:" "skipped: no GPU"
     ;;
   gpu_pass)
     [ "$rc" = 0 ] || fail "expected exit 0, got $rc"
-    expect "ctest:" "2 passed, 0 failed, 0 skipped (of 2)"
+    expect "ctest:" "all but the GPU suite: 3 passed, 0 failed, 0 skipped (of 3)"
     expect "GPU suite:" "2 passed, 0 failed, 0 skipped (of 2)"
     expect "cuda-samples:" "3 of 3 pass natively and under libmqx.so"
     ;;
   gpu_failures)
     [ "$rc" = 1 ] || fail "expected exit 1, got $rc"
+    expect "ctest:" "2 passed, 1 failed, 0 skipped (of 3), FAILED (ctest exit 8)"
     expect "GPU suite:" "1 passed, 1 failed, 0 skipped (of 2), FAILED"
     expect "cuda-samples:" "1 fail only under libmqx.so"
     expect "cuda-samples:" "FAILED"
