@@ -450,7 +450,10 @@ def run_round(cluster, label, count, timeout_s):
 
 def node_death(cluster, victim, survivor, timeout_s):
     """13 queries; victim dies while it runs some of them. Returns the facts for the report."""
-    ids = [cluster.submit(query, "node death") for query in QUERIES]
+    # Slower copies (about 5 s a query) for this round: the node dies while
+    # its queries are surely mid-run, not between two of them.
+    slow = ["--export=ALL,MQX_SIM_COPY_BANDWIDTH_GBPS=0.002"]
+    ids = [cluster.submit(query, "node death", slow) for query in QUERIES]
 
     def running_on_victim():
         jobs = cluster.jobs(ids)
@@ -462,9 +465,11 @@ def node_death(cluster, victim, survivor, timeout_s):
     wait_for(f"a query of {victim} to start its device work",
              lambda: any("# attempt 0" in (cluster.out / f"{j}.out").read_text(errors="replace")
                          for j in on_victim if (cluster.out / f"{j}.out").exists()), 30)
-    time.sleep(1.0)
+    time.sleep(0.5)
     jobs = cluster.jobs(ids)
     on_victim = [j for j in ids if jobs[j]["JobState"] == "RUNNING" and jobs[j]["NodeList"] == victim]
+    if not on_victim:
+        raise Failure(f"no job ran on {victim} any more when it was to be killed")
     log(f"killing node {victim} (slurmd, mqxd, {len(on_victim)} running jobs)")
     killed_at = time.monotonic()
     cluster.kill_node(victim)
