@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """A Slurm cluster on this machine running the SSB queries under mqx (issue 35).
 
-Starts munged, slurmctld and one slurmd per node (aliases on 127.0.0.x with
-ports of their own: several slurmd on one host without Slurm's
---enable-multiple-slurmd build), configured with deploy/slurm (the mqxmem
+Starts munged, slurmctld and one slurmd per node on this host (Slurm's
+multiple-slurmd build, which Debian's 22.05 is: `slurmd -N NODE`, a port per
+node, "%n" in the spool, pid and log paths), configured with deploy/slurm (the mqxmem
 GRES, the Prolog that starts each node's mqxd, the TaskProlog); each node's
 mqxd runs on the simulated device with an instance of its own. Then:
 
@@ -147,6 +147,7 @@ class Cluster:
         self.instance_prefix = f"slurmtest{os.getpid()}"
         self.daemons = {}  # name -> Popen
         self.submitted = {}  # job id -> (query, round label)
+        self.jobs_seen = {}  # job id -> scontrol's last view of it
         self.conf = work / "slurm.conf"
         self.run_dir = work / "run"
         self.out = work / "out"
@@ -198,6 +199,10 @@ class Cluster:
             wait_for("slurmctld to answer", lambda: self.quiet([self.programs["scontrol"], "ping"], "UP"), 20)
         except Failure:
             raise Skip(f"slurmctld did not start: {self.tail(self.work / 'slurmctld.log')} {self.tail(self.work / 'slurmctld.out')}")
+        config = self.quiet([self.programs["scontrol"], "show", "config"]) or ""
+        if not re.search(r"^MULTIPLE_SLURMD\s*=\s*Yes", config, re.MULTILINE):
+            raise Skip("this Slurm is built without --enable-multiple-slurmd (scontrol show config has no "
+                       "MULTIPLE_SLURMD = Yes): its nodes cannot share this host")
         for node in self.nodes:
             self.start_slurmd(node)
         try:
@@ -234,11 +239,10 @@ class Cluster:
             path.chmod(0o755)
         host = socket.gethostname().split(".")[0]
         nodes = []
-        for index, node in enumerate(self.nodes):
-            # Each slurmd listens on a port of its own and is reached at an
-            # address of its own: Debian's Slurm is built without
-            # --enable-multiple-slurmd, which would let nodes share a host.
-            nodes.append(f"NodeName={node} NodeHostname={node} NodeAddr=127.0.0.{11 + index} Port={free_port()} "
+        for node in self.nodes:
+            # Several slurmd on one host (MULTIPLE_SLURMD): each node is this
+            # host on a port of its own.
+            nodes.append(f"NodeName={node} NodeHostname={host} NodeAddr=127.0.0.1 Port={free_port()} "
                          f"CPUs=8 RealMemory=4000 Gres=mqxmem:{self.mqxmem_mib}")
         mqx_part = (DEPLOY / "slurm-mqx.conf.in").read_text()
         mqx_part = (mqx_part.replace("@MQX_SLURM_DIR@", str(hooks)).replace("@MQX_NODES@", "\n".join(nodes))
@@ -336,6 +340,7 @@ MinJobAge=3600
     def check_results(self, ids):
         """Each job COMPLETED with exit 0, and its last attempt's result passed the check."""
         jobs = self.jobs(ids)
+        self.jobs_seen.update(jobs)
         for job in ids:
             fields = jobs[job]
             query, label = self.submitted[job]
@@ -569,8 +574,10 @@ def main():
     cluster = Cluster(work, build, data, ["n1", "n2"], mqxmem_mib=64, job_mib=16, mqx_config=config, realtime=False)
     facts = {"commit": subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=7", "HEAD"], capture_output=True,
                                       text=True).stdout.strip(),
-             "nodes": cluster.nodes, "multi_slurmd": "NodeHostname aliases on 127.0.0.x, a port per slurmd",
-             "sf": args.sf}
+             "nodes": cluster.nodes, "multi_slurmd": "one host: MULTIPLE_SLURMD build, slurmd -N per node, a port each",
+             "sf": args.sf, "sim_copy_bandwidth_gbps": float(args.copy_gbps), "sim_realtime": True,
+             "node_mqxmem_mib": cluster.mqxmem_mib, "job_mqxmem_mib": cluster.job_mib,
+             "host": f"{os.cpu_count()} cores shared with other work"}
     status = 0
     started = time.monotonic()
     try:
@@ -622,6 +629,9 @@ def main():
                             ignore=lambda d, names: [n for n in names if not (Path(d) / n).is_file() and not (Path(d) / n).is_dir()])
         shutil.rmtree(work, ignore_errors=True)
     facts["test_seconds"] = round(time.monotonic() - started, 1)
+    jobs = cluster.jobs_seen
+    facts["totals"] = {"jobs": len(jobs), "failed": sum(1 for state in jobs.values() if state["JobState"] != "COMPLETED"),
+                       "requeues": sum(int(state.get("Restarts", "0")) for state in jobs.values())}
     if status == 0:
         log(f"passed in {facts['test_seconds']} s")
         if args.results:
