@@ -148,6 +148,7 @@ class Cluster:
         self.daemons = {}  # name -> Popen
         self.submitted = {}  # job id -> (query, round label)
         self.jobs_seen = {}  # job id -> scontrol's last view of it
+        self.most_running = {}  # node -> the most jobs seen running there at once
         self.conf = work / "slurm.conf"
         self.run_dir = work / "run"
         self.out = work / "out"
@@ -332,6 +333,9 @@ MinJobAge=3600
     def wait_done(self, ids, timeout_s):
         def done():
             jobs = self.jobs(ids)
+            for node in self.nodes:
+                running = sum(1 for j in ids if jobs.get(j, {}).get("JobState") == "RUNNING" and jobs[j]["NodeList"] == node)
+                self.most_running[node] = max(self.most_running.get(node, 0), running)
             pending = [j for j in ids if jobs.get(j, {}).get("JobState") not in ("COMPLETED", "FAILED", "CANCELLED",
                                                                                  "TIMEOUT", "OUT_OF_MEMORY", "BOOT_FAIL")]
             return not pending
@@ -588,9 +592,25 @@ def main():
                             "--out", str(data), "--quiet"], check=True, timeout=300)
         cluster.start()
         log(f"cluster up in {time.monotonic() - started:.1f} s: slurmctld, {len(cluster.nodes)} slurmd, munged ({work})")
+        gres = cluster.slurm([cluster.programs["sinfo"], "-h", "-N", "-o", "%N %G"], "sinfo")
+        if sorted(set(gres.split("\n")) - {""}) != [f"{node} mqxmem:{cluster.mqxmem_mib}" for node in cluster.nodes]:
+            raise Failure(f"Slurm does not see each node's mqxmem:{cluster.mqxmem_mib}: sinfo says {gres.strip()!r}")
         ids, seconds, per_node = run_round(cluster, "correctness", args.rounds, 300)
         if len(per_node) < 2:
             raise Failure(f"all {len(ids)} jobs ran on {list(per_node)}: Slurm did not spread them over the nodes")
+        # Slurm places by mqx's capacity: no node ran more queries at once than
+        # its mqxmem holds of their requests.
+        limit = cluster.mqxmem_mib // cluster.job_mib
+        if any(count > limit for count in cluster.most_running.values()):
+            raise Failure(f"a node ran more than {limit} jobs of mqxmem:{cluster.job_mib} at once: {cluster.most_running}")
+        log(f"at most {cluster.most_running} jobs ran at once on each node (mqxmem allows {limit})")
+        # A job step through mqx-srun, its result checked as the batch jobs' are.
+        step = subprocess.run(["mqx-srun", "--mqxmem", str(cluster.job_mib), "--", str(build / "bench/ssb/gpu/ssb-q2.1"),
+                               "--data", str(data), "--check", "--device", "sim"], env=cluster.env, capture_output=True,
+                              text=True, timeout=120)
+        if step.returncode != 0 or step.stdout.count("# check passed") != 1:
+            raise Failure(f"mqx-srun of q2.1 exited {step.returncode}: {(step.stdout + step.stderr).strip().splitlines()[-1:]}")
+        log("mqx-srun: q2.1 as a job step, correct")
         facts["correctness"] = {"jobs": len(ids), "failed": 0, "seconds": round(seconds, 1), "by_node": per_node}
         facts["node_death"] = node_death(cluster, "n2", "n1", 300)
         # The node comes back: its slurmd registers again, its Prolog starts a
