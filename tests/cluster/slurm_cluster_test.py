@@ -122,6 +122,24 @@ def kill_all(pids, sig):
             pass
 
 
+def descendants(pids):
+    """Every process below pids in the process tree."""
+    children = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int(Path(f"/proc/{entry.name}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(parent, []).append(int(entry.name))
+    found, todo = [], list(pids)
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
 def alive(pid):
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -372,18 +390,30 @@ MinJobAge=3600
                 pids.append(int(pid))
         return pids
 
-    def kill_node(self, node):
-        """SIGKILL to everything of node at once, as a power loss would."""
-        slurmd = self.daemons.pop(f"slurmd-{node}")
-        slurmd.kill()
-        slurmd.wait()
-        kill_all(self.mqxd_pids(node), signal.SIGKILL)
-        # A step daemon may start a task while we look: look until none is left.
-        wait_for(f"the processes of {node} to die", lambda: not self.kill_and_list(self.node_processes(node)), 10, 0.1)
+    def freeze_node(self, node):
+        """Stops everything of node; returns the pids, for kill_frozen.
 
-    def kill_and_list(self, pids):
-        kill_all(pids, signal.SIGKILL)
-        return [pid for pid in pids if alive(pid)]
+        Killing one process after another would let the survivors act on
+        the first deaths (a job step reporting that its query found no mqxd,
+        a Prolog starting a new mqxd), which no dead node does: so all of
+        them are stopped first (SIGSTOP, until a scan finds no new one:
+        the node's slurmd and mqxd, its job processes and step daemons, and
+        the children of any of them), then killed."""
+        slurmd = self.daemons[f"slurmd-{node}"]
+        frozen = set()
+        while True:
+            found = ({slurmd.pid} | set(self.mqxd_pids(node)) | set(self.node_processes(node))) - frozen
+            found |= set(descendants(frozen | found)) - frozen
+            if not found:
+                break
+            kill_all(found, signal.SIGSTOP)
+            frozen |= found
+        return frozen
+
+    def kill_frozen(self, node, frozen):
+        kill_all(frozen, signal.SIGKILL)
+        self.daemons.pop(f"slurmd-{node}").wait()
+        wait_for(f"the processes of {node} to die", lambda: not [pid for pid in frozen if alive(pid)], 10, 0.1)
 
     # --- stopping ---------------------------------------------------------------
 
@@ -475,13 +505,17 @@ def node_death(cluster, victim, survivor, timeout_s):
              lambda: any("# attempt 0" in (cluster.out / f"{j}.out").read_text(errors="replace")
                          for j in on_victim if (cluster.out / f"{j}.out").exists()), 30)
     time.sleep(0.5)
+    frozen = cluster.freeze_node(victim)
+    # What slurmctld saw running there once nothing of the node can report
+    # any more (and a report already sent has arrived) is what died.
+    time.sleep(0.5)
     jobs = cluster.jobs(ids)
     on_victim = [j for j in ids if jobs[j]["JobState"] == "RUNNING" and jobs[j]["NodeList"] == victim]
-    if not on_victim:
-        raise Failure(f"no job ran on {victim} any more when it was to be killed")
-    log(f"killing node {victim} (slurmd, mqxd, {len(on_victim)} running jobs)")
+    log(f"killing node {victim} (slurmd, mqxd, {len(on_victim)} running jobs, {len(frozen)} processes in all)")
     killed_at = time.monotonic()
-    cluster.kill_node(victim)
+    cluster.kill_frozen(victim, frozen)
+    if not on_victim:
+        raise Failure(f"no job ran on {victim} any more when it was killed")
     wait_for(f"Slurm to mark {victim} down and requeue its jobs",
              lambda: cluster.node_state(victim).startswith("DOWN"), 60, 0.5)
     detected_s = time.monotonic() - killed_at
