@@ -151,14 +151,13 @@ def alive(pid):
 class Cluster:
     """slurmctld, munged and a slurmd per node, all children of this test."""
 
-    def __init__(self, work, build, data, nodes, mqxmem_mib, job_mib, mqx_config, realtime):
+    def __init__(self, work, build, data, nodes, mqxmem_mib, job_mib, mqx_config):
         self.work = work
         self.build = build
         self.data = data
         self.nodes = nodes
         self.mqxmem_mib = mqxmem_mib
         self.job_mib = job_mib
-        self.realtime = realtime
         # Every process of this cluster (daemons, steps, tasks) carries the tag
         # in its environment: that is how they are found to be killed.
         self.tag = f"{os.getpid()}-{int(time.time())}"
@@ -609,7 +608,7 @@ def main():
     config = (f'[backend]\nkind = "sim"\n[sim]\ncapacity = "64MiB"\nrealtime = true\n'
               f'copy_bandwidth_gbps = {args.copy_gbps}\n'
               '[daemon]\nliveness_interval_ms = 100\nadmission_timeout_s = 300\n')
-    cluster = Cluster(work, build, data, ["n1", "n2"], mqxmem_mib=64, job_mib=16, mqx_config=config, realtime=False)
+    cluster = Cluster(work, build, data, ["n1", "n2"], mqxmem_mib=64, job_mib=16, mqx_config=config)
     facts = {"commit": subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=7", "HEAD"], capture_output=True,
                                       text=True).stdout.strip(),
              "nodes": cluster.nodes, "multi_slurmd": "one host: MULTIPLE_SLURMD build, slurmd -N per node, a port each",
