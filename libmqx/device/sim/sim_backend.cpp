@@ -27,6 +27,8 @@ void* toPointer(DevicePtr address) { return reinterpret_cast<void*>(static_cast<
 SimBackend::SimBackend(const SimBackendOptions& options)
     : capacity_(options.capacity), granularity_(options.granularity), copyBandwidth_(options.copyBandwidthGBps),
       deviceBandwidth_(options.deviceBandwidthGBps), realtime_(options.realtime),
+      mapCost_(options.realtime ? options.mapCostMicroseconds : 0.0),
+      link_(options.realtime && !options.linkName.empty() ? SimLink::open(options.linkName) : nullptr),
       fenceWords_(new std::atomic<std::uint64_t>[kMaxFenceSlots]) {
   for (std::uint32_t i = 0; i < kMaxFenceSlots; ++i)
     fenceWords_[i].store(0);
@@ -153,6 +155,7 @@ bool SimBackend::mappableLocked(DevicePtr address, std::size_t bytes) const {
 
 Status SimBackend::map(DevicePtr address, std::size_t bytes) {
   if (bytes == 0 || address % granularity_ != 0 || bytes % granularity_ != 0) return Status::InvalidValue;
+  if (mapCost_.count() > 0) std::this_thread::sleep_for(mapCost_);
   std::lock_guard lock(mutex_);
   if (!mappableLocked(address, bytes)) return Status::InvalidValue;
   if (mapped_ + bytes > capacity_) return Status::OutOfMemory;
@@ -166,6 +169,7 @@ Status SimBackend::map(DevicePtr address, std::size_t bytes) {
 }
 
 Status SimBackend::unmap(DevicePtr address, std::size_t bytes) {
+  if (mapCost_.count() > 0) std::this_thread::sleep_for(mapCost_);
   std::lock_guard lock(mutex_);
   auto it = mappings_.find(address);
   if (it == mappings_.end() || it->second.bytes != bytes) return Status::InvalidValue;
@@ -304,7 +308,12 @@ void SimBackend::charge(std::uint64_t bytes, double gigabytesPerSecond, std::uin
     totals_.*counter += bytes;
     totals_.*seconds += time;
   }
-  if (realtime_) std::this_thread::sleep_for(std::chrono::duration<double>(time));
+  if (!realtime_) return;
+  if (link_ && (counter == &SimTransferTotals::bytesToDevice || counter == &SimTransferTotals::bytesToHost))
+    link_->transfer(
+        counter == &SimTransferTotals::bytesToDevice ? SimLink::Direction::ToDevice : SimLink::Direction::ToHost, time);
+  else
+    std::this_thread::sleep_for(std::chrono::duration<double>(time));
 }
 
 Status SimBackend::copyToDevice(DevicePtr destination, const void* source, std::size_t bytes, StreamHandle stream,
