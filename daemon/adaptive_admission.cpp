@@ -61,9 +61,11 @@ AdaptiveDecision AdaptiveAdmission::decide(double now, double window, const Devi
     costPerEviction_ = costPerEviction_ == 0 ? cost : 0.5 * costPerEviction_ + 0.5 * cost;
   }
   d.costPerEviction = costPerEviction_;
-  // The share of the running queries' time spent evicting: the measured
-  // eviction rate times what one eviction costs, per running query.
-  d.evictionShare = evictionSeconds / (window * std::max(1.0, d.meanRunning));
+  // The share of the device's time spent evicting: the measured eviction
+  // rate times what one eviction costs. Evictions of different processes are
+  // added up, not divided among them: a GPU's mapping calls serialise with
+  // the copies of every process (docs/daemon.md, "Adaptive admission").
+  d.evictionShare = evictionSeconds / window;
   d.binding = waitingSeconds_ >= 0.5 * window && atLimitSeconds_ >= 0.5 * window;
 
   auto finish = [&](unsigned limit, std::string why) {
@@ -76,6 +78,9 @@ AdaptiveDecision AdaptiveAdmission::decide(double now, double window, const Devi
     // Multiplicative decrease: the resident sets of the running queries no
     // longer fit; fewer queries at once evict less (Denning's load control).
     const auto lower = static_cast<unsigned>(std::floor(limit_ * options_.decrease));
+    // The limit that thrashed is not tried again until it is forgotten.
+    congestedLimit_ = limit_;
+    congestedAt_ = now;
     return finish(std::min(limit_ > 1 ? limit_ - 1 : 1u, std::max(1u, lower)),
                   fmt::format("eviction share {:.3f} > {:.3f} ({:.1f} evictions/s of {:.2f} ms each)", d.evictionShare,
                               options_.evictionShare, d.evictionsPerSecond, costPerEviction_ * 1e3));
@@ -99,6 +104,8 @@ AdaptiveDecision AdaptiveAdmission::decide(double now, double window, const Devi
   if (here && below && x < xBelow * (1 + options_.gain))
     return finish(limit_ - 1,
                   fmt::format("{:.0f} launches/s at {}, no gain over {:.0f} at {}", x, limit_, xBelow, limit_ - 1));
+  if (congestedAt_ >= 0 && now - congestedAt_ <= options_.memorySeconds && limit_ + 1 >= congestedLimit_)
+    return finish(limit_, fmt::format("{} evicted too much {:.0f} s ago", congestedLimit_, now - congestedAt_));
   if (here && above && xAbove < x * (1 + options_.gain))
     return finish(limit_, fmt::format("{:.0f} launches/s at {} not above {:.0f} at {}", xAbove, limit_ + 1, x, limit_));
   return finish(limit_ + 1, fmt::format("{:.0f} launches/s at {:.1f} running, evictions {:.3f} of the time",

@@ -19,8 +19,11 @@
 //
 // Each window (AdaptiveOptions::windowSeconds), from the samples of that
 // window (one per liveness interval):
-//  - the eviction share: eviction seconds / (window × mean running queries);
-//    above `evictionShare` the limit halves (at least 1);
+//  - the eviction share: the eviction seconds of all the device's processes
+//    over the window (evictions serialise with the copies on a GPU, so they
+//    cost the device's time, not one process's); above `evictionShare` the
+//    limit halves (at least by one, never below 1), and that limit is not
+//    tried again until `memorySeconds` have passed;
 //  - otherwise, only while queries waited for most of the window and the
 //    running queries reached the limit (the limit binds): the window's
 //    throughput (completed kernel launches per second) is the estimate of
@@ -44,7 +47,7 @@ struct AdaptiveOptions {
   double windowSeconds = 2.0;
   unsigned initialLimit = 2;
   unsigned maxLimit = 16;
-  double evictionShare = 0.05; // eviction time over running queries' time above which the limit halves
+  double evictionShare = 0.05; // eviction seconds per second above which the limit halves
   double gain = 0.1;           // relative throughput gain a step up must bring
   double decrease = 0.5;       // the multiplicative decrease
   double memorySeconds = 60.0; // a level's throughput estimate is forgotten after this
@@ -72,7 +75,7 @@ struct AdaptiveDecision {
   unsigned limit = 0;
   double throughput = 0;     // launches per second in the window
   double bytesPerSecond = 0; // moved to and from the device
-  double evictionShare = 0;  // eviction seconds over (window × mean running)
+  double evictionShare = 0;  // eviction seconds over the window
   double evictionsPerSecond = 0;
   double costPerEviction = 0; // seconds, measured (0: no eviction seen yet)
   double meanRunning = 0;
@@ -105,7 +108,9 @@ private:
   AdaptiveOptions options_;
   unsigned limit_;
   double costPerEviction_ = 0;
-  std::vector<Level> levels_; // by concurrency, 0..maxLimit+1
+  unsigned congestedLimit_ = 0; // the last limit whose evictions made it halve
+  double congestedAt_ = -1;     // when (seconds; < 0: never)
+  std::vector<Level> levels_;   // by concurrency, 0..maxLimit+1
   // The open window.
   bool started_ = false;
   double windowStart_ = 0;

@@ -20,7 +20,7 @@ namespace {
 
 struct Model {
   // Launches per second with n queries running, and the seconds each
-  // running query spends evicting per second.
+  // running query spends evicting per second (the device's share is n times it).
   std::function<double(unsigned)> throughput;
   std::function<double(unsigned)> evictionShare = [](unsigned) { return 0.0; };
   double costPerEviction = 0.004; // seconds

@@ -45,7 +45,7 @@ struct SimBackendOptions {
   // With realtime: the node-wide copy link of this name (SimLink), shared by
   // every process that names it; "": each process its own.
   std::string linkName;
-  double mapCostMicroseconds = 0; // with realtime: each map and unmap takes this long (a GPU's VMM cost)
+  double mapCostMicroseconds = 0; // with realtime: each map and unmap takes this long, on the link when shared
 };
 
 struct SimTransferTotals {
@@ -141,6 +141,7 @@ private:
   // Checks that [address, address + bytes) lies in a reservation and maps
   // nothing yet (mutex_ held).
   bool mappableLocked(DevicePtr address, std::size_t bytes) const;
+  void chargeMapping(); // sim.map_cost_us of one map or unmap, realtime only
   void charge(std::uint64_t bytes, double gigabytesPerSecond, std::uint64_t SimTransferTotals::*counter,
               double SimTransferTotals::*seconds);
 
