@@ -77,7 +77,9 @@ AdaptiveDecision AdaptiveAdmission::decide(double now, double window, const Devi
   if (d.evictionShare > options_.evictionShare) {
     // Multiplicative decrease: the resident sets of the running queries no
     // longer fit; fewer queries at once evict less (Denning's load control).
-    const auto lower = static_cast<unsigned>(std::floor(limit_ * options_.decrease));
+    // Rounded up: at the small limits where the link saturates, 3 -> 1 would
+    // lose more than the evictions cost (3 -> 2, 2 -> 1, 8 -> 4).
+    const auto lower = static_cast<unsigned>(std::ceil(limit_ * options_.decrease));
     // The limit that thrashed is not tried again until it is forgotten.
     congestedLimit_ = limit_;
     congestedAt_ = now;

@@ -22,7 +22,7 @@
 //  - the eviction share: the eviction seconds of all the device's processes
 //    over the window (evictions serialise with the copies on a GPU, so they
 //    cost the device's time, not one process's); above `evictionShare` the
-//    limit halves (at least by one, never below 1), and that limit is not
+//    limit halves (rounded up, at least by one, never below 1), and that limit is not
 //    tried again until `memorySeconds` have passed;
 //  - otherwise, only while queries waited for most of the window and the
 //    running queries reached the limit (the limit binds): the window's
@@ -47,7 +47,7 @@ struct AdaptiveOptions {
   double windowSeconds = 2.0;
   unsigned initialLimit = 2;
   unsigned maxLimit = 16;
-  double evictionShare = 0.05; // eviction seconds per second above which the limit halves
+  double evictionShare = 0.08; // eviction seconds per second above which the limit halves
   double gain = 0.1;           // relative throughput gain a step up must bring
   double decrease = 0.5;       // the multiplicative decrease
   double memorySeconds = 60.0; // a level's throughput estimate is forgotten after this

@@ -60,7 +60,7 @@ struct Config {
   unsigned adaptiveWindowMilliseconds = 2000; // one control decision per window
   unsigned adaptiveInitialLimit = 2;          // queries per device before anything is measured
   unsigned adaptiveMaxLimit = 16;
-  double adaptiveEvictionShare = 0.05; // eviction seconds per second of the device above which the limit halves
+  double adaptiveEvictionShare = 0.08; // eviction seconds per second of the device above which the limit halves
   double adaptiveGain = 0.1;           // the throughput gain a step up must bring to be kept
   unsigned livenessIntervalMilliseconds = 100;
   unsigned evictionTimeoutMilliseconds = 2000;

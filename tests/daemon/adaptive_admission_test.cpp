@@ -114,7 +114,7 @@ TEST(AdaptiveAdmission, TheDecreaseHalvesAndNeverGoesBelowOne) {
   Model model = saturating(8);
   model.evictionShare = [](unsigned n) { return n >= 2 ? 0.3 : 0.0; };
   const Trajectory run = simulate(model, 3, 1, 0.0, options);
-  EXPECT_EQ(run.limits[0], 1u); // floor(3 × 0.5)
+  EXPECT_EQ(run.limits[0], 2u); // ceil(3 × 0.5)
   EXPECT_EQ(run.controller.limit(), 1u) << "never below 1";
 }
 
