@@ -7,8 +7,9 @@ std::uint64_t AdmissionPolicy::demandOf(const QueryDemand& query) const {
 }
 
 bool AdmissionPolicy::fits(std::size_t count, std::uint64_t used, const QueryDemand& query,
-                           std::uint64_t deviceCapacity) const {
+                           std::uint64_t deviceCapacity, std::uint32_t device) const {
   if (kind == AdmissionKind::Fix) return count < fixN;
+  if (kind == AdmissionKind::Adaptive && limits && count >= limits->of(device)) return false;
   const std::uint64_t demand = demandOf(query);
   return count == 0 || (used <= deviceCapacity && demand <= deviceCapacity - used);
 }

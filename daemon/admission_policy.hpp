@@ -1,6 +1,10 @@
 // AdmissionPolicy: the query scheduler's decision, as a pure function (paper
 // §5). Given the node capacity, the running queries and the postponed ones
 // in arrival order, which postponed queries start now:
+//  - Adaptive (the default): at most the device's concurrency limit runs
+//    (AdaptiveAdmission sets it from what the node measures: docs/daemon.md,
+//    "Adaptive admission"), and a query starts only when Weight's memory
+//    check (below) lets it;
 //  - Weight: a query starts when its weighted demand m = Σ tᵢmᵢ / Σ tᵢ fits
 //    in the capacity minus the running queries' weighted demands;
 //  - Peak: the same with peak demands (no oversubscription at all);
@@ -10,7 +14,9 @@
 // not fit even on an idle node starts when nothing else runs.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "config/config.hpp"
@@ -26,18 +32,29 @@ struct QueryDemand {
   std::uint32_t device = 0xffffffffu;
 };
 
+// Adaptive admission's limit per device, shared between the daemon's
+// controllers (which set it) and every copy of the policy (which reads it).
+struct ConcurrencyLimits {
+  static constexpr std::size_t kDevices = 16; // ipc::kMaxDevices
+  std::array<unsigned, kDevices> perDevice{};
+  unsigned of(std::uint32_t device) const { return perDevice[device < kDevices ? device : 0]; }
+};
+
 struct AdmissionPolicy {
-  AdmissionKind kind = AdmissionKind::Weight;
+  AdmissionKind kind = AdmissionKind::Adaptive;
   unsigned fixN = 2;
   std::uint64_t capacity = 0;
+  // Adaptive: each device's limit; without it, Adaptive is Weight.
+  std::shared_ptr<const ConcurrencyLimits> limits;
 
-  // The ids of `waiting` to start, a prefix of it.
-  std::vector<std::uint32_t> admit(const std::vector<QueryDemand>& running,
-                                   const std::vector<QueryDemand>& waiting) const;
-  std::uint64_t demandOf(const QueryDemand& query) const;
-  // Whether `query` starts on a device of `deviceCapacity` where `count`
-  // queries of demands summing to `used` run (demandOf each).
-  bool fits(std::size_t count, std::uint64_t used, const QueryDemand& query, std::uint64_t deviceCapacity) const;
+  // The ids of `waiting` to start, a prefix of it (a node of one device, 0).
+  [[nodiscard]] std::vector<std::uint32_t> admit(const std::vector<QueryDemand>& running,
+                                                 const std::vector<QueryDemand>& waiting) const;
+  [[nodiscard]] std::uint64_t demandOf(const QueryDemand& query) const;
+  // Whether `query` starts on device `device` of `deviceCapacity` where
+  // `count` queries of demands summing to `used` run (demandOf each).
+  [[nodiscard]] bool fits(std::size_t count, std::uint64_t used, const QueryDemand& query, std::uint64_t deviceCapacity,
+                          std::uint32_t device = 0) const;
 };
 
 } // namespace mqx::daemon

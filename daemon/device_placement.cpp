@@ -35,7 +35,7 @@ std::vector<Placed> DevicePlacement::admit(const std::vector<QueryDemand>& runni
     std::optional<std::uint32_t> chosen;
     long double bestRoom = 0;
     for (const std::uint32_t device : candidates) {
-      if (blocked[device] || !policy_.fits(count[device], used[device], query, capacities_[device])) continue;
+      if (blocked[device] || !policy_.fits(count[device], used[device], query, capacities_[device], device)) continue;
       const long double room = static_cast<long double>(capacities_[device]) - used[device] - policy_.demandOf(query);
       if (!chosen || room > bestRoom) {
         chosen = device;

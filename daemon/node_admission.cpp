@@ -63,6 +63,53 @@ void NodeDaemon::observeQueries() {
   }
 }
 
+void NodeDaemon::observeAdmission() {
+  // Sampled every liveness interval; the controllers decide once a window.
+  NodeState& node = segment_->state();
+  const double now = static_cast<double>(monotonicNanoseconds()) * 1e-9;
+  std::vector<unsigned> running(devices_.size()), waiting(devices_.size());
+  {
+    RobustLock lock = lockNode();
+    for (std::uint32_t i = 0; i < kMaxClients; ++i) {
+      const ClientRecord& record = node.clients[i];
+      SeenActivity& seen = seen_[i];
+      if (record.state == ClientState::Memory && record.device < devices_.size()) {
+        // What the record published since the last sample; a slot taken by
+        // another process starts from nothing. (A process's last interval
+        // before it leaves is not seen: at most one heartbeat of it.)
+        const ClientActivity before = seen.pid == record.pid ? seen.activity : ClientActivity{};
+        const ClientActivity& now = record.activity;
+        auto grew = [](std::uint64_t after, std::uint64_t earlier) { return after > earlier ? after - earlier : 0; };
+        DeviceCounters& device = deviceCounters_[record.device];
+        device.launches += grew(now.launches, before.launches);
+        device.evictions += grew(now.evictions, before.evictions);
+        device.evictionNanoseconds += grew(now.evictionNanoseconds, before.evictionNanoseconds);
+        device.bytesMoved += grew(now.bytesToDevice, before.bytesToDevice) + grew(now.bytesToHost, before.bytesToHost);
+        seen = SeenActivity{record.pid, now};
+      } else {
+        seen = SeenActivity{};
+      }
+      if (record.state == ClientState::Running && record.device < devices_.size()) ++running[record.device];
+      if (record.state == ClientState::Waiting && record.admissionRequested != 0) {
+        for (std::uint32_t device = 0; device < devices_.size(); ++device)
+          if (record.device == kAnyDevice || record.device == device) ++waiting[device];
+      }
+    }
+  }
+  for (std::uint32_t device = 0; device < devices_.size(); ++device) {
+    const auto decision = adaptive_[device].observe({now, deviceCounters_[device], running[device], waiting[device]});
+    if (!decision) continue;
+    limits_->perDevice[device] = decision->limit;
+    log(decision->limit != decision->before ? LogLevel::Info : LogLevel::Debug,
+        "mqxd: adaptive admission{}: limit {} -> {}: {} ({:.1f} running, {:.0f} launches/s, {:.0f} MB/s, {:.1f} "
+        "evictions/s of {:.2f} ms, eviction share {:.3f})",
+        devices_.size() > 1 ? fmt::format(" on device {}", device) : std::string(), decision->before, decision->limit,
+        decision->why, decision->meanRunning, decision->throughput, decision->bytesPerSecond / 1e6,
+        decision->evictionsPerSecond, decision->costPerEviction * 1e3, decision->evictionShare);
+    if (trace_) trace_->record(trace::counterEvent("adaptive limit", "queries", decision->limit));
+  }
+}
+
 void NodeDaemon::traceDecision(const char* decision, const ClientRecord& record, std::uint64_t runningWeighted,
                                std::uint32_t device) {
   if (!trace_) return;

@@ -57,11 +57,22 @@ std::vector<DeviceEntry> devicesOf(const Config& config) {
   return entries;
 }
 
-AdmissionPolicy admissionPolicyOf(const Config& config) {
+AdmissionPolicy admissionPolicyOf(const Config& config, std::shared_ptr<const ConcurrencyLimits> limits) {
   AdmissionPolicy policy;
   policy.kind = config.admission;
   policy.fixN = config.admissionFixN;
+  policy.limits = std::move(limits);
   return policy;
+}
+
+AdaptiveOptions adaptiveOptionsOf(const Config& config) {
+  AdaptiveOptions options;
+  options.windowSeconds = config.adaptiveWindowMilliseconds / 1000.0;
+  options.initialLimit = config.adaptiveInitialLimit;
+  options.maxLimit = std::max(config.adaptiveMaxLimit, 1u);
+  options.evictionShare = config.adaptiveEvictionShare;
+  options.gain = config.adaptiveGain;
+  return options;
 }
 
 std::vector<std::uint64_t> capacitiesOf(const std::vector<DeviceEntry>& devices) {
@@ -114,9 +125,16 @@ std::string historyPath(const Config& config) {
 
 NodeDaemon::NodeDaemon(const Config& config)
     : config_(config), names_(IpcNames::forInstance(config.daemonInstance, getuid())), devices_(devicesOf(config)),
-      placement_(admissionPolicyOf(config), config.placement, capacitiesOf(devices_)), history_(historyPath(config)),
+      limits_(std::make_shared<ConcurrencyLimits>()),
+      placement_(admissionPolicyOf(config, limits_), config.placement, capacitiesOf(devices_)),
+      history_(historyPath(config)),
       launches_(std::chrono::milliseconds(config.launchLeaseMilliseconds), static_cast<std::uint32_t>(devices_.size())),
       rosterPath_("/dev/shm/" + names_.prefix + "-clients") {
+  for (std::size_t i = 0; i < devices_.size(); ++i) {
+    adaptive_.emplace_back(adaptiveOptionsOf(config));
+    limits_->perDevice[i] = adaptive_.back().limit();
+  }
+  deviceCounters_.resize(devices_.size());
   const std::vector<pid_t> previous = previousClients(); // before create() removes a crashed mqxd's segment
   segment_ = SharedSegment::create(names_, devices_);
   requests_ = MessageQueue::create(names_.daemonQueue, 64);
@@ -132,8 +150,11 @@ NodeDaemon::NodeDaemon(const Config& config)
     devices += fmt::format("{}{} {} MiB", i == 0 ? "" : ", ", devices_[i].identity, devices_[i].capacity >> 20);
   log(LogLevel::Info, "mqxd: node {} ready: budget {} MiB, admission {}{}; {} device{}: {}{}", names_.segment,
       segment_->state().capacityOf() >> 20, toString(config.admission),
-      config.admission == AdmissionKind::Fix ? fmt::format("-{}", config.admissionFixN) : "", devices_.size(),
-      devices_.size() == 1 ? "" : "s", devices,
+      config.admission == AdmissionKind::Fix ? fmt::format("-{}", config.admissionFixN)
+      : config.admission == AdmissionKind::Adaptive
+          ? fmt::format(" (limit {} a device to start)", limits_->perDevice[0])
+          : "",
+      devices_.size(), devices_.size() == 1 ? "" : "s", devices,
       devices_.size() > 1 ? fmt::format(", placement {}", toString(config.placement)) : "");
 }
 
@@ -205,6 +226,7 @@ void NodeDaemon::run(const std::atomic<bool>& stop) {
         checkSegment();
         reclaimDeadClients();
         observeQueries();
+        if (config_.admission == AdmissionKind::Adaptive) observeAdmission();
         reportStoppedHolders();
         if (!orphans_.empty()) removeQueuesOfDead(orphans_);
         if (trace_) traceNode();

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "adaptive_admission.hpp"
 #include "admission_policy.hpp"
 #include "config/config.hpp"
 #include "demand_history.hpp"
@@ -89,6 +90,11 @@ private:
   // Places the waiting queries that asked to be placed on arrival
   // (ClientRecord::placeOnArrival) on a device, before their admission.
   void placeArrivals();
+  // Adaptive admission (docs/daemon.md, "Adaptive admission"): each device's
+  // counters (the sum of its clients' published activity) and queries, fed
+  // to its controller every liveness interval; a decision sets the device's
+  // limit, which admitPostponed's policy reads.
+  void observeAdmission();
   // A message that is not from the registered client of the record it
   // names, or carries an out-of-range value: counted and logged (at most
   // one line a second, with the count of those not logged).
@@ -100,6 +106,7 @@ private:
   Config config_;
   ipc::IpcNames names_;
   std::vector<ipc::DeviceEntry> devices_;
+  std::shared_ptr<ConcurrencyLimits> limits_; // before placement_, whose policy reads it
   DevicePlacement placement_;
   DemandHistory history_;
   std::unique_ptr<ipc::SharedSegment> segment_;
@@ -126,6 +133,16 @@ private:
     char name[ipc::kQueryNameBytes] = {};
   };
   RunningQuery running_[ipc::kMaxClients];
+  // Adaptive admission: a controller per device, and what each client record
+  // had published at the last sample (a new pid in a slot starts from 0), so
+  // that each device's counters only grow although records come and go.
+  std::vector<AdaptiveAdmission> adaptive_;
+  std::vector<DeviceCounters> deviceCounters_;
+  struct SeenActivity {
+    pid_t pid = 0;
+    ipc::ClientActivity activity;
+  };
+  SeenActivity seen_[ipc::kMaxClients];
   const std::atomic<bool>* stop_ = nullptr; // run()'s
   bool segmentDamaged_ = false;
   bool shuttingDown_ = false;  // lockNode gives up after 1 s

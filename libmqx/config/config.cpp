@@ -227,8 +227,10 @@ const Choices<BackendKind>& choicesOf(BackendKind) {
 }
 
 const Choices<AdmissionKind>& choicesOf(AdmissionKind) {
-  static const Choices<AdmissionKind> choices = {
-      {"weight", AdmissionKind::Weight}, {"peak", AdmissionKind::Peak}, {"fix", AdmissionKind::Fix}};
+  static const Choices<AdmissionKind> choices = {{"weight", AdmissionKind::Weight},
+                                                 {"peak", AdmissionKind::Peak},
+                                                 {"fix", AdmissionKind::Fix},
+                                                 {"adaptive", AdmissionKind::Adaptive}};
   return choices;
 }
 
@@ -371,11 +373,18 @@ const std::map<std::string, KeyHandler>& keyTable() {
       {"sim.realtime", boolKey(&Config::simRealtime)},
       {"sim.devices", integerKey(&Config::simDevices, 1, 8)},
       {"sim.device", stringKey(&Config::simDevice, requireSimDeviceName)},
+      {"sim.link_name", stringKey(&Config::simLinkName, requireInstanceName)},
+      {"sim.map_cost_us", doubleKey(&Config::simMapCostMicroseconds, 0.0, 1e6)},
       {"daemon.instance", stringKey(&Config::daemonInstance, requireInstanceName)},
       {"daemon.capacity", sizeKey(&Config::daemonCapacity, 0, std::size_t{1} << 50)},
       {"daemon.admission", choiceKey(&Config::admission)},
       {"daemon.placement", choiceKey(&Config::placement)},
       {"daemon.fix_n", integerKey(&Config::admissionFixN, 1, 64)},
+      {"daemon.adaptive_window_ms", integerKey(&Config::adaptiveWindowMilliseconds, 100, 600'000)},
+      {"daemon.adaptive_initial_limit", integerKey(&Config::adaptiveInitialLimit, 1, 64)},
+      {"daemon.adaptive_max_limit", integerKey(&Config::adaptiveMaxLimit, 1, 64)},
+      {"daemon.adaptive_eviction_share", doubleKey(&Config::adaptiveEvictionShare, 0.0, 1.0)},
+      {"daemon.adaptive_gain", doubleKey(&Config::adaptiveGain, 0.0, 1.0)},
       {"daemon.liveness_interval_ms", integerKey(&Config::livenessIntervalMilliseconds, 10, 1000)},
       {"daemon.eviction_timeout_ms", integerKey(&Config::evictionTimeoutMilliseconds, 10, 600'000)},
       {"daemon.demand_report_interval_ms", integerKey(&Config::demandReportIntervalMilliseconds, 10, 600'000)},

@@ -48,14 +48,22 @@ struct Config {
   double simCopyBandwidthGBps = 25.0;
   double simDeviceBandwidthGBps = 1000.0;
   bool simRealtime = false;
-  unsigned simDevices = 1; // mqxd: the node's simulated devices sim-0 .. sim-<n-1>, each of sim.capacity
-  std::string simDevice;   // a sim process: the node device it draws on ("": the node's first)
+  unsigned simDevices = 1;           // mqxd: the node's simulated devices sim-0 .. sim-<n-1>, each of sim.capacity
+  std::string simDevice;             // a sim process: the node device it draws on ("": the node's first)
+  std::string simLinkName;           // realtime: the node-wide copy link its processes share ("": each its own)
+  double simMapCostMicroseconds = 0; // realtime: what each map and unmap takes
   // [daemon] (mqxd, mqx-run and the processes of a node: docs/daemon.md)
   std::string daemonInstance;     // suffix of the node's IPC names
   std::size_t daemonCapacity = 0; // each device's budget; 0: memory.device_memory_limit, else by device
-  AdmissionKind admission = AdmissionKind::Weight;
+  AdmissionKind admission = AdmissionKind::Adaptive;
   PlacementKind placement = PlacementKind::Demand; // which device a query runs on
   unsigned admissionFixN = 2;                      // FIX-n: at most n queries at once
+  // Adaptive admission (docs/daemon.md, "Adaptive admission").
+  unsigned adaptiveWindowMilliseconds = 2000; // one control decision per window
+  unsigned adaptiveInitialLimit = 2;          // queries per device before anything is measured
+  unsigned adaptiveMaxLimit = 16;
+  double adaptiveEvictionShare = 0.08; // eviction seconds per second of the device above which the limit halves
+  double adaptiveGain = 0.1;           // the throughput gain a step up must bring to be kept
   unsigned livenessIntervalMilliseconds = 100;
   unsigned evictionTimeoutMilliseconds = 2000;
   unsigned demandReportIntervalMilliseconds = 100; // a query's observed demand goes to mqxd at most this often

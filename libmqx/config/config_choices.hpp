@@ -12,7 +12,9 @@ enum class ReplacementKind { Cdr, Lru, Mru, Lfu, Random, Adaptive };
 enum class EvictionGranularity { Region, Page };
 enum class ReferenceDetection { Auto, Advice, Scan, All };
 enum class BackendKind { Auto, Cuda, Sim };
-enum class AdmissionKind { Weight, Peak, Fix };
+// Adaptive: a concurrency limit fed by what the node measures, plus Weight's
+// memory check (docs/daemon.md, "Adaptive admission").
+enum class AdmissionKind { Weight, Peak, Fix, Adaptive };
 enum class MpsMode { Off, Detect, Manage };
 // How mqxd places a query on one of the node's devices (docs/daemon.md,
 // "Several GPUs").

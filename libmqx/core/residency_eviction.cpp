@@ -4,6 +4,7 @@
 // swap buffer and mapping host blocks under the pages that leave device
 // memory. Residency (backing, loads, pins) is in residency_manager.cpp.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <optional>
 
@@ -126,6 +127,7 @@ Status ResidencyManager::evict(const Victim& victim) {
   auto& backend = context_.backend;
   auto& stats = context_.statistics;
   Region& region = *victim.region;
+  const auto started = std::chrono::steady_clock::now();
   trace::TraceSpan span(context_.trace, "evict", "eviction", trace::kCurrentThreadTrack);
   span.argument("region", region.id).argument("bytes", victimBytes(victim)).argument("pages", victim.pages.size());
   const StreamHandle toHost = backend.transferStream(device::TransferDirection::ToHost);
@@ -224,6 +226,8 @@ Status ResidencyManager::evict(const Victim& victim) {
   writing.reset();
   MQX_TRY(mapBackings(region, backings));
   ++stats.evictions;
+  stats.evictionNanoseconds += static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count());
   evictedSinceWriteAhead_ = true;
   span.argument("written_back", writeBacks.size());
   if (span.active()) traceUsage();

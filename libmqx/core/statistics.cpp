@@ -29,6 +29,7 @@ std::string Statistics::toJson() const {
       {"bytes_evicted_while_yielding", bytesEvictedWhileYielding},
       {"bytes_written_ahead", bytesWrittenAhead},
       {"bytes_written_ahead_stale", bytesWrittenAheadStale},
+      {"eviction_ns", evictionNanoseconds},
   };
   return counters.dump();
 }

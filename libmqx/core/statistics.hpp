@@ -29,6 +29,9 @@ struct Statistics {
   std::uint64_t bytesEvictedWhileYielding = 0; // evicted for an older process while an operation yielded to it
   std::uint64_t bytesWrittenAhead = 0; // dirty bytes written back ahead of their eviction (policy.write_back_ahead)
   std::uint64_t bytesWrittenAheadStale = 0; // of those, bytes changed while their copy ran: the copy was dropped
+  // Wall time spent inside evictions (write-backs, unmapping, mapping host
+  // blocks): what an eviction costs, measured (docs/daemon.md, "Adaptive admission").
+  std::uint64_t evictionNanoseconds = 0;
 
   // One line of JSON, {"bytes_to_device":N,...}: every counter, keyed in snake_case.
   std::string toJson() const;

@@ -35,6 +35,8 @@ device::SimBackendOptions simBackendOptions(const Config& config) {
   options.copyBandwidthGBps = config.simCopyBandwidthGBps;
   options.deviceBandwidthGBps = config.simDeviceBandwidthGBps;
   options.realtime = config.simRealtime;
+  options.linkName = config.simLinkName;
+  options.mapCostMicroseconds = config.simMapCostMicroseconds;
   return options;
 }
 

@@ -11,6 +11,7 @@ ClientActivity activityOf(const ManagerUsage& usage) {
   activity.launches = usage.statistics.launches;
   activity.swapUsedBytes = usage.swapUsedBytes;
   activity.swapReservedBytes = usage.swapReservedBytes;
+  activity.evictionNanoseconds = usage.statistics.evictionNanoseconds;
   return activity;
 }
 

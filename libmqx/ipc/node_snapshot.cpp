@@ -135,7 +135,10 @@ std::string describeAdmissionWait(const NodeSnapshot& node, std::uint32_t slot, 
       const std::uint64_t free = capacity > running ? capacity - running : 0;
       why = fmt::format("it needs {} ({} demand), {} of the node's {} are free", mib(need),
                         byPeak ? "peak" : "weighted", mib(free), mib(capacity));
-      if (need <= free) why += " (it fits)";
+      if (need <= free)
+        why += admission == AdmissionKind::Adaptive
+                   ? " (it fits; the running queries are at the adaptive concurrency limit)"
+                   : " (it fits)";
     }
   } else {
     why = admission == AdmissionKind::Fix

@@ -33,7 +33,8 @@
 namespace mqx::ipc {
 
 inline constexpr std::uint32_t kNodeStateMagic = 0x6d71786e; // "mqxn"
-inline constexpr std::uint32_t kNodeStateVersion = 7;        // 7: ClientRecord::placeOnArrival
+inline constexpr std::uint32_t kNodeStateVersion =
+    7; // 7: ClientRecord::placeOnArrival, ClientActivity::evictionNanoseconds
 inline constexpr std::uint32_t kMaxClients = 64;
 inline constexpr std::size_t kQueryNameBytes = 64;
 inline constexpr std::uint32_t kNoSlot = 0xffffffffu;
@@ -62,8 +63,9 @@ struct ClientActivity {
   std::uint64_t bytesWrittenBack = 0; // dirty bytes saved to the swap buffer on eviction
   std::uint64_t evictions = 0;        // eviction decisions (regions or pages)
   std::uint64_t launches = 0;
-  std::uint64_t swapUsedBytes = 0;     // a gauge: swap slots handed out now
-  std::uint64_t swapReservedBytes = 0; // a gauge: swap memory held from the system now
+  std::uint64_t swapUsedBytes = 0;       // a gauge: swap slots handed out now
+  std::uint64_t swapReservedBytes = 0;   // a gauge: swap memory held from the system now
+  std::uint64_t evictionNanoseconds = 0; // wall time spent in evictions (adaptive admission's cost per eviction)
 
   // Adds `other`'s counters (not its gauges) to these.
   void addCounters(const ClientActivity& other) {
@@ -72,6 +74,7 @@ struct ClientActivity {
     bytesWrittenBack += other.bytesWrittenBack;
     evictions += other.evictions;
     launches += other.launches;
+    evictionNanoseconds += other.evictionNanoseconds;
   }
 };
 

@@ -32,7 +32,8 @@ class DaemonStartError(RuntimeError):
 class Daemon:
     """A running mqxd; a context manager that stops it (SIGTERM) on exit.
 
-    admission: "weight", "peak" or "fix" (paper §5); fix_n: FIX-n's n;
+    admission: "adaptive", "weight", "peak" or "fix" (paper §5, docs/daemon.md), None for mqxd's
+    default (adaptive); fix_n: FIX-n's n;
     capacity: the node budget, bytes or a size string ("4GiB");
     instance: daemon.instance (default: a fresh private name);
     settings: further MQX_* variables (e.g. {"MQX_SIM_CAPACITY": "64MiB"}),
@@ -41,7 +42,7 @@ class Daemon:
 
     def __init__(
         self,
-        admission: str = "weight",
+        admission: Optional[str] = "weight",
         fix_n: int = 2,
         capacity: Optional[str | int] = None,
         instance: Optional[str] = None,
@@ -53,10 +54,11 @@ class Daemon:
         self._state_dir = tempfile.TemporaryDirectory(prefix="mqx-demand-")
         self.env: dict[str, str] = {
             "MQX_DAEMON_INSTANCE": self.instance,
-            "MQX_DAEMON_ADMISSION": admission,
             "MQX_DAEMON_FIX_N": str(fix_n),
             "MQX_DAEMON_DEMAND_STATE_FILE": os.path.join(self._state_dir.name, "demand"),
         }
+        if admission is not None:
+            self.env["MQX_DAEMON_ADMISSION"] = admission
         if capacity is not None:
             self.env["MQX_DAEMON_CAPACITY"] = str(capacity)
         self.env.update(settings or {})

@@ -32,6 +32,7 @@ protected:
     instance_ = "t" + std::to_string(getpid()) + "-" + std::to_string(counter++);
     environment_ = {{"MQX_DAEMON_INSTANCE", instance_},
                     {"MQX_DAEMON_CAPACITY", "32MiB"},
+                    {"MQX_DAEMON_ADMISSION", "weight"}, // the tests of adaptive admission name it
                     {"MQX_DAEMON_DEMAND_STATE_FILE", "/tmp/mqx-test-demand-" + instance_},
                     {"MQX_MEMORY_PAGE_SIZE", "1MiB"},
                     {"MQX_SIM_GRANULARITY", "1MiB"},

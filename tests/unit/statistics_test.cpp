@@ -33,12 +33,13 @@ TEST(StatisticsJson, EveryCounterParsesBackExactly) {
                                  &statistics.launchYields,
                                  &statistics.bytesEvictedWhileYielding,
                                  &statistics.bytesWrittenAhead,
-                                 &statistics.bytesWrittenAheadStale})
+                                 &statistics.bytesWrittenAheadStale,
+                                 &statistics.evictionNanoseconds})
     *counter = value++;
   const std::string text = statistics.toJson();
   EXPECT_EQ(text.find('\n'), std::string::npos) << text;
   const nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(text);
-  ASSERT_EQ(parsed.size(), 21u) << text;
+  ASSERT_EQ(parsed.size(), 22u) << text;
   const std::pair<const char*, std::uint64_t> expected[] = {
       {"bytes_to_device", statistics.bytesToDevice},
       {"bytes_to_host", statistics.bytesToHost},
@@ -61,6 +62,7 @@ TEST(StatisticsJson, EveryCounterParsesBackExactly) {
       {"bytes_evicted_while_yielding", statistics.bytesEvictedWhileYielding},
       {"bytes_written_ahead", statistics.bytesWrittenAhead},
       {"bytes_written_ahead_stale", statistics.bytesWrittenAheadStale},
+      {"eviction_ns", statistics.evictionNanoseconds},
   };
   auto field = parsed.items().begin();
   for (const auto& [key, counter] : expected) {

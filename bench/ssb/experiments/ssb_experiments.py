@@ -5,10 +5,14 @@ Experiments (each returns a JSON-ready dict):
 
   pairs      closed system of two queries (§7.1-7.2): weighted speedup Σ sᵢ/cᵢ of every pair under
              mqx over the queries' native solo times (one by one natively is 1), and DMA efficiency
-             (a·x + b·y)/t, with bytes transferred by mqx standing in for DMA time
+             (a·x + b·y)/t as the paper defines it, a ratio of times: x, y the transfer time of each
+             query alone under mqx-run (measured in the same call), t the transfer time of the
+             co-running (each process's transfer time: the time its launches waited for loads and
+             backing plus the time it spent evicting, libmqx's residency_wait_ns + eviction_ns)
   open       open system (§7.5): N queries drawn from the 13, Poisson arrivals; throughput (queries
-             per second) and makespan under the admission policies FIX-1 to FIX-4, Peak and Weight; Peak and
-             Weight use each query's operator plan (mqx-run --plan) written from its solo run
+             per second) and makespan under the admission policies FIX-1 to FIX-4, Peak, Weight and
+             Adaptive (mqxd's default, docs/daemon.md); Peak, Weight and Adaptive use each query's
+             operator plan (mqx-run --plan) written from its solo run
   policies   replacement policies LRU, MRU, LFU, RANDOM, CDR (§7.3): the queries at once under a
              tight node budget; makespan, throughput, evictions, bytes moved
   ablations  the same workload with CDR and one optimisation off each (§7.4): NoLazy, NoCow,
@@ -85,7 +89,22 @@ ABLATIONS = {
 # environment overrides it.
 PAGE_SIZE = os.environ.get("MQX_MEMORY_PAGE_SIZE", "8MiB")
 # The paper's open system (§7.5) compares Weight and Peak with FIX-1 to FIX-4.
-ADMISSIONS = [("FIX-1", "fix", 1), ("FIX-2", "fix", 2), ("FIX-3", "fix", 3), ("FIX-4", "fix", 4), ("Peak", "peak", 1), ("Weight", "weight", 1)]
+# Adaptive (mqxd's default: docs/daemon.md, "Adaptive admission") is the admission that is to beat
+# the best of them without being told n.
+ADMISSIONS = [
+    ("FIX-1", "fix", 1),
+    ("FIX-2", "fix", 2),
+    ("FIX-3", "fix", 3),
+    ("FIX-4", "fix", 4),
+    ("Peak", "peak", 1),
+    ("Weight", "weight", 1),
+    ("Adaptive", "adaptive", 1),
+]
+# mqxd's default, whatever it is (no daemon.admission given): a run labelled Default; not in the
+# default list (it is Adaptive today), named with --open-admissions or by the admission grid.
+DEFAULT_ADMISSION = ("Default", None, 1)
+_ADAPTIVE = re.compile(r"mqxd: adaptive admission.*$", re.M)
+_READY = re.compile(r"mqxd: node .* ready: .*$", re.M)
 _OPERATOR = re.compile(r"^# operator (.+?)\s+([0-9.]+) ms\s+([0-9.]+) MB$", re.M)
 _CROSS = re.compile(r"(\d+) cross-process evictions freed (\d+) MiB")
 _TIMING = re.compile(r"^# timing (\{.*\})$", re.M)
@@ -113,6 +132,7 @@ class Setup:
     variant: tuple[str, ...] = ()  # e.g. ("--join-first",)
     solo_repeats: Optional[int] = None  # native solo runs per query (default: repeats)
     peaks: dict = field(default_factory=dict)  # (variant, query) -> MB, measured alone
+    node_settings: dict = field(default_factory=dict)  # MQX_* of every node and its queries (e.g. the sim's link)
 
     def program(self, query: str) -> str:
         return str(self.build / "bench" / "ssb" / "gpu" / f"ssb-{query}")
@@ -127,13 +147,13 @@ class Setup:
     def mqx_run(self) -> str:
         return str(self.build / "bin" / "mqx-run")
 
-    def daemon(self, capacity: str, admission: str = "weight", fix_n: int = 1, settings: Optional[dict] = None) -> Daemon:
+    def daemon(self, capacity: str, admission: Optional[str] = "weight", fix_n: int = 1, settings: Optional[dict] = None) -> Daemon:
         return Daemon(
             admission=admission,
             fix_n=fix_n,
             capacity=capacity,
             bin_dir=self.build / "bin",
-            settings={"MQX_LOG_LEVEL": "info", **(settings or {})},
+            settings={"MQX_LOG_LEVEL": "info", **self.node_settings, **(settings or {})},
         )
 
 
@@ -153,6 +173,22 @@ def _statistics(result: QueryResult) -> dict:
 def _moved(results: Sequence[QueryResult]) -> int:
     """Bytes mqx transferred between host and device for these runs."""
     return sum(_statistics(r).get("bytes_to_device", 0) + _statistics(r).get("bytes_to_host", 0) for r in results)
+
+
+def transfer_seconds(result: QueryResult) -> float:
+    """The time a process spent on data movement (§7.1's DMA time, as libmqx measures it): its
+    launches' waits for loads and backing (residency_wait_ns) plus the time it spent evicting
+    (eviction_ns)."""
+    stats = _statistics(result)
+    return (stats.get("residency_wait_ns", 0) + stats.get("eviction_ns", 0)) / 1e9
+
+
+def dma_efficiency(alone: dict, results: Sequence[QueryResult]) -> Optional[float]:
+    """(a·x + b·y)/t (§7.1): the transfer time each run's query needed alone (x, y; `alone` maps a
+    query to its alone run, measured in the same call) over the co-running runs' transfer time t."""
+    corun = sum(transfer_seconds(r) for r in results)
+    needed = sum(transfer_seconds(alone[r.name]) for r in results)
+    return needed / corun if corun > 0 else None
 
 
 def _cross(node: Daemon) -> dict:
@@ -360,7 +396,9 @@ def pairs(setup: Setup, pair_list: Sequence[tuple[str, str]]) -> dict:
                 "pair": [a, b],
                 "weighted_speedup": weighted_speedup(solo, results),
                 "weighted_speedup_over_mqx_alone": weighted_speedup(solo_under_mqx, results),
-                "dma_efficiency": solo_bytes / corun_bytes if corun_bytes else None,
+                "dma_efficiency": dma_efficiency(alone, results),
+                "dma_efficiency_bytes": solo_bytes / corun_bytes if corun_bytes else None,
+                "transfer_seconds": sum(transfer_seconds(r) for r in results),
                 "corun_seconds": {q: statistics.mean(r.seconds for r in results if r.name == q) for q in (a, b)},
                 "evictions": sum(_statistics(r).get("evictions", 0) for r in results),
                 "bytes_moved": corun_bytes,
@@ -406,43 +444,91 @@ def _plan_file(directory: Path, result: QueryResult) -> str:
     return str(path)
 
 
-def open_system(setup: Setup, queries: Sequence[str], count: int, rate: float, seed: int, capacity: str) -> dict:
+def admissions(names: Optional[str]) -> list[tuple[str, str, int]]:
+    """The rows of ADMISSIONS named in `names` (comma-separated labels, e.g. "FIX-1,Weight,Adaptive";
+    case does not matter), all of them for None."""
+    if not names:
+        return list(ADMISSIONS)
+    by_label = {row[0].lower(): row for row in [*ADMISSIONS, DEFAULT_ADMISSION]}
+    chosen = []
+    for name in names.split(","):
+        if name.strip().lower() not in by_label:
+            raise ValueError(f"unknown admission '{name}' (choose from {', '.join(row[0] for row in ADMISSIONS)})")
+        chosen.append(by_label[name.strip().lower()])
+    return chosen
+
+
+def open_run(
+    setup: Setup, commands: Sequence[QueryCommand], label: str, admission: Optional[str], fix_n: int, rate: float, count: int, seed: int, capacity: str
+) -> dict:
+    """One open-system run (§7.5) under one admission policy."""
+    with setup.daemon(capacity, admission=admission, fix_n=fix_n) as node:
+        results = run_poisson(commands, rate, count, seed, env=node.env, mqx_run=setup.mqx_run, timeout=setup.timeout, ordered=False)
+    _check(results)
+    runs = [_timing(r) for r in results]
+    row = {
+        "policy": label,
+        "throughput_qps": throughput(results),
+        "makespan_s": max(r.finished for r in results) - min(r.submitted for r in results),
+        "mean_turnaround_s": statistics.mean(r.seconds for r in results),
+        "mean_wait_s": statistics.mean(r.waited or 0.0 for r in results),
+        "evictions": sum(_statistics(r).get("evictions", 0) for r in results),
+        "eviction_s": sum(_statistics(r).get("eviction_ns", 0) for r in results) / 1e9,
+        "transfer_s": sum(transfer_seconds(r) for r in results),
+        "bytes_moved": _moved(results),
+        **_cross(node),
+        "gpu_fraction": fraction_summary(runs),
+        "runs": runs,
+    }
+    ready = _READY.search(node.log)
+    row["mqxd"] = ready.group(0) if ready else None
+    decisions = _ADAPTIVE.findall(node.log)
+    if decisions:
+        row["adaptive_decisions"] = decisions
+    return row
+
+
+def open_system(
+    setup: Setup,
+    queries: Sequence[str],
+    count: int,
+    rate: float,
+    seed: int,
+    capacity: str,
+    policies: Optional[str] = None,
+    seeds: Optional[Sequence[int]] = None,
+    rates: Optional[Sequence[float]] = None,
+) -> dict:
+    """The open system under each admission policy; with several `seeds` or `rates`, one
+    configuration per (rate, seed) over the same solo runs and plans ("configurations")."""
     alone = solo_mqx(setup, queries, capacity)
-    rows = []
+    chosen = admissions(policies)
+    configurations = []
     with tempfile.TemporaryDirectory(prefix="ssb-plans-") as directory:
         plans = {q: _plan_file(Path(directory), alone[q]) for q in queries}
         commands = [setup.command(q, plan=plans[q]) for q in queries]
-        for label, admission, fix_n in ADMISSIONS:
-            with setup.daemon(capacity, admission=admission, fix_n=fix_n) as node:
-                results = run_poisson(commands, rate, count, seed, env=node.env, mqx_run=setup.mqx_run, timeout=setup.timeout, ordered=False)
-            _check(results)
-            runs = [_timing(r) for r in results]
-            rows.append(
-                {
-                    "policy": label,
-                    "throughput_qps": throughput(results),
-                    "makespan_s": max(r.finished for r in results) - min(r.submitted for r in results),
-                    "mean_turnaround_s": statistics.mean(r.seconds for r in results),
-                    "mean_wait_s": statistics.mean(r.waited or 0.0 for r in results),
-                    "evictions": sum(_statistics(r).get("evictions", 0) for r in results),
-                    "bytes_moved": _moved(results),
-                    **_cross(node),
-                    "gpu_fraction": fraction_summary(runs),
-                    "runs": runs,
-                }
-            )
+        for at_rate in rates or [rate]:
+            for at_seed in seeds or [seed]:
+                rows = [open_run(setup, commands, label, admission, fix_n, at_rate, count, at_seed, capacity) for label, admission, fix_n in chosen]
+                configurations.append(
+                    {
+                        "rate_per_s": at_rate,
+                        "seed": at_seed,
+                        "gpu_fraction": fraction_summary([run for row in rows for run in row["runs"]]),
+                        "policies": rows,
+                    }
+                )
     peaks_alone = {q: _peak_mb(alone[q].stdout) for q in queries}
-    return {
+    common = {
         "queries": list(queries),
         "count": count,
-        "rate_per_s": rate,
-        "seed": seed,
         "capacity": capacity,
         "peaks_mb": peaks_alone,
         "repeat": setup.repeat,
-        "gpu_fraction": fraction_summary([run for row in rows for run in row["runs"]]),
-        "policies": rows,
     }
+    if len(configurations) == 1:
+        return {**common, **configurations[0]}
+    return {**common, "configurations": configurations}
 
 
 def _contended(setup: Setup, queries: Sequence[str], settings: dict, budget: Optional[str] = None) -> dict:

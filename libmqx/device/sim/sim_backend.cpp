@@ -28,6 +28,8 @@ void* toPointer(DevicePtr address) { return reinterpret_cast<void*>(static_cast<
 SimBackend::SimBackend(const SimBackendOptions& options)
     : capacity_(options.capacity), granularity_(options.granularity), copyBandwidth_(options.copyBandwidthGBps),
       deviceBandwidth_(options.deviceBandwidthGBps), realtime_(options.realtime),
+      mapCost_(options.realtime ? options.mapCostMicroseconds : 0.0),
+      link_(options.realtime && !options.linkName.empty() ? SimLink::open(options.linkName) : nullptr),
       fenceWords_(new std::atomic<std::uint64_t>[kMaxFenceSlots]) {
   for (std::uint32_t i = 0; i < kMaxFenceSlots; ++i)
     fenceWords_[i].store(0);
@@ -154,6 +156,7 @@ bool SimBackend::mappableLocked(DevicePtr address, std::size_t bytes) const {
 
 Status SimBackend::map(DevicePtr address, std::size_t bytes) {
   if (bytes == 0 || address % granularity_ != 0 || bytes % granularity_ != 0) return Status::InvalidValue;
+  chargeMapping();
   std::lock_guard lock(mutex_);
   if (!mappableLocked(address, bytes)) return Status::InvalidValue;
   if (mapped_ + bytes > capacity_) return Status::OutOfMemory;
@@ -167,6 +170,7 @@ Status SimBackend::map(DevicePtr address, std::size_t bytes) {
 }
 
 Status SimBackend::unmap(DevicePtr address, std::size_t bytes) {
+  chargeMapping();
   std::lock_guard lock(mutex_);
   auto it = mappings_.find(address);
   if (it == mappings_.end() || it->second.bytes != bytes) return Status::InvalidValue;
@@ -297,6 +301,18 @@ bool SimBackend::rangeMapped(DevicePtr address, std::size_t bytes) const {
   return true;
 }
 
+void SimBackend::chargeMapping() {
+  if (mapCost_.count() <= 0) return;
+  // A GPU's virtual-memory calls serialise with the copies in flight (about
+  // 1 ms each while a copy runs on an H100, bench/gpu/vmm_costs.cpp): on a
+  // shared link the mapping holds it like a copy, so every eviction and
+  // reload costs the node time, not only its own process.
+  if (link_)
+    link_->transfer(SimLink::Direction::ToDevice, std::chrono::duration<double>(mapCost_).count());
+  else
+    std::this_thread::sleep_for(mapCost_);
+}
+
 void SimBackend::charge(std::uint64_t bytes, double gigabytesPerSecond, std::uint64_t SimTransferTotals::*counter,
                         double SimTransferTotals::*seconds) {
   double time = static_cast<double>(bytes) / (gigabytesPerSecond * 1e9);
@@ -305,7 +321,12 @@ void SimBackend::charge(std::uint64_t bytes, double gigabytesPerSecond, std::uin
     totals_.*counter += bytes;
     totals_.*seconds += time;
   }
-  if (realtime_) std::this_thread::sleep_for(std::chrono::duration<double>(time));
+  if (!realtime_) return;
+  if (link_ && (counter == &SimTransferTotals::bytesToDevice || counter == &SimTransferTotals::bytesToHost))
+    link_->transfer(
+        counter == &SimTransferTotals::bytesToDevice ? SimLink::Direction::ToDevice : SimLink::Direction::ToHost, time);
+  else
+    std::this_thread::sleep_for(std::chrono::duration<double>(time));
 }
 
 Status SimBackend::copyToDevice(DevicePtr destination, const void* source, std::size_t bytes, StreamHandle stream,

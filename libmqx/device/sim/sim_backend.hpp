@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -19,6 +20,7 @@
 
 #include "device/device_backend.hpp"
 #include "device/resizable_launches.hpp"
+#include "device/sim/sim_link.hpp"
 #include "device/sim/sim_stream.hpp"
 
 namespace mqx::device {
@@ -40,6 +42,10 @@ struct SimBackendOptions {
   double copyBandwidthGBps = 25.0;             // host <-> device copies
   double deviceBandwidthGBps = 1000.0;         // copies and fills on the device
   bool realtime = false;                       // transfers take their charged time
+  // With realtime: the node-wide copy link of this name (SimLink), shared by
+  // every process that names it; "": each process its own.
+  std::string linkName;
+  double mapCostMicroseconds = 0; // with realtime: each map and unmap takes this long, on the link when shared
 };
 
 struct SimTransferTotals {
@@ -135,6 +141,7 @@ private:
   // Checks that [address, address + bytes) lies in a reservation and maps
   // nothing yet (mutex_ held).
   bool mappableLocked(DevicePtr address, std::size_t bytes) const;
+  void chargeMapping(); // sim.map_cost_us of one map or unmap, realtime only
   void charge(std::uint64_t bytes, double gigabytesPerSecond, std::uint64_t SimTransferTotals::*counter,
               double SimTransferTotals::*seconds);
 
@@ -143,6 +150,8 @@ private:
   double copyBandwidth_;
   double deviceBandwidth_;
   bool realtime_;
+  std::chrono::duration<double, std::micro> mapCost_;
+  std::unique_ptr<SimLink> link_; // realtime with a link name: copies share the node's link
 
   mutable std::mutex mutex_;
   std::map<DevicePtr, std::size_t> reservations_; // base -> bytes

@@ -1,0 +1,117 @@
+#include "adaptive_admission.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace mqx::daemon {
+namespace {
+
+std::uint64_t since(std::uint64_t now, std::uint64_t before) { return now > before ? now - before : 0; }
+
+} // namespace
+
+AdaptiveAdmission::AdaptiveAdmission(const AdaptiveOptions& options)
+    : options_(options), limit_(std::clamp(options.initialLimit, 1u, std::max(1u, options.maxLimit))),
+      levels_(std::max(1u, options.maxLimit) + 2) {}
+
+std::optional<double> AdaptiveAdmission::throughputAt(unsigned n, double now) const {
+  if (n >= levels_.size()) return std::nullopt;
+  const Level& level = levels_[n];
+  if (level.measuredAt < 0 || now - level.measuredAt > options_.memorySeconds) return std::nullopt;
+  return level.throughput;
+}
+
+std::optional<AdaptiveDecision> AdaptiveAdmission::observe(const AdaptiveSample& sample) {
+  if (!started_) {
+    started_ = true;
+    windowStart_ = lastSample_ = sample.seconds;
+    startCounters_ = sample.counters;
+    return std::nullopt;
+  }
+  const double dt = std::max(0.0, sample.seconds - lastSample_);
+  lastSample_ = sample.seconds;
+  runningSeconds_ += dt * sample.running;
+  waitingSeconds_ += sample.waiting > 0 ? dt : 0.0;
+  atLimitSeconds_ += sample.running >= limit_ ? dt : 0.0;
+  const double window = sample.seconds - windowStart_;
+  if (window + 1e-6 < options_.windowSeconds) return std::nullopt;
+  const DeviceCounters delta{since(sample.counters.launches, startCounters_.launches),
+                             since(sample.counters.evictions, startCounters_.evictions),
+                             since(sample.counters.evictionNanoseconds, startCounters_.evictionNanoseconds),
+                             since(sample.counters.bytesMoved, startCounters_.bytesMoved)};
+  AdaptiveDecision decision = decide(sample.seconds, window, delta);
+  windowStart_ = sample.seconds;
+  startCounters_ = sample.counters;
+  runningSeconds_ = waitingSeconds_ = atLimitSeconds_ = 0;
+  return decision;
+}
+
+AdaptiveDecision AdaptiveAdmission::decide(double now, double window, const DeviceCounters& delta) {
+  AdaptiveDecision d;
+  d.before = limit_;
+  d.meanRunning = runningSeconds_ / window;
+  d.throughput = static_cast<double>(delta.launches) / window;
+  d.bytesPerSecond = static_cast<double>(delta.bytesMoved) / window;
+  d.evictionsPerSecond = static_cast<double>(delta.evictions) / window;
+  const double evictionSeconds = static_cast<double>(delta.evictionNanoseconds) * 1e-9;
+  if (delta.evictions > 0) {
+    const double cost = evictionSeconds / static_cast<double>(delta.evictions);
+    costPerEviction_ = costPerEviction_ == 0 ? cost : 0.5 * costPerEviction_ + 0.5 * cost;
+  }
+  d.costPerEviction = costPerEviction_;
+  // The share of the device's time spent evicting: the measured eviction
+  // rate times what one eviction costs. Evictions of different processes are
+  // added up, not divided among them: a GPU's mapping calls serialise with
+  // the copies of every process (docs/daemon.md, "Adaptive admission").
+  d.evictionShare = evictionSeconds / window;
+  d.binding = waitingSeconds_ >= 0.5 * window && atLimitSeconds_ >= 0.5 * window;
+
+  auto finish = [&](unsigned limit, std::string why) {
+    limit_ = std::clamp(limit, 1u, std::max(1u, options_.maxLimit));
+    d.limit = limit_;
+    d.why = std::move(why);
+    return d;
+  };
+  if (d.evictionShare > options_.evictionShare) {
+    // Multiplicative decrease: the resident sets of the running queries no
+    // longer fit; fewer queries at once evict less (Denning's load control).
+    // Rounded up: at the small limits where the link saturates, 3 -> 1 would
+    // lose more than the evictions cost (3 -> 2, 2 -> 1, 8 -> 4).
+    const auto lower = static_cast<unsigned>(std::ceil(limit_ * options_.decrease));
+    // The limit that thrashed is not tried again until it is forgotten.
+    congestedLimit_ = limit_;
+    congestedAt_ = now;
+    return finish(std::min(limit_ > 1 ? limit_ - 1 : 1u, std::max(1u, lower)),
+                  fmt::format("eviction share {:.3f} > {:.3f} ({:.1f} evictions/s of {:.2f} ms each)", d.evictionShare,
+                              options_.evictionShare, d.evictionsPerSecond, costPerEviction_ * 1e3));
+  }
+  if (!d.binding) return finish(limit_, "the limit does not bind");
+  // A window without launches (the running queries' processes still
+  // starting, or all waiting for memory) says nothing about a level.
+  if (delta.launches == 0) return finish(limit_, "no launches in the window");
+  const auto n = static_cast<unsigned>(std::lround(d.meanRunning));
+  if (n >= 1 && n < levels_.size()) {
+    Level& level = levels_[n];
+    const bool fresh = level.measuredAt >= 0 && now - level.measuredAt <= options_.memorySeconds;
+    level.throughput =
+        fresh ? (1 - options_.smoothing) * level.throughput + options_.smoothing * d.throughput : d.throughput;
+    level.measuredAt = now;
+  }
+  const auto here = throughputAt(limit_, now);
+  const auto below = limit_ > 1 ? throughputAt(limit_ - 1, now) : std::nullopt;
+  const auto above = throughputAt(limit_ + 1, now);
+  const double x = here.value_or(0), xBelow = below.value_or(0), xAbove = above.value_or(0);
+  if (here && below && x < xBelow * (1 + options_.gain))
+    return finish(limit_ - 1,
+                  fmt::format("{:.0f} launches/s at {}, no gain over {:.0f} at {}", x, limit_, xBelow, limit_ - 1));
+  if (congestedAt_ >= 0 && now - congestedAt_ <= options_.memorySeconds && limit_ + 1 >= congestedLimit_)
+    return finish(limit_, fmt::format("{} evicted too much {:.0f} s ago", congestedLimit_, now - congestedAt_));
+  if (here && above && xAbove < x * (1 + options_.gain))
+    return finish(limit_, fmt::format("{:.0f} launches/s at {} not above {:.0f} at {}", xAbove, limit_ + 1, x, limit_));
+  return finish(limit_ + 1, fmt::format("{:.0f} launches/s at {:.1f} running, evictions {:.3f} of the time",
+                                        d.throughput, d.meanRunning, d.evictionShare));
+}
+
+} // namespace mqx::daemon

@@ -1,0 +1,124 @@
+// AdaptiveAdmission: the concurrency limit of one device under
+// `daemon.admission = "adaptive"` (docs/daemon.md, "Adaptive admission"), as
+// an explicit controller fed with what the node measures. Admission then
+// starts a query when fewer than limit() queries run on the device and its
+// weighted demand fits (Weight's memory check, paper §5).
+//
+// Why a limit that is measured, not declared: in the paper's regime on the
+// H100 (bench/README.md) the copy link saturates at two or three queries and
+// every eviction is a fixed cost, so admitting by memory demand alone runs
+// more queries than pay. The controller is load control in the sense of
+// Denning's working-set principle (admit no more than can keep their working
+// sets resident: a high eviction rate means the resident sets no longer fit)
+// with AIMD's shape (Jacobson; Chiu and Jain): the limit grows by one while a
+// step up raises the measured throughput, and halves when the time spent
+// evicting exceeds a share of the running queries' time. The eviction time is
+// measured by every memory client (Statistics::evictionNanoseconds), so what
+// one eviction costs on this node enters the decision as it is, not as a
+// constant.
+//
+// Each window (AdaptiveOptions::windowSeconds), from the samples of that
+// window (one per liveness interval):
+//  - the eviction share: the eviction seconds of all the device's processes
+//    over the window (evictions serialise with the copies on a GPU, so they
+//    cost the device's time, not one process's); above `evictionShare` the
+//    limit halves (rounded up, at least by one, never below 1), and that limit is not
+//    tried again until `memorySeconds` have passed;
+//  - otherwise, only while queries waited for most of the window and the
+//    running queries reached the limit (the limit binds): the window's
+//    throughput (completed kernel launches per second) is the estimate of
+//    the throughput at its mean concurrency n (a window without launches is
+//    skipped); the limit goes back by one when
+//    the throughput at the limit is not above the one at limit−1 by `gain`
+//    (the step up did not pay: the link is saturated, or the queries thrash),
+//    stays when the throughput one above is known and not higher by `gain`,
+//    and grows by one otherwise. Estimates older than `memorySeconds` are forgotten, so
+//    the next level is probed again when the workload changes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mqx::daemon {
+
+struct AdaptiveOptions {
+  double windowSeconds = 2.0;
+  unsigned initialLimit = 2;
+  unsigned maxLimit = 16;
+  double evictionShare = 0.08; // eviction seconds per second above which the limit halves
+  double gain = 0.1;           // relative throughput gain a step up must bring
+  double decrease = 0.5;       // the multiplicative decrease
+  double memorySeconds = 60.0; // a level's throughput estimate is forgotten after this
+  double smoothing = 0.5;      // weight of a new window in a level's estimate
+};
+
+// What the memory clients of one device did, summed since mqxd started
+// (NodeDaemon adds up each client record's published ClientActivity).
+struct DeviceCounters {
+  std::uint64_t launches = 0;
+  std::uint64_t evictions = 0;
+  std::uint64_t evictionNanoseconds = 0;
+  std::uint64_t bytesMoved = 0; // to and from the device
+};
+
+struct AdaptiveSample {
+  double seconds = 0; // monotonic
+  DeviceCounters counters;
+  unsigned running = 0; // queries running on the device
+  unsigned waiting = 0; // queries waiting that may run on it
+};
+
+struct AdaptiveDecision {
+  unsigned before = 0;
+  unsigned limit = 0;
+  double throughput = 0;     // launches per second in the window
+  double bytesPerSecond = 0; // moved to and from the device
+  double evictionShare = 0;  // eviction seconds over the window
+  double evictionsPerSecond = 0;
+  double costPerEviction = 0; // seconds, measured (0: no eviction seen yet)
+  double meanRunning = 0;
+  bool binding = false; // queries waited and the running queries reached the limit
+  std::string why;
+};
+
+class AdaptiveAdmission {
+public:
+  explicit AdaptiveAdmission(const AdaptiveOptions& options);
+
+  // One sample (every liveness interval). Returns the window's decision when
+  // the sample closes a window.
+  [[nodiscard]] std::optional<AdaptiveDecision> observe(const AdaptiveSample& sample);
+
+  [[nodiscard]] unsigned limit() const { return limit_; }
+  // The measured seconds one eviction takes on this device (a moving
+  // average over the windows with evictions); 0 before the first.
+  [[nodiscard]] double costPerEviction() const { return costPerEviction_; }
+  // The throughput estimate at concurrency `n` (launches/s), if fresh at `now`.
+  [[nodiscard]] std::optional<double> throughputAt(unsigned n, double now) const;
+
+private:
+  struct Level {
+    double throughput = 0;
+    double measuredAt = -1; // seconds; < 0: never
+  };
+  AdaptiveDecision decide(double now, double window, const DeviceCounters& delta);
+
+  AdaptiveOptions options_;
+  unsigned limit_;
+  double costPerEviction_ = 0;
+  unsigned congestedLimit_ = 0; // the last limit whose evictions made it halve
+  double congestedAt_ = -1;     // when (seconds; < 0: never)
+  std::vector<Level> levels_;   // by concurrency, 0..maxLimit+1
+  // The open window.
+  bool started_ = false;
+  double windowStart_ = 0;
+  double lastSample_ = 0;
+  DeviceCounters startCounters_;
+  double runningSeconds_ = 0; // ∫ running dt
+  double waitingSeconds_ = 0; // time with a query waiting
+  double atLimitSeconds_ = 0; // time with running ≥ limit
+};
+
+} // namespace mqx::daemon

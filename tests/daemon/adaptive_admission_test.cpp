@@ -1,0 +1,207 @@
+// AdaptiveAdmission, the controller behind daemon.admission = "adaptive"
+// (docs/daemon.md, "Adaptive admission"), fed with a model node: the
+// throughput and the eviction time at each concurrency are given, the
+// controller sees only the counters they produce, sampled every 100 ms as
+// mqxd samples the segment. Seeded noise on the counters; the seed is in
+// every failure's message.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <random>
+
+#include "adaptive_admission.hpp"
+#include "admission_policy.hpp"
+
+namespace mqx::daemon {
+namespace {
+
+struct Model {
+  // Launches per second with n queries running, and the seconds each
+  // running query spends evicting per second (the device's share is n times it).
+  std::function<double(unsigned)> throughput;
+  std::function<double(unsigned)> evictionShare = [](unsigned) { return 0.0; };
+  double costPerEviction = 0.004; // seconds
+  unsigned backlog = 64;          // queries that want to run (the rest wait)
+};
+
+struct Trajectory {
+  std::vector<unsigned> limits; // after each window
+  AdaptiveAdmission controller;
+};
+
+// `windows` windows of `sampleSeconds` samples; the running queries are
+// min(limit, backlog). Noise: each sample's counters scaled by 1 ± noise.
+Trajectory simulate(const Model& model, int windows, unsigned seed, double noise = 0.0, AdaptiveOptions options = {}) {
+  Trajectory run{{}, AdaptiveAdmission(options)};
+  std::mt19937 random(seed);
+  std::uniform_real_distribution<double> jitter(1 - noise, 1 + noise);
+  DeviceCounters counters;
+  double launches = 0, evictionSeconds = 0;
+  const double step = 0.1;
+  double now = 0;
+  (void)run.controller.observe({now, counters, 0, 0});
+  const int samplesPerWindow = static_cast<int>(std::lround(options.windowSeconds / step));
+  for (int window = 0; window < windows; ++window) {
+    for (int i = 0; i < samplesPerWindow; ++i) {
+      now += step;
+      const unsigned running = std::min(run.controller.limit(), model.backlog);
+      const unsigned waiting = model.backlog > running ? model.backlog - running : 0;
+      launches += model.throughput(running) * step * jitter(random);
+      evictionSeconds += model.evictionShare(running) * running * step * jitter(random);
+      counters.launches = static_cast<std::uint64_t>(launches);
+      counters.evictionNanoseconds = static_cast<std::uint64_t>(evictionSeconds * 1e9);
+      counters.evictions = static_cast<std::uint64_t>(evictionSeconds / model.costPerEviction);
+      (void)run.controller.observe({now, counters, running, waiting});
+    }
+    run.limits.push_back(run.controller.limit());
+  }
+  return run;
+}
+
+// The link saturates at `knee` queries: more add nothing.
+Model saturating(unsigned knee) {
+  return {[knee](unsigned n) { return 100.0 * std::min(n, knee); }};
+}
+
+// Up to `fit` queries keep their working sets resident; each one more
+// evicts a growing share of the time and loses throughput.
+Model thrashing(unsigned knee, unsigned fit) {
+  Model model = saturating(knee);
+  model.throughput = [knee, fit](unsigned n) {
+    return n <= fit ? 100.0 * std::min(n, knee) : 100.0 * std::min(fit, knee) * std::pow(0.8, n - fit);
+  };
+  model.evictionShare = [fit](unsigned n) { return n <= fit ? 0.0 : 0.04 * (n - fit); };
+  return model;
+}
+
+double meanOfTail(const std::vector<unsigned>& limits, std::size_t tail) {
+  double sum = 0;
+  for (std::size_t i = limits.size() - tail; i < limits.size(); ++i)
+    sum += limits[i];
+  return sum / static_cast<double>(tail);
+}
+
+TEST(AdaptiveAdmission, GrowsWhileEachStepRaisesThroughput) {
+  AdaptiveOptions options;
+  options.maxLimit = 8;
+  const Trajectory run = simulate({[](unsigned n) { return 100.0 * n; }}, 20, 1, 0.0, options);
+  EXPECT_EQ(run.controller.limit(), 8u);
+}
+
+TEST(AdaptiveAdmission, SettlesWhereTheLinkSaturates) {
+  const Trajectory run = simulate(saturating(3), 40, 1);
+  // 2 → 3 pays, 3 → 4 does not: back to 3, and 4 is known not to pay
+  // until its estimate is forgotten (60 s) and probed again for a window.
+  EXPECT_EQ(run.limits[10], 3u);
+  EXPECT_NEAR(meanOfTail(run.limits, 30), 3.0, 0.1);
+}
+
+TEST(AdaptiveAdmission, HalvesWhenEvictionsTakeTooMuchTime) {
+  AdaptiveOptions options;
+  options.initialLimit = 8;
+  Model model = saturating(8);
+  model.evictionShare = [](unsigned n) { return n > 4 ? 0.2 : 0.0; };
+  const Trajectory run = simulate(model, 1, 1, 0.0, options);
+  EXPECT_EQ(run.controller.limit(), 4u);
+}
+
+TEST(AdaptiveAdmission, TheDecreaseHalvesAndNeverGoesBelowOne) {
+  AdaptiveOptions options;
+  options.initialLimit = 3;
+  Model model = saturating(8);
+  model.evictionShare = [](unsigned n) { return n >= 2 ? 0.3 : 0.0; };
+  const Trajectory run = simulate(model, 3, 1, 0.0, options);
+  EXPECT_EQ(run.limits[0], 2u); // ceil(3 × 0.5)
+  EXPECT_EQ(run.controller.limit(), 1u) << "never below 1";
+}
+
+TEST(AdaptiveAdmission, StaysBelowWhereQueriesThrash) {
+  const Trajectory run = simulate(thrashing(4, 3), 60, 1);
+  EXPECT_GE(meanOfTail(run.limits, 30), 2.5);
+  EXPECT_LE(meanOfTail(run.limits, 30), 3.5);
+}
+
+TEST(AdaptiveAdmission, TheLimitDoesNotMoveWhileItDoesNotBind) {
+  Model model = saturating(3);
+  model.backlog = 1; // underload: one query at a time, nobody waits
+  const Trajectory run = simulate(model, 20, 1);
+  EXPECT_EQ(run.controller.limit(), 2u);
+}
+
+TEST(AdaptiveAdmission, MeasuresWhatAnEvictionCosts) {
+  Model model = saturating(8);
+  model.evictionShare = [](unsigned) { return 0.01; };
+  model.costPerEviction = 0.0036;
+  const Trajectory run = simulate(model, 5, 1);
+  EXPECT_NEAR(run.controller.costPerEviction(), 0.0036, 0.0002);
+  model.costPerEviction = 0.0005;
+  const Trajectory cheaper = simulate(model, 5, 1);
+  EXPECT_NEAR(cheaper.controller.costPerEviction(), 0.0005, 0.00005);
+}
+
+TEST(AdaptiveAdmission, ForgetsAndProbesAgainWhenTheWorkloadChanges) {
+  // The link saturates at 2 for a minute, then at 5: the controller finds 5
+  // once its estimates above 2 are older than memorySeconds.
+  AdaptiveOptions options;
+  options.memorySeconds = 10;
+  AdaptiveAdmission controller(options);
+  DeviceCounters counters;
+  double launches = 0, now = 0;
+  (void)controller.observe({now, counters, 0, 0});
+  for (int sample = 0; sample < 1800; ++sample) {
+    now += 0.1;
+    const unsigned knee = now < 60 ? 2 : 5;
+    const unsigned running = controller.limit();
+    launches += 100.0 * std::min(running, knee) * 0.1;
+    counters.launches = static_cast<std::uint64_t>(launches);
+    (void)controller.observe({now, counters, running, 10});
+    if (sample == 590) EXPECT_LE(controller.limit(), 3u);
+  }
+  EXPECT_GE(controller.limit(), 4u);
+}
+
+// Differential over seeds: with noisy counters the limit stays near the best
+// concurrency of saturating and thrashing nodes, and never leaves [1, max].
+TEST(AdaptiveAdmission, SeededNoisyNodesStayNearTheBestConcurrency) {
+  for (unsigned seed = 1; seed <= 40; ++seed) {
+    std::mt19937 random(seed);
+    const unsigned knee = 2 + random() % 4; // 2..5
+    const unsigned fit = knee + random() % 2;
+    const bool thrash = random() % 2 == 0;
+    const Trajectory run = simulate(thrash ? thrashing(knee, fit) : saturating(knee), 120, seed, 0.05);
+    const double settled = meanOfTail(run.limits, 60);
+    EXPECT_GE(settled, knee - 1.0) << "seed " << seed << " knee " << knee << " fit " << fit << " thrash " << thrash;
+    EXPECT_LE(settled, (thrash ? std::min(knee, fit) : knee) + 1.0)
+        << "seed " << seed << " knee " << knee << " fit " << fit << " thrash " << thrash;
+    for (unsigned limit : run.limits)
+      ASSERT_TRUE(limit >= 1 && limit <= 16) << "seed " << seed;
+  }
+}
+
+TEST(AdmissionPolicy, AdaptiveIsWeightUnderTheDevicesLimit) {
+  constexpr std::uint64_t MiB = 1 << 20;
+  auto limits = std::make_shared<ConcurrencyLimits>();
+  limits->perDevice[0] = 2;
+  AdmissionPolicy policy;
+  policy.kind = AdmissionKind::Adaptive;
+  policy.capacity = 100 * MiB;
+  policy.limits = limits;
+  const std::vector<QueryDemand> waiting = {{1, 10 * MiB, 90 * MiB}, {2, 10 * MiB, 90 * MiB}, {3, 10 * MiB, 90 * MiB}};
+  EXPECT_EQ(policy.admit({}, waiting), (std::vector<std::uint32_t>{1, 2})) << "the limit, though all three fit";
+  limits->perDevice[0] = 4;
+  EXPECT_EQ(policy.admit({}, waiting), (std::vector<std::uint32_t>{1, 2, 3}));
+  EXPECT_EQ(policy.admit({{9, 85 * MiB, 85 * MiB}}, waiting), (std::vector<std::uint32_t>{1}))
+      << "Weight's memory check: 85 + 10 fits, 85 + 20 does not";
+  EXPECT_EQ(policy.admit({{9, 120 * MiB, 120 * MiB}}, waiting), (std::vector<std::uint32_t>{}));
+  EXPECT_EQ(policy.admit({}, {{5, 200 * MiB, 200 * MiB}}), (std::vector<std::uint32_t>{5}))
+      << "a query larger than the device starts when nothing runs";
+  limits->perDevice[1] = 1;
+  EXPECT_TRUE(policy.fits(0, 0, waiting[0], 100 * MiB, 1));
+  EXPECT_FALSE(policy.fits(1, 0, waiting[0], 100 * MiB, 1)) << "each device its own limit";
+}
+
+} // namespace
+} // namespace mqx::daemon
