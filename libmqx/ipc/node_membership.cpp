@@ -63,9 +63,15 @@ std::shared_ptr<NodeMembership> NodeMembership::connect(const NodeOptions& optio
   std::shared_ptr<NodeMembership> member(new NodeMembership(options, role));
   member->names_ = IpcNames::forInstance(options.instance, getuid());
   std::string damage;
-  bool anotherVersion = false;
-  member->segment_ = SharedSegment::open(member->names_, &damage, &anotherVersion);
+  bool anotherVersion = false, notOurs = false;
+  member->segment_ = SharedSegment::open(member->names_, &damage, &anotherVersion, &notOurs);
   if (member->segment_ == nullptr) {
+    // Someone else's object at the node's name (or an unusable runtime
+    // directory): never joined, said once per process.
+    if (notOurs) {
+      static std::once_flag said;
+      std::call_once(said, [&] { log(LogLevel::Error, "mqx: {}; running without the node", damage); });
+    }
     // A node of another mqx (its segment's version or layout differs): not
     // joined and not touched, with the one line that says why (issue 18;
     // garbage stays silent here, mqxd replaces it and says so).
