@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .cli import printable
+
 
 def mib(count: int) -> str:
     return f"{count / (1 << 20):.1f} MiB"
@@ -42,7 +44,7 @@ def holders(node: Any) -> list[str]:
         if c.state == "running":
             demand = max(c.weighted_demand, held.get(c.slot, 0))
             mark = ", STOPPED" if stopped.get(c.slot) or process_stopped(c.pid) else ""
-            rows.append((demand, f"'{c.name}' (pid {c.pid}{mark}) demand {mib(demand)}, holds {mib(held.get(c.slot, 0))}"))
+            rows.append((demand, f"'{printable(c.name)}' (pid {c.pid}{mark}) demand {mib(demand)}, holds {mib(held.get(c.slot, 0))}"))
         elif c.state == "memory" and c.query_slot is None and c.budget_held:
             mark = ", STOPPED" if process_stopped(c.pid) else ""
             rows.append((c.budget_held, f"pid {c.pid} outside any query{mark} holds {mib(c.budget_held)}"))
