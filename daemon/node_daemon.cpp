@@ -348,12 +348,13 @@ void NodeDaemon::reportStoppedHolders() {
     if (stopped && stoppedReported_[holder.slot] != holder.pid) {
       stoppedReported_[holder.slot] = holder.pid;
       log(LogLevel::Warn,
-          "mqxd: client {} '{}' (pid {}) is stopped holding {} MiB; queries waiting for memory wait until it gets "
-          "SIGCONT or ends",
-          holder.slot, holder.name, holder.pid, holder.held >> 20);
+          "mqxd: client {} '{}' (pid {}) is stopped holding {} MiB; queries waiting for memory wait until it "
+          "continues (kill -CONT {}) or ends",
+          holder.slot, escapeForTerminal(holder.name), holder.pid, holder.held >> 20, holder.pid);
     } else if (!stopped && stoppedReported_[holder.slot] == holder.pid) {
       stoppedReported_[holder.slot] = 0;
-      log(LogLevel::Warn, "mqxd: client {} '{}' (pid {}) continues", holder.slot, holder.name, holder.pid);
+      log(LogLevel::Warn, "mqxd: client {} '{}' (pid {}) continues", holder.slot, escapeForTerminal(holder.name),
+          holder.pid);
     }
   }
 }

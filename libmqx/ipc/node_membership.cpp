@@ -258,6 +258,23 @@ void NodeMembership::serveEvictions() {
   }
 }
 
+bool NodeMembership::skipStoppedHolder(pid_t pid, std::uint64_t held) {
+  const bool stopped = processStopped(pid);
+  const auto reported = std::find(stoppedHolders_.begin(), stoppedHolders_.end(), pid);
+  if (!stopped) {
+    if (reported != stoppedHolders_.end()) stoppedHolders_.erase(reported); // it continued: a new stop is said again
+    return false;
+  }
+  if (reported == stoppedHolders_.end()) {
+    stoppedHolders_.push_back(pid);
+    log(LogLevel::Warn,
+        "mqx: process {} is stopped holding {} MiB of the device's memory, which only it can free: not waiting for "
+        "it (kill -CONT {} resumes it)",
+        pid, held >> 20, pid);
+  }
+  return true;
+}
+
 void NodeMembership::setBlocked(bool blocked) {
   if (slot_ == kNoSlot) return; // left the node: nobody waits for this record
   RobustLock lock(node().lock);
@@ -276,7 +293,8 @@ bool NodeMembership::mustYield() {
           record.arrival < mine)
         older.push_back(record.pid);
   }
-  return std::any_of(older.begin(), older.end(), processAlive);
+  // A stopped waiter gives way to nobody meanwhile: yielding to it would stall this process too.
+  return std::any_of(older.begin(), older.end(), [](pid_t pid) { return processAlive(pid) && !processStopped(pid); });
 }
 
 std::optional<std::size_t> NodeMembership::askToEvict(pid_t owner, std::uint64_t region, std::size_t bytes,
@@ -359,7 +377,13 @@ PeerReclaim NodeMembership::requestEviction(std::size_t bytes) {
     if (mustYield()) return PeerReclaim::MustYield;
     if (owners.empty()) return PeerReclaim::NobodyElseHolds; // this process holds it all: waiting cannot help
     // A dead owner cannot answer; the daemon gives its bytes back shortly.
+    // A stopped one cannot either, until it continues: said once per stop,
+    // and not waited for (each launch waited 8 s for it, then ran from host
+    // memory).
     std::erase_if(owners, [](const auto& owner) { return !processAlive(owner.second); });
+    const std::size_t stopped =
+        std::erase_if(owners, [this](const auto& owner) { return skipStoppedHolder(owner.second, owner.first); });
+    if (stopped != 0 && owners.empty()) return PeerReclaim::NobodyElseHolds; // only stopped ones hold it
     std::sort(owners.rbegin(), owners.rend());
     for (const auto& [held, owner] : owners) {
       const auto answerBy =

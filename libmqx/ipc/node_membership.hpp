@@ -24,6 +24,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/peer_regions.hpp"
 #include "ipc/ipc_names.hpp"
@@ -137,6 +138,9 @@ private:
   // Publishes what the source says now (nothing when it is busy or unset).
   void publishActivity();
   void setBlocked(bool blocked);
+  // Whether the holder `pid` is stopped (then it is not asked; logged once
+  // per stop). Call with requestMutex_ held.
+  bool skipStoppedHolder(pid_t pid, std::uint64_t held);
   // Sends one request and waits for its acknowledgement until `answerBy`;
   // nullopt when none came.
   std::optional<std::size_t> askToEvict(pid_t owner, std::uint64_t region, std::size_t bytes,
@@ -159,7 +163,8 @@ private:
   ActivitySource activitySource_;
   // Eviction requests refused so far (the serving thread's).
   std::uint64_t refusedRequests_ = 0;
-  std::mutex requestMutex_; // one outstanding eviction request per process
+  std::mutex requestMutex_;           // one outstanding eviction request per process
+  std::vector<pid_t> stoppedHolders_; // reported stopped, not resumed since (requestMutex_)
   std::uint64_t nextSequence_ = 1;
 };
 

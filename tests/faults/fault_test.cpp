@@ -220,6 +220,35 @@ TEST_F(Faults, ExhaustedBudgetFailsCleanlyAndComesBack) {
   ASSERT_TRUE(waitUntilBudgetFree(1000ms)) << "still used: " << usedBytes();
 }
 
+// A stopped holder (SIGSTOP) cannot free its memory until it continues:
+// each launch of another process that needed it waited 8 s (4 x
+// daemon.eviction_timeout_ms) and printed "out of memory" every 8 s. Now the
+// stopped process is named once with the command that resumes it, and no
+// launch waits for it.
+TEST_F(Faults, AStoppedHolderIsNamedOnceAndNotWaitedFor) {
+  startDaemon();
+  auto holder = std::make_unique<ChildProcess>(
+      std::vector<std::string>{HOLD_CLIENT_PATH, "hold-budget", std::to_string(30 << 20), "0"}, environment_);
+  ASSERT_TRUE(holder->waitForLine("held", 10s));
+  holder->signal(SIGSTOP);
+  const auto start = std::chrono::steady_clock::now();
+  auto starved = client({"work", "2", mib(4), "3", "7", "0"}, {}, true);
+  const auto status = starved->wait(60s);
+  const auto took = std::chrono::steady_clock::now() - start;
+  const std::string log = starved->readRest(1s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(*status == 0 || *status == 4) << "a clean end, correct or out of memory; " << log;
+  EXPECT_LT(took, 6s) << "its launches waited for the stopped holder; " << log;
+  std::size_t named = 0;
+  for (std::size_t at = log.find("is stopped holding"); at != std::string::npos;
+       at = log.find("is stopped holding", at + 1))
+    ++named;
+  EXPECT_EQ(named, 1u) << log;
+  EXPECT_NE(log.find("kill -CONT " + std::to_string(holder->pid())), std::string::npos) << log;
+  holder->signal(SIGKILL);
+  holder->signal(SIGCONT);
+}
+
 // mqxd's request queue full (the daemon stopped, the queue stuffed): a
 // query asking for admission loses its message, waits, and is admitted from
 // its record once mqxd runs again. A client's eviction queue stuffed
