@@ -306,9 +306,10 @@ void NodeDaemon::writeRoster() {
     if (record.state != ClientState::Free && record.pid > 0 && processAlive(record.pid)) pids.push_back(record.pid);
   std::remove(rosterPath_.c_str());
   if (pids.empty()) {
-    // Nobody is left who knows the node's names: the next mqxd's are new,
-    // whatever someone saw of these in /dev/shm.
-    if (const IpcNames next = names_.renamed(); !next.problem.empty()) log(LogLevel::Warn, "mqxd: {}", next.problem);
+    // Nobody is left who knows the node's names: the next node's are new
+    // (made by the first process that looks), whatever someone saw of these
+    // in /dev/shm. Under the instance lock: no other mqxd starts meanwhile.
+    std::remove(names_.nodeNameFile.c_str());
     return;
   }
   std::string text;

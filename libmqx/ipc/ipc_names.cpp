@@ -93,18 +93,6 @@ IpcNames IpcNames::forInstance(const std::string& instance, uid_t uid) {
   }
 }
 
-IpcNames IpcNames::renamed() const {
-  if (!problem.empty()) return *this;
-  IpcNames names = *this;
-  const std::string base = prefix.substr(0, prefix.size() - kNodeNameCharacters - 1);
-  const std::string nodeName = randomNodeName();
-  if (const std::string error = writeFileReplacing(nodeNameFile, nodeName + "\n", 0600); !error.empty()) {
-    names.problem = "cannot save the node's new name: " + error;
-    return names;
-  }
-  return withNodeName(names, base, nodeName);
-}
-
 std::string IpcNames::evictQueue(pid_t pid) const { return fmt::format("/{}-evict-{}", prefix, pid); }
 std::string IpcNames::replyQueue(pid_t pid) const { return fmt::format("/{}-reply-{}", prefix, pid); }
 

@@ -8,9 +8,9 @@
 // else). /dev/shm, not $XDG_RUNTIME_DIR or /tmp: every process of the user
 // must find the same directory whatever its environment (su, cron, a systemd
 // unit with PrivateTmp) and in every container of a Kubernetes node, which
-// share the host's /dev/shm (deploy/kubernetes). mqxd picks a new node name
-// whenever it starts on no segment of its own, so an object someone made at
-// an old name is never used; every open also checks the object's owner and
+// share the host's /dev/shm (deploy/kubernetes). mqxd drops the node name
+// when it stops with no client left, so the next node's names are new and
+// an object someone made at an old name is never looked at; every open also checks the object's owner and
 // mode (SharedSegment, MessageQueue).
 //
 // An optional instance (daemon.instance) keeps independent nodes apart, e.g.
@@ -41,11 +41,8 @@ struct IpcNames {
   std::string problem;
 
   // The names of the node of `instance` (the node name is created when
-  // there is none yet).
+  // there is none yet; mqxd removes it when it stops with no client left).
   static IpcNames forInstance(const std::string& instance, uid_t uid);
-  // mqxd's: the same instance under a new random node name, saved for the
-  // others to find. Empty `problem` on success.
-  IpcNames renamed() const;
 };
 
 } // namespace mqx::ipc

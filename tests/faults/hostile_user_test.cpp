@@ -376,6 +376,22 @@ TEST_F(HostileUser, TheTimeoutStopsEveryProcessOfTheQuery) {
   EXPECT_EQ(holder->wait(10s), 128 + SIGTERM);
 }
 
+// The system's POSIX queues used up (EMFILE, ENOSPC from mq_open: 256 queues
+// by default, RLIMIT_MSGQUEUE per user): a process that cannot make its
+// queues says so in one line, at once, and leaves nothing on the node.
+TEST_F(HostileUser, UsedUpQueuesAreAClearErrorNotAHang) {
+  startDaemon();
+  ChildProcess starved(
+      {"/usr/bin/prlimit", "--msgqueue=0:0", HOLD_CLIENT_PATH, "hold-budget", std::to_string(1 << 20), "0"},
+      environment_, true);
+  const auto status = starved.wait(10s);
+  ASSERT_TRUE(status.has_value()) << "a client without queues hung";
+  EXPECT_NE(*status, 0);
+  const std::string said = starved.readRest(1s);
+  EXPECT_NE(said.find("POSIX queues are used up"), std::string::npos) << said;
+  EXPECT_EQ(usedBytes(), 0u);
+}
+
 // --- mqxd: signals and floods ---------------------------------------------------------
 
 TEST_F(HostileUser, StraySignalsLeaveMqxdRunningAndSigquitIsACleanExit) {
