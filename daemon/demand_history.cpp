@@ -1,15 +1,23 @@
 #include "demand_history.hpp"
 
-#include <cstdio>
-#include <fstream>
+#include <unistd.h>
+
 #include <sstream>
 
+#include "common/files.hpp"
 #include "common/log.hpp"
 
 namespace mqx::daemon {
 
 DemandHistory::DemandHistory(std::string path) : path_(std::move(path)) {
-  std::ifstream file(path_);
+  std::string error;
+  const auto text = readRegularFile(path_, kMaxDemandHistoryBytes, "a demand history", &error);
+  if (!text) {
+    // Absent is the first run; anything else is said, and the history starts empty.
+    if (::access(path_.c_str(), F_OK) == 0) log(LogLevel::Warn, "demand history not read: {}", error);
+    return;
+  }
+  std::istringstream file(*text);
   std::string line;
   while (std::getline(file, line)) {
     std::istringstream fields(line);
@@ -29,17 +37,11 @@ void DemandHistory::record(const std::string& name, std::uint64_t bytes) {
   // Names become one whitespace-free token.
   if (name.empty() || name.find_first_of(" \t\n") != std::string::npos) return;
   demands_[name] = bytes;
-  const std::string temporary = path_ + ".tmp";
-  {
-    std::ofstream file(temporary, std::ios::trunc);
-    for (const auto& [query, demand] : demands_)
-      file << query << ' ' << demand << '\n';
-    if (!file) {
-      log(LogLevel::Warn, "cannot write the demand history {}", temporary);
-      return;
-    }
-  }
-  std::rename(temporary.c_str(), path_.c_str());
+  std::string text;
+  for (const auto& [query, demand] : demands_)
+    text += query + ' ' + std::to_string(demand) + '\n';
+  if (const std::string error = writeFileReplacing(path_, text, 0600); !error.empty())
+    log(LogLevel::Warn, "cannot save the demand history: {}", error);
 }
 
 } // namespace mqx::daemon

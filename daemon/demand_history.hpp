@@ -4,12 +4,16 @@
 // text file, one "name bytes" line per query, rewritten atomically.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 
 namespace mqx::daemon {
+
+// Far more than the few thousand names a node sees; a larger file is not read.
+inline constexpr std::size_t kMaxDemandHistoryBytes = std::size_t{4} << 20;
 
 class DemandHistory {
 public:

@@ -83,11 +83,18 @@ LaunchService::Answer solveLast(const DeviceAttributes& device, const std::vecto
   return {}; // unplaceable: an SM cannot hold it even alone
 }
 
+void LaunchService::logRefusal(pid_t pid, const std::string& why) {
+  // Anyone of the user can send these in bulk: at most a line a second.
+  if (const auto notLogged = refusals_.admit())
+    log(LogLevel::Warn, "mqxd: launch request of process {} refused ({}): it keeps its parameters{}", pid, why,
+        *notLogged != 0 ? fmt::format(" ({} more refused since the last line, not logged)", *notLogged)
+                        : std::string());
+}
+
 LaunchService::Answer LaunchService::request(pid_t pid, std::uint64_t ticket, const ipc::LaunchTuningFields& kernel,
                                              Clock::time_point now) {
   if (kernel.nodeDevice >= devices_) {
-    log(LogLevel::Warn, "mqxd: launch request of process {} names device {}, the node has {}: it keeps its parameters",
-        pid, kernel.nodeDevice, devices_);
+    logRefusal(pid, fmt::format("names device {}, the node has {}", kernel.nodeDevice, devices_));
     return {};
   }
   std::vector<KernelDemand> kernels;
@@ -96,14 +103,14 @@ LaunchService::Answer LaunchService::request(pid_t pid, std::uint64_t ticket, co
       if (sameDevice(entry.kernel, kernel)) kernels.push_back(demandOf(entry.kernel));
     kernels.push_back(demandOf(kernel));
   } catch (const std::invalid_argument& error) {
-    log(LogLevel::Warn, "mqxd: launch request of process {} refused ({}): it keeps its parameters", pid, error.what());
+    logRefusal(pid, error.what());
     return {};
   }
   Answer answer;
   try {
     answer = solveLast(kernel.device, kernels);
   } catch (const std::invalid_argument& error) {
-    log(LogLevel::Warn, "mqxd: launch request of process {} refused ({}): it keeps its parameters", pid, error.what());
+    logRefusal(pid, error.what());
     return {};
   }
   if (entries_.size() >= kMaxPendingKernels) entries_.erase(entries_.begin());

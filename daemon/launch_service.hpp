@@ -17,8 +17,10 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
+#include "ipc/log_rate_limit.hpp"
 #include "ipc/messages.hpp"
 #include "kernelopt/kernel_demand.hpp"
 
@@ -65,9 +67,14 @@ private:
     Clock::time_point expires;
   };
 
+  // One line, at most one a second with the count of those not logged
+  // (a process may send thousands of bad requests).
+  void logRefusal(pid_t pid, const std::string& why);
+
   std::chrono::milliseconds lease_;
   std::uint32_t devices_;
   std::vector<Entry> entries_; // in arrival order
+  ipc::LogRateLimit refusals_;
 };
 
 // Whether two requests are for the same device: the same node device and

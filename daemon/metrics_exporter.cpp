@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "common/files.hpp"
 #include "common/log.hpp"
 
 namespace mqx::daemon {
@@ -39,7 +40,12 @@ void single(std::string& out, const char* name, const char* type, const char* he
 
 // The device a memory client draws on or a query runs on ("" for a query
 // not placed yet).
-std::string clientLabels(const ipc::ClientSnapshot& client) {
+// The pid and the query's name only with daemon.metrics_client_identities:
+// the port is open to every local user.
+std::string clientLabels(const ipc::ClientSnapshot& client, bool identities) {
+  if (!identities)
+    return fmt::format("slot=\"{}\",state=\"{}\",device=\"{}\"", client.slot, ipc::toString(client.state),
+                       escapeLabelValue(client.deviceIdentity));
   return fmt::format("slot=\"{}\",pid=\"{}\",state=\"{}\",name=\"{}\",device=\"{}\"", client.slot, client.pid,
                      ipc::toString(client.state), escapeLabelValue(client.name),
                      escapeLabelValue(client.deviceIdentity));
@@ -100,7 +106,7 @@ constexpr ActivityField kActivityFields[] = {
      &ipc::ClientActivity::swapReservedBytes},
 };
 
-void renderActivity(std::string& out, const ipc::NodeSnapshot& node) {
+void renderActivity(std::string& out, const ipc::NodeSnapshot& node, bool identities) {
   for (const ActivityField& field : kActivityFields) {
     family(out, field.node, field.type,
            fmt::format("{} Node total: live memory clients{}.", field.help,
@@ -110,7 +116,7 @@ void renderActivity(std::string& out, const ipc::NodeSnapshot& node) {
     family(out, field.client, field.type, fmt::format("{} Of one memory client.", field.help).c_str());
     for (const ipc::ClientSnapshot& client : node.clients)
       if (client.state == ipc::ClientState::Memory)
-        sample(out, field.client, client.activity.*field.value, clientLabels(client));
+        sample(out, field.client, client.activity.*field.value, clientLabels(client, identities));
   }
 }
 
@@ -131,7 +137,7 @@ std::string escapeLabelValue(const std::string& text) {
   return out;
 }
 
-std::string renderMetrics(const NodeMetrics& metrics) {
+std::string renderMetrics(const NodeMetrics& metrics, bool clientIdentities) {
   const ipc::NodeSnapshot& m = metrics.node;
   std::string out;
   single(out, "mqx_node_capacity_bytes", "gauge", "The node's device budget (of every device together).", m.capacity);
@@ -160,14 +166,15 @@ std::string renderMetrics(const NodeMetrics& metrics) {
   auto perClient = [&](const char* name, const char* help, bool memory, std::uint64_t ipc::ClientSnapshot::*value) {
     family(out, name, "gauge", help);
     for (const ipc::ClientSnapshot& client : m.clients)
-      if ((client.state == ipc::ClientState::Memory) == memory) sample(out, name, client.*value, clientLabels(client));
+      if ((client.state == ipc::ClientState::Memory) == memory)
+        sample(out, name, client.*value, clientLabels(client, clientIdentities));
   };
   perClient("mqx_client_weighted_demand_bytes", "A query's weighted demand.", false,
             &ipc::ClientSnapshot::weightedDemand);
   perClient("mqx_client_peak_demand_bytes", "A query's peak demand.", false, &ipc::ClientSnapshot::peakDemand);
   perClient("mqx_client_held_bytes", "Device bytes a memory client holds.", true, &ipc::ClientSnapshot::budgetHeld);
 
-  renderActivity(out, m);
+  renderActivity(out, m, clientIdentities);
 
   single(out, "mqx_evictions_served_total", "counter", "Cross-process eviction requests that freed something.",
          m.evictionRequestsServed);
@@ -187,7 +194,8 @@ std::string renderMetrics(const NodeMetrics& metrics) {
 }
 
 MetricsExporter::MetricsExporter(const Config& config)
-    : file_(config.metricsFile), interval_(config.metricsIntervalMilliseconds) {
+    : file_(config.metricsFile), interval_(config.metricsIntervalMilliseconds),
+      clientIdentities_(config.metricsClientIdentities) {
   if (config.metricsPort == 0) return;
   listener_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (listener_ < 0) throw std::runtime_error(fmt::format("metrics: socket: {}", std::strerror(errno)));
@@ -196,7 +204,7 @@ MetricsExporter::MetricsExporter(const Config& config)
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<std::uint16_t>(config.metricsPort));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK); // local only: the metrics name queries and pids
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK); // local only; every local user may still connect
   if (bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 || listen(listener_, 8) != 0) {
     const std::string error = std::strerror(errno);
     close(listener_);
@@ -229,20 +237,10 @@ void MetricsExporter::serve(const std::function<NodeMetrics()>& snapshot) {
 
 void MetricsExporter::writeFile(const NodeMetrics& metrics) {
   if (file_.empty()) return;
-  const std::string temporary = fmt::format("{}.tmp.{}", file_, getpid());
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << renderMetrics(metrics);
-    if (!out.flush()) {
-      log(LogLevel::Warn, "metrics: cannot write {} (daemon.metrics_file)", temporary);
-      std::remove(temporary.c_str());
-      return;
-    }
-  }
-  if (std::rename(temporary.c_str(), file_.c_str()) != 0) {
-    log(LogLevel::Warn, "metrics: cannot rename {} to {}: {}", temporary, file_, std::strerror(errno));
-    std::remove(temporary.c_str());
-  }
+  if (const std::string error =
+          writeFileReplacing(file_, renderMetrics(metrics, clientIdentities_), clientIdentities_ ? 0600 : 0644);
+      !error.empty())
+    log(LogLevel::Warn, "metrics: {} (daemon.metrics_file)", error);
 }
 
 void MetricsExporter::answer(int connection, const std::function<NodeMetrics()>& snapshot) {
@@ -261,7 +259,7 @@ void MetricsExporter::answer(int connection, const std::function<NodeMetrics()>&
   }
   std::string status = "200 OK", body;
   if (request.rfind("GET /metrics ", 0) == 0 || request.rfind("GET / ", 0) == 0) {
-    body = renderMetrics(snapshot());
+    body = renderMetrics(snapshot(), clientIdentities_);
   } else {
     status = "404 Not Found";
     body = "mqxd serves GET /metrics\n";

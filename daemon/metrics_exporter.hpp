@@ -33,8 +33,9 @@ struct NodeMetrics {
   double uptimeSeconds = 0;
 };
 
-// The exposition text of `metrics`.
-std::string renderMetrics(const NodeMetrics& metrics);
+// The exposition text of `metrics`; per-client series carry the client's
+// pid and query name only with `clientIdentities`.
+std::string renderMetrics(const NodeMetrics& metrics, bool clientIdentities);
 // `text` as a Prometheus label value: backslash, double quote and newline
 // escaped (quotes not included).
 std::string escapeLabelValue(const std::string& text);
@@ -64,6 +65,10 @@ private:
   std::chrono::steady_clock::time_point lastWrite_{};
   int listener_ = -1;
   unsigned port_ = 0;
+  // daemon.metrics_client_identities: pids and query names in the labels
+  // (the file is then 0600; without them 0644, for a collector of another
+  // user).
+  bool clientIdentities_ = false;
 };
 
 } // namespace mqx::daemon

@@ -47,11 +47,19 @@ constexpr int kUsageExit = 2;
 // How long a query started before admission waits for mqxd to place it on a
 // device (mqxd places on its next pass, within milliseconds).
 constexpr std::chrono::seconds kPlacementWait{10};
+// mqx-run's own failures, apart from any status the query may return itself
+// (docs/daemon.md, "Exit status"): a bad configuration or plan file, and a
+// failure of mqx-run (fork, the node lost under it).
+constexpr int kConfigurationExit = 78; // EX_CONFIG
+constexpr int kInternalExit = 70;      // EX_SOFTWARE
 
 volatile sig_atomic_t childPid = 0;
 
+// The query runs in a process group of its own (its pid), so that a signal,
+// the timeout's SIGTERM and SIGKILL reach every process it started, not only
+// the first.
 void forwardSignal(int signal) {
-  if (childPid > 0) kill(childPid, signal);
+  if (childPid > 0) kill(-childPid, signal);
 }
 
 struct Options {
@@ -75,7 +83,8 @@ void usage(FILE* out) {
                     "QUERY's file name\n"
                     "  --device ID        run on this device of the node (a GPU UUID, sim-N or the node's index N) "
                     "instead of where mqxd places it (daemon.placement)\n"
-                    "  --timeout SECONDS  give up waiting for admission after SECONDS (exit 75); 0: no limit; "
+                    "  --timeout SECONDS  give up waiting for admission after SECONDS (exit 75; the query's "
+                    "processes are stopped); 0: no limit; "
                     "default: daemon.admission_timeout_s\n"
                     "  --daemon-restart-wait SECONDS  when mqxd stops before admitting the query (a restart, "
                     "an upgrade), wait that long for the next one (default 30; 0: exit 69 at once)\n"
@@ -84,21 +93,40 @@ void usage(FILE* out) {
                     "  --start-when-admitted     start QUERY only once it is admitted\n"
                     "  --stats            print waiting time, run time and peak device memory at exit\n"
                     "  --allow-no-daemon  run the query alone when no mqxd is running\n"
-                    "  --version          print the version and the commit, and exit\n");
+                    "  --version          print the version and the commit, and exit\n"
+                    "exit status: the query's; 2 a usage error, 69 no mqxd, 75 not admitted in time, 78 a bad "
+                    "configuration or plan, 70 mqx-run failed\n");
 }
 
 bool parse(int argc, char** argv, Options* options) {
   int i = 1;
+  // The value of the option at argv[i]; null, said in one line, when there
+  // is none (the end, or "--", which starts the query).
+  auto valueOf = [&](const std::string& option) -> const char* {
+    if (i + 1 >= argc || std::strcmp(argv[i + 1], "--") == 0) {
+      std::fprintf(stderr, "mqx-run: %s needs a value\n", option.c_str());
+      return nullptr;
+    }
+    return argv[++i];
+  };
   for (; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--") {
       ++i;
       break;
     }
-    if ((arg == "--plan" || arg == "--name") && i + 1 < argc) {
-      (arg == "--plan" ? options->plan : options->name) = argv[++i];
-    } else if (arg == "--device" && i + 1 < argc) {
-      const std::string text = argv[++i];
+    if (arg == "--plan" || arg == "--name") {
+      const char* value = valueOf(arg);
+      if (value == nullptr) return false;
+      if (*value == '\0') {
+        std::fprintf(stderr, "mqx-run: %s wants a non-empty value\n", arg.c_str());
+        return false;
+      }
+      (arg == "--plan" ? options->plan : options->name) = value;
+    } else if (arg == "--device") {
+      const char* value = valueOf(arg);
+      if (value == nullptr) return false;
+      const std::string text = value;
       const bool printable = std::all_of(text.begin(), text.end(), [](unsigned char c) { return c > ' ' && c < 127; });
       if (text.empty() || !printable || text.size() >= mqx::ipc::kDeviceIdentityBytes) {
         std::fprintf(stderr, "mqx-run: --device wants a GPU UUID (GPU-...), sim-N or a device index, not '%s'\n",
@@ -106,8 +134,10 @@ bool parse(int argc, char** argv, Options* options) {
         return false;
       }
       options->device = text;
-    } else if ((arg == "--timeout" || arg == "--daemon-restart-wait") && i + 1 < argc) {
-      const std::string text = argv[++i];
+    } else if (arg == "--timeout" || arg == "--daemon-restart-wait") {
+      const char* value = valueOf(arg);
+      if (value == nullptr) return false;
+      const std::string text = value;
       char* end = nullptr;
       errno = 0;
       const unsigned long seconds = std::strtoul(text.c_str(), &end, 10);
@@ -122,7 +152,12 @@ bool parse(int argc, char** argv, Options* options) {
         options->restartWaitSeconds = static_cast<unsigned>(seconds);
       }
     } else if (arg == "--start-before-admission" || arg == "--start-when-admitted") {
-      options->startBeforeAdmission = arg == "--start-before-admission";
+      const bool before = arg == "--start-before-admission";
+      if (options->startBeforeAdmission && *options->startBeforeAdmission != before) {
+        std::fprintf(stderr, "mqx-run: --start-before-admission and --start-when-admitted exclude each other\n");
+        return false;
+      }
+      options->startBeforeAdmission = before;
     } else if (arg == "--stats") {
       options->stats = true;
     } else if (arg == "--allow-no-daemon") {
@@ -171,6 +206,24 @@ void forwardSignals() {
     sigaction(signal, &forward, nullptr);
 }
 
+// A query in a process group of its own is not in the terminal's
+// foreground: when mqx-run is, the query's group takes the terminal (as a
+// shell gives it to a job), so that it may read it and Ctrl-C reaches it,
+// and mqx-run takes it back when the query ends.
+pid_t terminalGivenBy = 0;
+
+void takeTerminal(pid_t child) {
+  if (!isatty(STDIN_FILENO) || tcgetpgrp(STDIN_FILENO) != getpgrp()) return;
+  signal(SIGTTOU, SIG_IGN); // a background mqx-run asking for the terminal back is not stopped
+  if (tcsetpgrp(STDIN_FILENO, child) == 0) terminalGivenBy = getpgrp();
+}
+
+void giveTerminalBack() {
+  if (terminalGivenBy == 0) return;
+  tcsetpgrp(STDIN_FILENO, terminalGivenBy);
+  terminalGivenBy = 0;
+}
+
 int exitStatusOf(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
@@ -193,6 +246,7 @@ pid_t startQuery(const Options& options, std::uint32_t querySlot, const std::str
     return -1;
   }
   if (child == 0) {
+    setpgid(0, 0); // its own process group (forwardSignal)
     for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2})
       ::signal(signal, SIG_DFL);
     if (!library.empty()) {
@@ -207,6 +261,8 @@ pid_t startQuery(const Options& options, std::uint32_t querySlot, const std::str
     std::fprintf(stderr, "mqx-run: cannot run '%s': %s\n", options.command[0], std::strerror(errno));
     _exit(127);
   }
+  setpgid(child, child); // also here: whichever runs first, the group exists before a signal is sent to it
+  takeTerminal(child);
   childPid = child;
   return child;
 }
@@ -217,6 +273,7 @@ int waitForQuery(pid_t child) {
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   childPid = 0;
+  giveTerminalBack();
   return exitStatusOf(status);
 }
 
@@ -225,6 +282,7 @@ std::optional<int> queryEnded(pid_t child) {
   int status = 0;
   if (waitpid(child, &status, WNOHANG) != child) return std::nullopt;
   childPid = 0;
+  giveTerminalBack();
   return exitStatusOf(status);
 }
 
@@ -232,7 +290,7 @@ std::optional<int> queryEnded(pid_t child) {
 // processes have not used a device: their gate refuses once the record is
 // gone): SIGTERM, and SIGKILL after 5 s. Bounded.
 void stopQuery(pid_t child, const std::string& name) {
-  kill(child, SIGTERM);
+  kill(-child, SIGTERM); // the whole group: processes the query started too
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (std::chrono::steady_clock::now() < deadline) {
     if (queryEnded(child)) return;
@@ -240,13 +298,13 @@ void stopQuery(pid_t child, const std::string& name) {
   }
   std::fprintf(stderr, "mqx-run: query '%s' (pid %d) did not stop within 5 s of SIGTERM; killing it\n", name.c_str(),
                static_cast<int>(child));
-  kill(child, SIGKILL);
+  kill(-child, SIGKILL);
   waitForQuery(child);
 }
 
 int runQuery(const Options& options, std::uint32_t querySlot, const std::string& device = {}) {
   const pid_t child = startQuery(options, querySlot, device, false);
-  return child < 0 ? 1 : waitForQuery(child);
+  return child < 0 ? kInternalExit : waitForQuery(child);
 }
 
 // The query's program ended before it was admitted (started before
@@ -320,7 +378,7 @@ int main(int argc, char** argv) {
         const auto placed = client->requestPlacement(weighted, peak, kPlacementWait);
         if (placed) {
           early = startQuery(options, client->membership().slot(), placed->identity, true);
-          if (early < 0) return 1;
+          if (early < 0) return kInternalExit;
         } else if (client->membership().node().daemonPid != 0 &&
                    mqx::ipc::processAlive(client->membership().node().daemonPid)) {
           std::fprintf(stderr,
@@ -346,7 +404,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "mqx-run: query '%s' lost its record on the node while it waited for admission\n",
                      options.name.c_str());
         withdraw();
-        return 1;
+        return kInternalExit;
       case AdmissionClient::Admission::TimedOut:
         std::fprintf(stderr,
                      "mqx-run: query '%s' not admitted within %lld s (--timeout, daemon.admission_timeout_s); giving "
@@ -422,8 +480,11 @@ int main(int argc, char** argv) {
   } catch (const mqx::ipc::UnknownDevice& error) {
     std::fprintf(stderr, "mqx-run: --device: %s\n", error.what());
     return kUsageExit;
+  } catch (const mqx::ConfigError& error) {
+    std::fprintf(stderr, "mqx-run: %s\n", error.what());
+    return kConfigurationExit;
   } catch (const std::exception& error) {
     std::fprintf(stderr, "mqx-run: %s\n", error.what());
-    return 1;
+    return kInternalExit;
   }
 }

@@ -1,6 +1,6 @@
 // mqxd: the node daemon (docs/daemon.md). Runs in the foreground until
-// SIGTERM, SIGINT or SIGHUP (a closed terminal), then removes the node's
-// segment and queues.
+// SIGTERM, SIGINT, SIGQUIT or SIGHUP (a closed terminal), then removes the
+// node's segment and queues; SIGUSR1, SIGUSR2 and SIGALRM are ignored.
 #include <signal.h>
 
 #include <atomic>
@@ -49,7 +49,13 @@ int main(int argc, char** argv) {
     // segment's capacity is what admitted queries were counted against
     // (docs/daemon.md, "Signals").
     sigaction(SIGHUP, &action, nullptr);
-    signal(SIGPIPE, SIG_IGN);
+    // SIGQUIT asks a program to quit: a clean exit too. The other signals
+    // whose default is to end the process mean nothing to mqxd and are
+    // ignored, so that a stray `kill -USR1` or an alarm never leaves the
+    // node's segment and queue behind (docs/daemon.md, "Signals").
+    sigaction(SIGQUIT, &action, nullptr);
+    for (int ignored : {SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM})
+      signal(ignored, SIG_IGN);
     mqx::daemon::NodeDaemon daemon(config);
     std::printf("mqxd: ready (%s)\n", daemon.names().segment.c_str());
     std::fflush(stdout);

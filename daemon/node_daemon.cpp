@@ -3,17 +3,21 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <mqueue.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
+#include <sstream>
 #include <vector>
 
+#include "common/files.hpp"
 #include "common/log.hpp"
 #include "ipc/launch_tuning_client.hpp"
 #include "node_capacity.hpp"
@@ -115,6 +119,21 @@ const char* kindName(MessageKind kind) {
   }
 }
 
+// The instance's lock, held for mqxd's life: of two mqxd started at the same
+// instant, one gets it and the other says who runs (was: "File exists").
+FileDescriptor lockInstance(const IpcNames& names) {
+  FileDescriptor lock(::open(names.lockFile.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!lock.valid()) throw std::runtime_error(fmt::format("cannot open {}: {}", names.lockFile, std::strerror(errno)));
+  if (::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (auto running = SharedSegment::open(names); running && processAlive(running->state().daemonPid))
+      throw std::runtime_error(
+          fmt::format("mqxd is already running (pid {}, segment {})", running->state().daemonPid, names.segment));
+    throw std::runtime_error(
+        fmt::format("another mqxd of this user and instance is starting or running (it holds {})", names.lockFile));
+  }
+  return lock;
+}
+
 std::string historyPath(const Config& config) {
   if (!config.demandStateFile.empty()) return config.demandStateFile;
   const char* home = std::getenv("HOME");
@@ -129,13 +148,16 @@ NodeDaemon::NodeDaemon(const Config& config)
       placement_(admissionPolicyOf(config, limits_), config.placement, capacitiesOf(devices_)),
       history_(historyPath(config)),
       launches_(std::chrono::milliseconds(config.launchLeaseMilliseconds), static_cast<std::uint32_t>(devices_.size())),
-      rosterPath_("/dev/shm/" + names_.prefix + "-clients") {
+      rosterPath_(names_.rosterFile) {
+  if (!names_.problem.empty()) throw std::runtime_error(names_.problem);
+  instanceLock_ = lockInstance(names_);
   for (std::size_t i = 0; i < devices_.size(); ++i) {
     adaptive_.emplace_back(adaptiveOptionsOf(config));
     limits_->perDevice[i] = adaptive_.back().limit();
   }
   deviceCounters_.resize(devices_.size());
   const std::vector<pid_t> previous = previousClients(); // before create() removes a crashed mqxd's segment
+  previousNames_ = names_;
   segment_ = SharedSegment::create(names_, devices_);
   requests_ = MessageQueue::create(names_.daemonQueue, 64);
   removeQueuesOfDead(previous);
@@ -231,7 +253,7 @@ void NodeDaemon::run(const std::atomic<bool>& stop) {
         if (!orphans_.empty()) removeQueuesOfDead(orphans_);
         if (trace_) traceNode();
         for (pid_t pid : launches_.expire(now, processAlive))
-          mq_unlink(launchReplyQueue(names_, pid).c_str());
+          removeQueue(launchReplyQueue(names_, pid));
       }
       placeArrivals();
       admitPostponed();
@@ -293,7 +315,8 @@ std::vector<pid_t> NodeDaemon::previousClients() {
       node.lock.unlock();
   }
   // The clients still alive when the last mqxd stopped.
-  std::ifstream roster(rosterPath_);
+  std::string error;
+  std::istringstream roster(readRegularFile(rosterPath_, 64 << 10, "a list of clients", &error).value_or(""));
   pid_t pid = 0;
   for (int count = 0; count < 4 * static_cast<int>(kMaxClients) && roster >> pid; ++count)
     if (pid > 0) pids.push_back(pid);
@@ -317,8 +340,8 @@ void NodeDaemon::removeQueuesOfDead(const std::vector<pid_t>& pids) {
       continue;
     }
     std::size_t before = removed;
-    for (const std::string& name : queuesOf(names_, pid))
-      removed += mq_unlink(name.c_str()) == 0 ? 1 : 0;
+    for (const std::string& name : queuesOf(previousNames_, pid))
+      removed += removeQueue(name) ? 1 : 0;
     clients += removed != before ? 1 : 0;
   }
   if (removed != 0)
@@ -333,19 +356,18 @@ void NodeDaemon::writeRoster() {
   for (const ClientRecord& record : segment_->state().clients)
     if (record.state != ClientState::Free && record.pid > 0 && processAlive(record.pid)) pids.push_back(record.pid);
   std::remove(rosterPath_.c_str());
-  if (pids.empty()) return;
-  const int file = ::open(rosterPath_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (file < 0) {
-    log(LogLevel::Warn, "mqxd: cannot write {} ({}): the queues of {} clients still alive stay when they die",
-        rosterPath_, std::strerror(errno), pids.size());
+  if (pids.empty()) {
+    // Nobody is left who knows the node's names: the next node's are new
+    // (made by the first process that looks), whatever someone saw of these
+    // in /dev/shm. Under the instance lock: no other mqxd starts meanwhile.
+    std::remove(names_.nodeNameFile.c_str());
     return;
   }
-  fchmod(file, 0600);
   std::string text;
   for (pid_t pid : pids)
     text += std::to_string(pid) + "\n";
-  [[maybe_unused]] const auto written = ::write(file, text.data(), text.size());
-  ::close(file);
+  if (const std::string error = writeFileReplacing(rosterPath_, text, 0600); !error.empty())
+    log(LogLevel::Warn, "mqxd: {}: the queues of {} clients still alive stay when they die", error, pids.size());
 }
 
 void NodeDaemon::reportStoppedHolders() {
@@ -378,12 +400,13 @@ void NodeDaemon::reportStoppedHolders() {
     if (stopped && stoppedReported_[holder.slot] != holder.pid) {
       stoppedReported_[holder.slot] = holder.pid;
       log(LogLevel::Warn,
-          "mqxd: client {} '{}' (pid {}) is stopped holding {} MiB; queries waiting for memory wait until it gets "
-          "SIGCONT or ends",
-          holder.slot, holder.name, holder.pid, holder.held >> 20);
+          "mqxd: client {} '{}' (pid {}) is stopped holding {} MiB; queries waiting for memory wait until it "
+          "continues (kill -CONT {}) or ends",
+          holder.slot, escapeForTerminal(holder.name), holder.pid, holder.held >> 20, holder.pid);
     } else if (!stopped && stoppedReported_[holder.slot] == holder.pid) {
       stoppedReported_[holder.slot] = 0;
-      log(LogLevel::Warn, "mqxd: client {} '{}' (pid {}) continues", holder.slot, holder.name, holder.pid);
+      log(LogLevel::Warn, "mqxd: client {} '{}' (pid {}) continues", holder.slot, escapeForTerminal(holder.name),
+          holder.pid);
     }
   }
 }
@@ -478,11 +501,9 @@ void NodeDaemon::reclaimDeadClients() {
       dead.push_back(record.pid);
     }
   }
-  for (pid_t pid : dead) {
-    mq_unlink(names_.evictQueue(pid).c_str());
-    mq_unlink(names_.replyQueue(pid).c_str());
-    mq_unlink(launchReplyQueue(names_, pid).c_str());
-  }
+  for (pid_t pid : dead)
+    for (const std::string& name : queuesOf(names_, pid))
+      removeQueue(name);
 }
 
 void NodeDaemon::traceNode() {

@@ -15,6 +15,7 @@
 
 #include "adaptive_admission.hpp"
 #include "admission_policy.hpp"
+#include "common/files.hpp"
 #include "config/config.hpp"
 #include "demand_history.hpp"
 #include "device_placement.hpp"
@@ -105,6 +106,8 @@ private:
 
   Config config_;
   ipc::IpcNames names_;
+  ipc::IpcNames previousNames_; // the names the previous mqxd's clients used (their queues)
+  FileDescriptor instanceLock_; // flock: one mqxd per user and instance
   std::vector<ipc::DeviceEntry> devices_;
   std::shared_ptr<ConcurrencyLimits> limits_; // before placement_, whose policy reads it
   DevicePlacement placement_;
@@ -146,7 +149,7 @@ private:
   const std::atomic<bool>* stop_ = nullptr; // run()'s
   bool segmentDamaged_ = false;
   bool shuttingDown_ = false;  // lockNode gives up after 1 s
-  std::string rosterPath_;     // /dev/shm/<prefix>-clients
+  std::string rosterPath_;     // IpcNames::rosterFile
   std::vector<pid_t> orphans_; // live processes with queues of this node and no record in this segment
   pid_t stoppedReported_[ipc::kMaxClients] = {}; // the pid last reported stopped, per slot
   std::unique_ptr<MpsControl> mps_;              // last: started once the node is set up, stopped first

@@ -4,10 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
+#include "common/files.hpp"
 #include "common/weighted_demand.hpp"
 #include "config/config.hpp"
 
@@ -80,11 +79,10 @@ QueryPlan QueryPlan::parse(const std::string& tomlText, const std::string& origi
 }
 
 QueryPlan QueryPlan::load(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) throw ConfigError("mqx plan: cannot read '" + path + "'");
-  std::stringstream text;
-  text << file.rdbuf();
-  return parse(text.str(), path);
+  std::string error;
+  const auto text = readRegularFile(path, kMaxPlanFileBytes, "a plan file", &error);
+  if (!text) throw ConfigError("mqx plan: " + error);
+  return parse(*text, path);
 }
 
 } // namespace mqx::daemon

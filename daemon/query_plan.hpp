@@ -8,11 +8,16 @@
 //   memory = "512MiB"      # bytes or a size string
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace mqx::daemon {
+
+// A plan of thousands of operators is a few hundred KiB; a larger file (or a
+// device, a pipe, a directory) is refused in one line, unread.
+inline constexpr std::size_t kMaxPlanFileBytes = std::size_t{1} << 20;
 
 struct OperatorDemand {
   double time = 0;
@@ -28,6 +33,7 @@ struct QueryPlan {
 
   // Throws ConfigError naming the file and the problem.
   static QueryPlan parse(const std::string& tomlText, const std::string& origin);
+  // A regular file of at most kMaxPlanFileBytes.
   static QueryPlan load(const std::string& path);
 };
 

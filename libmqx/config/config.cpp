@@ -404,6 +404,7 @@ const std::map<std::string, KeyHandler>& keyTable() {
       {"kernelopt.lease_ms", integerKey(&Config::launchLeaseMilliseconds, 10, 3'600'000)},
       {"daemon.metrics_file", stringKey(&Config::metricsFile)},
       {"daemon.metrics_port", integerKey(&Config::metricsPort, 0, 65535)},
+      {"daemon.metrics_client_identities", boolKey(&Config::metricsClientIdentities)},
       {"daemon.metrics_interval_ms", integerKey(&Config::metricsIntervalMilliseconds, 10, 3'600'000)},
       {"trace.file", stringKey(&Config::traceFile)},
       {"trace.buffer_events", integerKey(&Config::traceBufferEvents, 1, 16'777'216)},

@@ -84,6 +84,9 @@ struct Config {
   // [daemon] metrics (docs/hardening.md, "Metrics"): Prometheus text format.
   std::string metricsFile;  // "": none; else rewritten atomically every metrics_interval_ms
   unsigned metricsPort = 0; // 0: none; else served on 127.0.0.1:<port>
+  // Per-client series labelled with the pid and the query's name: every
+  // local user can read the port, so off unless asked for.
+  bool metricsClientIdentities = false;
   unsigned metricsIntervalMilliseconds = 1000;
   // [trace] (docs/hardening.md, "Trace"): Chrome trace-event JSON per process.
   std::string traceFile;                 // "": off; "%p" becomes the pid

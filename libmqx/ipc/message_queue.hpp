@@ -1,6 +1,8 @@
 // MessageQueue: RAII over a POSIX message queue carrying ipc::Message. The
-// creator (O_EXCL, mode 0600, a stale queue of the same name is unlinked
-// first) unlinks the name on destruction; an opener only closes. Sends
+// creator (O_EXCL, mode 0600, a stale queue of ours of the same name is
+// unlinked first) unlinks the name on destruction; an opener only closes.
+// A queue of another user, or one others may write, is never used: create
+// refuses it, openForSending does not open it (one rate-limited line). Sends
 // never block (a full or vanished peer is the peer's problem, reported as
 // false); receives wait at most the given time.
 #pragma once
@@ -19,8 +21,10 @@ namespace mqx::ipc {
 
 class MessageQueue {
 public:
+  // Throws std::runtime_error in one line when the name is taken by an
+  // object not ours, or the system's queues are used up (EMFILE, ENOSPC).
   static std::unique_ptr<MessageQueue> create(const std::string& name, long capacity = 32);
-  // Null when the queue does not exist.
+  // Null when the queue does not exist or is not this user's own.
   static std::unique_ptr<MessageQueue> openForSending(const std::string& name);
 
   ~MessageQueue();
@@ -46,6 +50,10 @@ private:
   std::atomic<bool> owner_;
   LogRateLimit invalidMessages_;
 };
+
+// Removes the queue `name` if it is this user's own (an object of another
+// user at one of our names is never removed, also by root); whether it did.
+bool removeQueue(const std::string& name);
 
 // Opens `name` and sends one message; false if the queue is gone or full.
 bool sendTo(const std::string& name, const Message& message);

@@ -63,9 +63,15 @@ std::shared_ptr<NodeMembership> NodeMembership::connect(const NodeOptions& optio
   std::shared_ptr<NodeMembership> member(new NodeMembership(options, role));
   member->names_ = IpcNames::forInstance(options.instance, getuid());
   std::string damage;
-  bool anotherVersion = false;
-  member->segment_ = SharedSegment::open(member->names_, &damage, &anotherVersion);
+  bool anotherVersion = false, notOurs = false;
+  member->segment_ = SharedSegment::open(member->names_, &damage, &anotherVersion, &notOurs);
   if (member->segment_ == nullptr) {
+    // Someone else's object at the node's name (or an unusable runtime
+    // directory): never joined, said once per process.
+    if (notOurs) {
+      static std::once_flag said;
+      std::call_once(said, [&] { log(LogLevel::Error, "mqx: {}; running without the node", damage); });
+    }
     // A node of another mqx (its segment's version or layout differs): not
     // joined and not touched, with the one line that says why (issue 18;
     // garbage stays silent here, mqxd replaces it and says so).
@@ -146,12 +152,34 @@ bool NodeMembership::claimRecord(const std::string& name) {
 
 NodeMembership::~NodeMembership() { leave(); }
 
+bool NodeMembership::checkNode() {
+  if (lost()) return false;
+  if (const auto damage = segment_->damage()) {
+    loseNode(*damage);
+    return false;
+  }
+  return true;
+}
+
+void NodeMembership::loseNode(const std::string& why) {
+  if (lost_.exchange(true, std::memory_order_acq_rel)) return;
+  log(LogLevel::Error, "mqx: the node's segment {} is damaged ({}): leaving the node; this process runs alone",
+      names_.segment, why);
+  stopping_ = true; // the serving thread ends at its next pass
+  if (replies_ != nullptr) replies_->removeName();
+  if (evictions_ != nullptr) evictions_->removeName();
+}
+
 void NodeMembership::leave() {
   if (!inJoiningProcess()) return; // a fork() child at exit: nothing here is its own
   if (server_.joinable()) {
     stopping_ = true;
     evictions_->send(Message::of(MessageKind::Wake, getpid(), kNoSlot));
     server_.join();
+  }
+  if (lost()) {
+    slot_ = kNoSlot;
+    return; // the segment is not touched again; the queues went with loseNode
   }
   publishActivity(); // the last counters, before they are retired with the record
   retire(Message::of(MessageKind::Wake, getpid(), kNoSlot));
@@ -164,7 +192,7 @@ void NodeMembership::leave() {
 }
 
 void NodeMembership::retire(const Message& notice) {
-  if (slot_ == kNoSlot || !inJoiningProcess()) return;
+  if (slot_ == kNoSlot || !inJoiningProcess() || lost()) return;
   {
     RobustLock lock(node().lock);
     ClientRecord& record = node().clients[slot_];
@@ -192,7 +220,7 @@ void NodeMembership::setActivitySource(ActivitySource source) {
 }
 
 void NodeMembership::publishActivity() {
-  if (slot_ == kNoSlot || !inJoiningProcess()) return;
+  if (slot_ == kNoSlot || !inJoiningProcess() || lost()) return;
   std::optional<ClientActivity> activity;
   {
     std::lock_guard lock(activityMutex_);
@@ -205,9 +233,20 @@ void NodeMembership::publishActivity() {
 }
 
 void NodeMembership::serveEvictions() {
+  try {
+    serveEvictionsUntilStopped();
+  } catch (const NodeLockUnusable& error) {
+    loseNode(error.what());
+  }
+}
+
+void NodeMembership::serveEvictionsUntilStopped() {
   Message message;
   auto lastPublished = Clock::now();
   while (!stopping_) {
+    // With the heartbeat, the segment is checked (a client that finds it
+    // damaged or shrunk leaves it before touching it).
+    if (!checkNode()) return;
     {
       RobustLock lock(node().lock);
       node().clients[slot_].heartbeatNs = monotonicNanoseconds();
@@ -252,15 +291,32 @@ void NodeMembership::serveEvictions() {
   }
 }
 
+bool NodeMembership::skipStoppedHolder(pid_t pid, std::uint64_t held) {
+  const bool stopped = processStopped(pid);
+  const auto reported = std::find(stoppedHolders_.begin(), stoppedHolders_.end(), pid);
+  if (!stopped) {
+    if (reported != stoppedHolders_.end()) stoppedHolders_.erase(reported); // it continued: a new stop is said again
+    return false;
+  }
+  if (reported == stoppedHolders_.end()) {
+    stoppedHolders_.push_back(pid);
+    log(LogLevel::Warn,
+        "mqx: process {} is stopped holding {} MiB of the device's memory, which only it can free: not waiting for "
+        "it (kill -CONT {} resumes it)",
+        pid, held >> 20, pid);
+  }
+  return true;
+}
+
 void NodeMembership::setBlocked(bool blocked) {
-  if (slot_ == kNoSlot) return; // left the node: nobody waits for this record
+  if (slot_ == kNoSlot || lost()) return; // left the node: nobody waits for this record
   RobustLock lock(node().lock);
   ClientRecord& record = node().clients[slot_];
   if (record.pid == getpid()) record.blockedOnMemory = blocked ? 1 : 0;
 }
 
 bool NodeMembership::mustYield() {
-  if (slot_ == kNoSlot || !inJoiningProcess()) return false;
+  if (slot_ == kNoSlot || !inJoiningProcess() || !checkNode()) return false;
   std::vector<pid_t> older;
   {
     RobustLock lock(node().lock);
@@ -270,7 +326,8 @@ bool NodeMembership::mustYield() {
           record.arrival < mine)
         older.push_back(record.pid);
   }
-  return std::any_of(older.begin(), older.end(), processAlive);
+  // A stopped waiter gives way to nobody meanwhile: yielding to it would stall this process too.
+  return std::any_of(older.begin(), older.end(), [](pid_t pid) { return processAlive(pid) && !processStopped(pid); });
 }
 
 std::optional<std::size_t> NodeMembership::askToEvict(pid_t owner, std::uint64_t region, std::size_t bytes,
@@ -293,7 +350,7 @@ std::optional<std::size_t> NodeMembership::askToEvict(pid_t owner, std::uint64_t
 }
 
 std::size_t NodeMembership::requestEvictionOf(std::uint32_t ownerSlot, std::uint64_t region, std::size_t bytes) {
-  if (!inJoiningProcess() || ownerSlot >= kMaxClients || ownerSlot == slot_) return 0;
+  if (!inJoiningProcess() || ownerSlot >= kMaxClients || ownerSlot == slot_ || !checkNode()) return 0;
   std::lock_guard serial(requestMutex_);
   pid_t owner = 0;
   {
@@ -314,7 +371,7 @@ std::size_t NodeMembership::requestEvictionOf(std::uint32_t ownerSlot, std::uint
 }
 
 PeerReclaim NodeMembership::requestEviction(std::size_t bytes) {
-  if (!inJoiningProcess()) return PeerReclaim::NobodyElseHolds;
+  if (!inJoiningProcess() || !checkNode()) return PeerReclaim::NobodyElseHolds;
   std::lock_guard serial(requestMutex_);
   const auto start = Clock::now();
   const auto limit = stallLimit(options_.evictionTimeoutMilliseconds);
@@ -338,6 +395,7 @@ PeerReclaim NodeMembership::requestEviction(std::size_t bytes) {
     // The other memory clients, largest holder first: the most likely to
     // have something unpinned to evict.
     std::vector<std::pair<std::uint64_t, pid_t>> owners;
+    if (!checkNode()) return PeerReclaim::NobodyElseHolds;
     {
       RobustLock lock(node().lock);
       // Freed meanwhile (another process released, or the daemon reclaimed
@@ -353,7 +411,13 @@ PeerReclaim NodeMembership::requestEviction(std::size_t bytes) {
     if (mustYield()) return PeerReclaim::MustYield;
     if (owners.empty()) return PeerReclaim::NobodyElseHolds; // this process holds it all: waiting cannot help
     // A dead owner cannot answer; the daemon gives its bytes back shortly.
+    // A stopped one cannot either, until it continues: said once per stop,
+    // and not waited for (each launch waited 8 s for it, then ran from host
+    // memory).
     std::erase_if(owners, [](const auto& owner) { return !processAlive(owner.second); });
+    const std::size_t stopped =
+        std::erase_if(owners, [this](const auto& owner) { return skipStoppedHolder(owner.second, owner.first); });
+    if (stopped != 0 && owners.empty()) return PeerReclaim::NobodyElseHolds; // only stopped ones hold it
     std::sort(owners.rbegin(), owners.rend());
     for (const auto& [held, owner] : owners) {
       const auto answerBy =
@@ -380,6 +444,7 @@ PeerReclaim NodeMembership::requestEviction(std::size_t bytes) {
 }
 
 std::uint64_t NodeMembership::progress() {
+  if (lost()) return 0;
   // Mixes every value that another client's progress changes; its own
   // record is left out (its waiting changes nothing for itself).
   std::uint64_t fingerprint = 0;
@@ -412,6 +477,7 @@ std::uint64_t NodeMembership::progress() {
 }
 
 std::string NodeMembership::describeNode() {
+  if (lost()) return "the node was lost (its segment is damaged): this process runs alone";
   struct Other {
     std::uint64_t held;
     pid_t pid;

@@ -24,6 +24,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/peer_regions.hpp"
 #include "ipc/ipc_names.hpp"
@@ -81,6 +82,17 @@ public:
   // record is no longer this process's.
   void retire(const Message& notice);
 
+  // Whether the node was lost under this process: its segment was written
+  // over, shrunk or its lock is no mutex. The process then runs alone (as
+  // after mqxd's death): nothing of the segment is touched again.
+  bool lost() const { return lost_.load(std::memory_order_acquire); }
+  // Checks the segment (its size by fstat, then its header) and leaves the
+  // node when it is damaged; whether it is still usable.
+  bool checkNode();
+  // Leaves the node because of `why` (said once): stops serving, removes
+  // this process's queues, never touches the segment again.
+  void loseNode(const std::string& why);
+
   Role role() const { return role_; }
   std::uint32_t slot() const { return slot_; }
   // The node device this membership's record is on: a memory client's, the
@@ -133,10 +145,14 @@ private:
   NodeMembership(const NodeOptions& options, Role role) : options_(options), role_(role) {}
   // Claims a free record; false when the node is full.
   bool claimRecord(const std::string& name);
-  void serveEvictions();
+  void serveEvictions(); // the thread's body: leaves the node when its lock is no mutex
+  void serveEvictionsUntilStopped();
   // Publishes what the source says now (nothing when it is busy or unset).
   void publishActivity();
   void setBlocked(bool blocked);
+  // Whether the holder `pid` is stopped (then it is not asked; logged once
+  // per stop). Call with requestMutex_ held.
+  bool skipStoppedHolder(pid_t pid, std::uint64_t held);
   // Sends one request and waits for its acknowledgement until `answerBy`;
   // nullopt when none came.
   std::optional<std::size_t> askToEvict(pid_t owner, std::uint64_t region, std::size_t bytes,
@@ -153,13 +169,15 @@ private:
   std::unique_ptr<MessageQueue> evictions_;
   std::thread server_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> lost_{false};
   std::mutex evictorMutex_;
   Evictor evictor_;
   std::mutex activityMutex_;
   ActivitySource activitySource_;
   // Eviction requests refused so far (the serving thread's).
   std::uint64_t refusedRequests_ = 0;
-  std::mutex requestMutex_; // one outstanding eviction request per process
+  std::mutex requestMutex_;           // one outstanding eviction request per process
+  std::vector<pid_t> stoppedHolders_; // reported stopped, not resumed since (requestMutex_)
   std::uint64_t nextSequence_ = 1;
 };
 

@@ -86,11 +86,14 @@ std::string describeAdmissionWait(const NodeSnapshot& node, std::uint32_t slot, 
   // The devices it may run on: the one it asked for, else every one.
   const std::uint32_t candidates = self->device;
   std::uint64_t held[kMaxClients] = {};
-  bool stopped[kMaxClients] = {};
+  // A process of the query that is stopped: the one to resume, which is
+  // not the query record's own pid (mqx-run) but its child's.
+  pid_t stoppedProcess[kMaxClients] = {};
   for (const ClientSnapshot& client : node.clients)
     if (client.state == ClientState::Memory && client.querySlot < kMaxClients) {
       held[client.querySlot] += client.budgetHeld;
-      stopped[client.querySlot] = stopped[client.querySlot] || processStopped(client.pid);
+      if (stoppedProcess[client.querySlot] == 0 && processStopped(client.pid))
+        stoppedProcess[client.querySlot] = client.pid;
     }
   // What mqxd counts against each device's capacity (NodeDaemon::admitPostponed).
   const bool byPeak = admission == AdmissionKind::Peak;
@@ -110,16 +113,22 @@ std::string describeAdmissionWait(const NodeSnapshot& node, std::uint32_t slot, 
       runningDemand[client.device] += demand;
       ++runningCount[client.device];
       if (!overlaps(candidates, client.device)) continue;
-      const bool isStopped = stopped[client.slot] || processStopped(client.pid);
+      std::string stopped;
+      if (processStopped(client.pid))
+        stopped = fmt::format(", STOPPED: kill -CONT {} resumes it", client.pid);
+      else if (stoppedProcess[client.slot] != 0)
+        stopped = fmt::format("; its process {} is STOPPED: kill -CONT {} resumes it", stoppedProcess[client.slot],
+                              stoppedProcess[client.slot]);
       holders.emplace_back(demand, fmt::format("'{}' (pid {}{}){} demand {}, holds {}", client.name, client.pid,
-                                               isStopped ? ", STOPPED: SIGCONT resumes it" : "", on(client),
-                                               mib(demand), mib(held[client.slot])));
+                                               stopped, on(client), mib(demand), mib(held[client.slot])));
     } else if (client.state == ClientState::Memory && client.querySlot == kNoSlot && client.budgetHeld != 0 &&
                overlaps(candidates, client.device)) {
       holders.emplace_back(client.budgetHeld,
                            fmt::format("pid {} outside any query{}{} holds {}", client.pid,
-                                       processStopped(client.pid) ? " (STOPPED: SIGCONT resumes it)" : "", on(client),
-                                       mib(client.budgetHeld)));
+                                       processStopped(client.pid)
+                                           ? fmt::format(" (STOPPED: kill -CONT {} resumes it)", client.pid)
+                                           : std::string(),
+                                       on(client), mib(client.budgetHeld)));
     }
   }
   std::sort(holders.begin(), holders.end(), [](const auto& a, const auto& b) { return a.first > b.first; });

@@ -30,7 +30,7 @@ bool RobustMutex::lock() {
     pthread_mutex_consistent(&mutex_);
     return true;
   }
-  if (error != 0) throw std::runtime_error(std::string("pthread_mutex_lock: ") + std::strerror(error));
+  if (error != 0) throw NodeLockUnusable(std::string("pthread_mutex_lock: ") + std::strerror(error));
   return false;
 }
 

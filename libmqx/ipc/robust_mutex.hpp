@@ -10,8 +10,16 @@
 
 #include <chrono>
 #include <mutex>
+#include <stdexcept>
 
 namespace mqx::ipc {
+
+// The mutex is not one (EINVAL, ENOTRECOVERABLE: the segment holding it was
+// written over): whoever holds the segment must leave it (docs/hardening.md,
+// "A damaged node is a node lost").
+struct NodeLockUnusable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 class RobustMutex {
 public:

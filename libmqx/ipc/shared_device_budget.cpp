@@ -18,44 +18,85 @@ ClientRecord* ownRecord(NodeMembership& membership) {
   return record.pid == getpid() && record.state == ClientState::Memory ? &record : nullptr;
 }
 
+// `onNode()`, unless the node is lost (or found lost by it: its lock is no
+// mutex), then `alone()`: a damaged node is a node lost, not a query lost.
+template <typename OnNode, typename Alone>
+auto onNodeOr(NodeMembership& membership, OnNode&& onNode, Alone&& alone) -> decltype(alone()) {
+  if (!membership.lost()) {
+    try {
+      return onNode();
+    } catch (const NodeLockUnusable& error) {
+      membership.loseNode(error.what());
+    }
+  }
+  return alone();
+}
+
 } // namespace
 
 SharedDeviceBudget::SharedDeviceBudget(std::shared_ptr<NodeMembership> membership,
                                        std::shared_ptr<AdmissionClient> queryDemand)
-    : membership_(std::move(membership)), queryDemand_(std::move(queryDemand)) {}
+    : membership_(std::move(membership)), queryDemand_(std::move(queryDemand)),
+      limitAlone_(membership_->node().capacityOf(membership_->device())) {}
 
 SharedDeviceBudget::~SharedDeviceBudget() = default;
 
 bool SharedDeviceBudget::tryAcquire(std::size_t bytes) {
-  NodeState& node = membership_->node();
-  RobustLock lock(node.lock);
-  ClientRecord* record = ownRecord(*membership_);
-  const std::uint32_t device = membership_->device();
-  if (record == nullptr || node.usedBytes(device) + bytes > node.capacityOf(device)) return false;
-  record->budgetHeld += bytes; // one store: nothing to repair if killed here
-  return true;
+  const bool taken = onNodeOr(
+      *membership_,
+      [&] {
+        // Each acquisition checks the segment first (its size, then its
+        // header): a shrunk one is left, not touched (SIGBUS).
+        if (!membership_->checkNode()) throw NodeLockUnusable("the segment is damaged");
+        NodeState& node = membership_->node();
+        RobustLock lock(node.lock);
+        ClientRecord* record = ownRecord(*membership_);
+        const std::uint32_t device = membership_->device();
+        if (record == nullptr || node.usedBytes(device) + bytes > node.capacityOf(device)) return false;
+        record->budgetHeld += bytes; // one store: nothing to repair if killed here
+        return true;
+      },
+      [&] { return heldAlone_.load() + bytes <= limitAlone_; });
+  if (taken) heldAlone_ += bytes;
+  return taken;
 }
 
 void SharedDeviceBudget::release(std::size_t bytes) {
-  NodeState& node = membership_->node();
-  RobustLock lock(node.lock);
-  if (ClientRecord* record = ownRecord(*membership_))
-    record->budgetHeld -= std::min<std::uint64_t>(bytes, record->budgetHeld);
+  heldAlone_ -= std::min<std::uint64_t>(bytes, heldAlone_.load());
+  onNodeOr(
+      *membership_,
+      [&] {
+        NodeState& node = membership_->node();
+        RobustLock lock(node.lock);
+        if (ClientRecord* record = ownRecord(*membership_))
+          record->budgetHeld -= std::min<std::uint64_t>(bytes, record->budgetHeld);
+      },
+      [] {});
 }
 
 std::size_t SharedDeviceBudget::used() const {
-  NodeState& node = membership_->node();
-  RobustLock lock(node.lock);
-  return node.usedBytes(membership_->device());
+  return onNodeOr(
+      *membership_,
+      [&]() -> std::size_t {
+        NodeState& node = membership_->node();
+        RobustLock lock(node.lock);
+        return node.usedBytes(membership_->device());
+      },
+      [&]() -> std::size_t { return heldAlone_.load(); });
 }
 
-std::size_t SharedDeviceBudget::limit() const { return membership_->node().capacityOf(membership_->device()); }
+std::size_t SharedDeviceBudget::limit() const { return limitAlone_; }
 
 std::size_t SharedDeviceBudget::held() const {
-  NodeState& node = membership_->node();
-  RobustLock lock(node.lock);
-  ClientRecord* record = ownRecord(*membership_);
-  return record != nullptr ? record->budgetHeld : 0;
+  return onNodeOr(
+      *membership_,
+      [&]() -> std::size_t {
+        NodeState& node = membership_->node();
+        RobustLock lock(node.lock);
+        ClientRecord* record = ownRecord(*membership_);
+        return record != nullptr ? record->budgetHeld : 0;
+      },
+      [&]() -> std::size_t { return heldAlone_.load(); });
 }
 
 bool SharedDeviceBudget::reclaimElsewhere(std::size_t bytes) { return reclaim(bytes) == PeerReclaim::Freed; }
@@ -65,12 +106,14 @@ bool SharedDeviceBudget::reclaimElsewhere(std::size_t bytes) { return reclaim(by
 namespace mqx::ipc {
 
 std::uint64_t SharedDeviceBudget::tick() {
+  // Per launch: the lost flag only (the heartbeat and every acquisition check the segment itself).
+  if (membership_->lost()) return ++clockAlone_;
   return membership_->node().logicalClock.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
 void SharedDeviceBudget::publish(std::span<const PublishedInputs> regions) {
   // One ownership check (a getpid() system call) per launch, not per region.
-  if (ownRecord(*membership_) == nullptr) return; // left the node (or a fork() child)
+  if (membership_->lost() || ownRecord(*membership_) == nullptr) return; // left the node (or a fork() child)
   if (!entriesInitialised_) {
     for (std::uint32_t i = kPublishedRegionsPerClient; i > 0; --i)
       freeEntries_.push_back(i - 1);
@@ -100,6 +143,12 @@ void SharedDeviceBudget::publish(std::span<const PublishedInputs> regions) {
 }
 
 void SharedDeviceBudget::collect(std::vector<PeerCandidate>* out) {
+  onNodeOr(
+      *membership_, [&] { collectOnNode(out); }, [] {});
+}
+
+void SharedDeviceBudget::collectOnNode(std::vector<PeerCandidate>* out) {
+  if (!membership_->checkNode()) return;
   NodeState& node = membership_->node();
   std::vector<std::pair<std::uint32_t, pid_t>> others;
   {
@@ -125,18 +174,31 @@ void SharedDeviceBudget::collect(std::vector<PeerCandidate>* out) {
 }
 
 std::size_t SharedDeviceBudget::evictAt(const PeerCandidate& candidate, std::size_t bytes) {
-  return membership_->requestEvictionOf(candidate.owner, candidate.region, bytes);
+  return onNodeOr(
+      *membership_, [&] { return membership_->requestEvictionOf(candidate.owner, candidate.region, bytes); },
+      [] { return std::size_t{0}; });
 }
 
 void SharedDeviceBudget::observeLaunchFootprint(std::size_t bytes) {
-  if (queryDemand_ != nullptr) queryDemand_->observeLaunchFootprint(bytes);
+  if (queryDemand_ != nullptr)
+    onNodeOr(
+        *membership_, [&] { queryDemand_->observeLaunchFootprint(bytes); }, [] {});
 }
 
-bool SharedDeviceBudget::mustYield() { return membership_->mustYield(); }
+bool SharedDeviceBudget::mustYield() {
+  return onNodeOr(
+      *membership_, [&] { return membership_->mustYield(); }, [] { return false; });
+}
 
-PeerReclaim SharedDeviceBudget::reclaim(std::size_t bytes) { return membership_->requestEviction(bytes); }
+PeerReclaim SharedDeviceBudget::reclaim(std::size_t bytes) {
+  return onNodeOr(
+      *membership_, [&] { return membership_->requestEviction(bytes); }, [] { return PeerReclaim::NobodyElseHolds; });
+}
 
-std::uint64_t SharedDeviceBudget::progress() { return membership_->progress(); }
+std::uint64_t SharedDeviceBudget::progress() {
+  return onNodeOr(
+      *membership_, [&] { return membership_->progress(); }, [] { return std::uint64_t{0}; });
+}
 
 std::string SharedDeviceBudget::describeNode() { return membership_->describeNode(); }
 

@@ -10,6 +10,7 @@
 // the AdmissionClient of the query the process runs for (observed demand).
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -51,6 +52,8 @@ public:
   std::string describeNode() override;
 
 private:
+  void collectOnNode(std::vector<PeerCandidate>* out);
+
   std::shared_ptr<NodeMembership> membership_;
   std::shared_ptr<AdmissionClient> queryDemand_;
   // This process's published entries (the owner's side; under its
@@ -58,6 +61,12 @@ private:
   std::unordered_map<RegionId, std::uint32_t> entryOf_;
   std::vector<std::uint32_t> freeEntries_;
   bool entriesInitialised_ = false;
+  // Once the node is lost (its segment damaged: NodeMembership::lost) this
+  // process runs alone on what it holds, within the device's budget as the
+  // node's header gave it (read once, while the segment was checked).
+  std::uint64_t limitAlone_ = 0;
+  std::atomic<std::uint64_t> heldAlone_{0}; // what this process holds, mirrored on every change
+  std::atomic<std::uint64_t> clockAlone_{0};
 };
 
 } // namespace mqx::ipc

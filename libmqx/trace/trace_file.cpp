@@ -1,17 +1,21 @@
 #include "trace/trace_file.hpp"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
 
+#include "common/files.hpp"
+
 namespace mqx::trace {
 
 TraceFile::TraceFile(const std::string& path) : path_(path) {
-  descriptor_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (descriptor_ < 0) throw std::runtime_error("mqx trace: cannot create '" + path + "': " + std::strerror(errno));
+  // A new file renamed to the path, never one opened through it: the
+  // directory (/tmp) may hold another user's link or file of that name.
+  std::string error;
+  descriptor_ = createFileReplacing(path, 0600, &error).release();
+  if (descriptor_ < 0) throw std::runtime_error("mqx trace: " + error);
 }
 
 TraceFile::~TraceFile() {

@@ -11,7 +11,9 @@ namespace mqx::trace {
 
 class TraceFile {
 public:
-  // Creates (truncates) `path` 0600; throws std::runtime_error naming it.
+  // Creates `path` anew, 0600 (common/files.hpp: createFileReplacing; a
+  // link or file there is replaced, never written through); throws
+  // std::runtime_error naming it.
   explicit TraceFile(const std::string& path);
   ~TraceFile();
   TraceFile(const TraceFile&) = delete;

@@ -1,7 +1,9 @@
 """python -m mqx status [--instance NAME] [--json] [--watch SECONDS]: the live state of a running mqxd.
 
 Exit status: 0, or 69 (EX_UNAVAILABLE, as mqx-run) when no mqxd serves the user and instance, or 2
-after one line naming a bad argument (--watch takes seconds above 0).
+after one line naming a bad argument (--watch takes seconds from 0.1 to 86400), or 141 when
+stdout's reader went away (``--watch 1 | head -1``). Query names are printed with control
+characters escaped.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import time
 from typing import Optional, Sequence
 
 from . import DaemonNotRunning, MqxError, NodeStatus, status
-from .cli import OneLineParser, seconds
+from .cli import OneLineParser, exit_quietly_on_broken_pipe, printable, seconds
 from .holders import holders, shown_state
 
 NO_DAEMON_EXIT = 69
@@ -61,7 +63,7 @@ def render(node: NodeStatus) -> str:
         for c in node.clients:
             a = c.activity
             lines.append(
-                f"{c.slot:>4} {shown_state(c):<8} {c.pid:>8} {c.name[:20]:<20} {c.arrival:>7} {mib(c.weighted_demand):>12} "
+                f"{c.slot:>4} {shown_state(c):<8} {c.pid:>8} {printable(c.name)[:20]:<20} {c.arrival:>7} {mib(c.weighted_demand):>12} "
                 f"{mib(c.peak_demand):>12} {mib(c.budget_held):>12} "
                 f"{'-' if c.query_slot is None else c.query_slot:>5} {mib(a.bytes_to_device):>12} "
                 f"{mib(a.bytes_to_host):>12} {a.evictions:>9} {mib(a.swap_used_bytes):>12} {c.device or '-'}"
@@ -105,6 +107,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 0
+    except BrokenPipeError:
+        return exit_quietly_on_broken_pipe()
 
 
 if __name__ == "__main__":

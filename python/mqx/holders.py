@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .cli import printable
+
 
 def mib(count: int) -> str:
     return f"{count / (1 << 20):.1f} MiB"
@@ -32,18 +34,25 @@ def holders(node: Any) -> list[str]:
     """Who holds the node's memory, largest first: each running query (name, pid, demand, the bytes its
     processes hold, stopped or not) and each memory client outside any query that holds bytes."""
     held: dict[int, int] = {}
-    stopped: dict[int, bool] = {}
+    # A stopped process of a query: the one to resume (not the query record's pid, mqx-run's).
+    stopped: dict[int, int] = {}
     for c in node.clients:
         if c.state == "memory" and c.query_slot is not None:
             held[c.query_slot] = held.get(c.query_slot, 0) + c.budget_held
-            stopped[c.query_slot] = stopped.get(c.query_slot, False) or process_stopped(c.pid)
+            if c.query_slot not in stopped and process_stopped(c.pid):
+                stopped[c.query_slot] = c.pid
     rows = []
     for c in node.clients:
         if c.state == "running":
             demand = max(c.weighted_demand, held.get(c.slot, 0))
-            mark = ", STOPPED" if stopped.get(c.slot) or process_stopped(c.pid) else ""
-            rows.append((demand, f"'{c.name}' (pid {c.pid}{mark}) demand {mib(demand)}, holds {mib(held.get(c.slot, 0))}"))
+            if process_stopped(c.pid):
+                mark = f", STOPPED: kill -CONT {c.pid} resumes it"
+            elif c.slot in stopped:
+                mark = f"; its process {stopped[c.slot]} is STOPPED: kill -CONT {stopped[c.slot]} resumes it"
+            else:
+                mark = ""
+            rows.append((demand, f"'{printable(c.name)}' (pid {c.pid}{mark}) demand {mib(demand)}, holds {mib(held.get(c.slot, 0))}"))
         elif c.state == "memory" and c.query_slot is None and c.budget_held:
-            mark = ", STOPPED" if process_stopped(c.pid) else ""
+            mark = f", STOPPED: kill -CONT {c.pid} resumes it" if process_stopped(c.pid) else ""
             rows.append((c.budget_held, f"pid {c.pid} outside any query{mark} holds {mib(c.budget_held)}"))
     return [text for _, text in sorted(rows, key=lambda row: -row[0])]

@@ -20,7 +20,7 @@ import sys
 import time
 from typing import Any, Optional, Sequence
 
-from .cli import OneLineParser, seconds
+from .cli import OneLineParser, exit_quietly_on_broken_pipe, printable, seconds
 
 NO_DAEMON_EXIT = 69
 
@@ -89,13 +89,13 @@ def render(before: Any, after: Any, seconds: float) -> str:
     lines.append(header + " device")
     for c in waiting:
         lines.append(
-            f"  {c.slot:>4} {c.pid:>8} {c.name[:20]:<20} {_mib(c.weighted_demand):>12} {_mib(c.peak_demand):>12} "
+            f"  {c.slot:>4} {c.pid:>8} {printable(c.name)[:20]:<20} {_mib(c.weighted_demand):>12} {_mib(c.peak_demand):>12} "
             f"{c.device or 'any'}"
         )
     lines += ["", f"running queries ({len(running)}):", header + f" {'observed':>12} device"]
     for c in running:
         lines.append(
-            f"  {c.slot:>4} {c.pid:>8} {c.name[:20]:<20} {_mib(c.weighted_demand):>12} {_mib(c.peak_demand):>12} "
+            f"  {c.slot:>4} {c.pid:>8} {printable(c.name)[:20]:<20} {_mib(c.weighted_demand):>12} {_mib(c.peak_demand):>12} "
             f"{_mib(c.observed_peak):>12} {c.device or '-'}" + ("  STOPPED" if process_stopped(c.pid) else "")
         )
     lines += [
@@ -107,7 +107,7 @@ def render(before: Any, after: Any, seconds: float) -> str:
     for c in memory:
         change = (c.budget_held - held_before.get((c.slot, c.pid), 0)) / seconds
         lines.append(
-            f"  {c.slot:>4} {c.pid:>8} {c.name[:20]:<20} {_mib(c.budget_held):>12} {_mib(change) + '/s':>14} "
+            f"  {c.slot:>4} {c.pid:>8} {printable(c.name)[:20]:<20} {_mib(c.budget_held):>12} {_mib(change) + '/s':>14} "
             f"{_mib(client_rate(c, 'bytes_to_device')) + '/s':>14} {_mib(client_rate(c, 'bytes_to_host')) + '/s':>14} "
             f"{client_rate(c, 'evictions'):>9.1f}/s {_mib(c.activity.swap_used_bytes):>12} "
             f"{'-' if c.query_slot is None else c.query_slot:>5} {c.device or '-'}"
@@ -168,3 +168,5 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 0
+    except BrokenPipeError:
+        return exit_quietly_on_broken_pipe()

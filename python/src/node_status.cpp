@@ -23,7 +23,11 @@ TimedNodeLock::TimedNodeLock(ipc::NodeState& node, std::chrono::milliseconds tim
 NodeStatus readNodeStatus(const std::string& instance) {
   const auto names = ipc::IpcNames::forInstance(instance, getuid());
   const auto where = instance.empty() ? std::string("this user") : "this user and instance '" + instance + "'";
-  auto segment = ipc::SharedSegment::open(names);
+  std::string problem;
+  bool notOurs = false;
+  auto segment = ipc::SharedSegment::open(names, &problem, nullptr, &notOurs);
+  // Another user's object at the node's name is not this user's node.
+  if (segment == nullptr && notOurs) throw MqxError("mqx: " + problem);
   if (segment == nullptr)
     throw DaemonNotRunning("mqx: no mqxd is running for " + where + " (no segment " + names.segment + ")");
   ipc::NodeState& node = segment->state();

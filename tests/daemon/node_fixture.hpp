@@ -50,15 +50,25 @@ protected:
       std::remove(path.c_str());
     stopDaemon();
     std::remove(("/tmp/mqx-test-demand-" + instance_).c_str());
-    // mqxd's list of clients alive at its shutdown (docs/daemon.md).
-    std::remove(("/dev/shm/" + names().prefix + "-clients").c_str());
+    // The node's files in the runtime directory: its name, mqxd's lock and
+    // its list of clients alive at its shutdown (docs/daemon.md).
+    const ipc::IpcNames node = names();
+    for (const std::string& path : {node.nodeNameFile, node.lockFile, node.rosterFile})
+      std::remove(path.c_str());
   }
 
-  ipc::IpcNames names() const { return ipc::IpcNames::forInstance(instance_, getuid()); }
+  // The node's names as they were when mqxd last started: mqxd gives the
+  // node a new name when it stops with no clients left, and a test checks
+  // that the objects of the node it ran are gone.
+  ipc::IpcNames names() const {
+    if (!names_) names_ = ipc::IpcNames::forInstance(instance_, getuid());
+    return *names_;
+  }
 
   // Starts mqxd and waits until its segment is there. With
   // `mergeStandardError`, its log lines come through daemon_'s stdout too.
   void startDaemon(bool mergeStandardError = false) {
+    names_ = ipc::IpcNames::forInstance(instance_, getuid());
     daemon_ = std::make_unique<ChildProcess>(std::vector<std::string>{MQXD_PATH}, environment_, mergeStandardError);
     ASSERT_TRUE(daemon_->waitForLine("mqxd: ready (" + names().segment + ")", 5s)) << "mqxd did not start";
     segment_ = ipc::SharedSegment::open(names());
@@ -134,6 +144,7 @@ protected:
   std::unique_ptr<ChildProcess> daemon_;
   std::unique_ptr<ipc::SharedSegment> segment_;
   std::vector<std::string> plans_; // plan()'s files
+  mutable std::optional<ipc::IpcNames> names_;
 };
 
 } // namespace mqx::test

@@ -155,6 +155,34 @@ TEST_F(AdmissionWaits, AWaitingQuerySaysWhyAndForWhomAndAStoppedHolderIsNamed) {
   EXPECT_EQ(waiting->wait(15s), 0);
 }
 
+// The stopped process is the query's child, not mqx-run: the waiting
+// query's line names the child and the command that resumes it (it named
+// mqx-run's pid as stopped).
+TEST_F(AdmissionWaits, AStoppedProcessOfAHoldingQueryIsNamedItselfNotItsMqxRun) {
+  startDaemon();
+  auto holder =
+      run({"--plan", plan("holder", 24), "--", SIM_CLIENT_PATH, "hold-budget", std::to_string(20 << 20), "0"});
+  ASSERT_TRUE(holder->waitForLine("held", 10s));
+  pid_t child = 0;
+  {
+    ipc::RobustLock lock(segment_->state().lock);
+    for (const auto& record : segment_->state().clients)
+      if (record.state == ipc::ClientState::Memory && record.querySlot != ipc::kNoSlot) child = record.pid;
+  }
+  ASSERT_GT(child, 0);
+  kill(child, SIGSTOP);
+  auto waiting =
+      run({"--plan", plan("waiting", 16), "--timeout", "1", "--start-when-admitted", "--", "/bin/true"}, {}, true);
+  EXPECT_EQ(waiting->wait(10s), 75);
+  const std::string said = waiting->readRest(2s);
+  const std::string resume = "kill -CONT " + std::to_string(child);
+  EXPECT_NE(said.find("its process " + std::to_string(child) + " is STOPPED: " + resume), std::string::npos) << said;
+  EXPECT_EQ(said.find("pid " + std::to_string(holder->pid()) + ", STOPPED"), std::string::npos) << said;
+  kill(child, SIGCONT);
+  holder->signal(SIGTERM);
+  holder->wait(10s);
+}
+
 TEST_F(AdmissionWaits, TheTimeLimitComesFromTheConfigurationToo) {
   startDaemon();
   auto holder = run({"--plan", plan("holder", 24), "--", SIM_CLIENT_PATH, "gate", "/bin/sh", "-c", "sleep 30"});

@@ -2,7 +2,11 @@
 // that was not killed finishes with correct data (its client checks every
 // byte against a host reference) and the node's budget returns to its
 // initial value (0 used).
+#include <fcntl.h>
+#include <mqueue.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -219,6 +223,88 @@ TEST_F(Faults, ExhaustedBudgetFailsCleanlyAndComesBack) {
   EXPECT_EQ(next->wait(30s), 0);
   ASSERT_TRUE(waitUntilBudgetFree(1000ms)) << "still used: " << usedBytes();
 }
+
+// A stopped holder (SIGSTOP) cannot free its memory until it continues:
+// each launch of another process that needed it waited 8 s (4 x
+// daemon.eviction_timeout_ms) and printed "out of memory" every 8 s. Now the
+// stopped process is named once with the command that resumes it, and no
+// launch waits for it.
+TEST_F(Faults, AStoppedHolderIsNamedOnceAndNotWaitedFor) {
+  startDaemon();
+  auto holder = std::make_unique<ChildProcess>(
+      std::vector<std::string>{HOLD_CLIENT_PATH, "hold-budget", std::to_string(30 << 20), "0"}, environment_);
+  ASSERT_TRUE(holder->waitForLine("held", 10s));
+  holder->signal(SIGSTOP);
+  const auto start = std::chrono::steady_clock::now();
+  auto starved = client({"work", "2", mib(4), "3", "7", "0"}, {}, true);
+  const auto status = starved->wait(60s);
+  const auto took = std::chrono::steady_clock::now() - start;
+  const std::string log = starved->readRest(1s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(*status == 0 || *status == 4) << "a clean end, correct or out of memory; " << log;
+  EXPECT_LT(took, 6s) << "its launches waited for the stopped holder; " << log;
+  std::size_t named = 0;
+  for (std::size_t at = log.find("is stopped holding"); at != std::string::npos;
+       at = log.find("is stopped holding", at + 1))
+    ++named;
+  EXPECT_EQ(named, 1u) << log;
+  EXPECT_NE(log.find("kill -CONT " + std::to_string(holder->pid())), std::string::npos) << log;
+  holder->signal(SIGKILL);
+  holder->signal(SIGCONT);
+}
+
+// A damaged node is a node lost, not a query lost: 4 KiB of garbage over
+// the live segment made mqxd exit and 9 of 13 queries abort with
+// "pthread_mutex_lock: Invalid argument"; a segment truncated to 0 killed
+// them with SIGBUS. Now mqxd refuses the segment in one line and exits 1,
+// and each client leaves the node (its queues too) and finishes alone.
+class DamagedNode : public Faults, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(DamagedNode, MqxdRefusesItAndItsClientsFinishAlone) {
+  const bool truncated = GetParam();
+  startDaemon(true);
+  std::vector<std::unique_ptr<ChildProcess>> clients;
+  for (int i = 0; i < 3; ++i)
+    clients.push_back(std::make_unique<ChildProcess>(
+        std::vector<std::string>{HOLD_CLIENT_PATH, "work-hold", "3", mib(3), "4", std::to_string(40 + i), "1500"},
+        environment_, true));
+  for (auto& worker : clients)
+    ASSERT_TRUE(worker->waitForLine("ready", 20s));
+  std::vector<pid_t> pids;
+  for (auto& worker : clients)
+    pids.push_back(worker->pid());
+  segment_.reset();
+  {
+    const int object = shm_open(names().segment.c_str(), O_RDWR, 0);
+    ASSERT_GE(object, 0);
+    if (truncated) {
+      ASSERT_EQ(ftruncate(object, 0), 0);
+    } else {
+      const std::string garbage(4096, '\x5a');
+      ASSERT_EQ(pwrite(object, garbage.data(), garbage.size(), 0), 4096);
+    }
+    close(object);
+  }
+  EXPECT_EQ(daemon_->wait(5s), 1) << "mqxd must refuse the damaged segment and exit 1 (not die of SIGBUS)";
+  const std::string said = daemon_->readRest(1s);
+  EXPECT_NE(said.find(truncated ? "shrunk to 0 bytes" : "is damaged"), std::string::npos) << said;
+  daemon_.reset();
+  for (std::size_t i = 0; i < clients.size(); ++i) {
+    EXPECT_EQ(clients[i]->wait(30s), 0) << "client " << pids[i] << " did not finish correct";
+    const std::string log = clients[i]->readRest(1s);
+    EXPECT_NE(log.find("leaving the node; this process runs alone"), std::string::npos) << log;
+    for (const std::string& queue : {names().evictQueue(pids[i]), names().replyQueue(pids[i])}) {
+      const mqd_t left = mq_open(queue.c_str(), O_RDONLY);
+      EXPECT_EQ(left, static_cast<mqd_t>(-1)) << queue << " left behind";
+      if (left != static_cast<mqd_t>(-1)) mq_close(left);
+    }
+  }
+  shm_unlink(names().segment.c_str());
+  ++faultsInjected();
+}
+
+INSTANTIATE_TEST_SUITE_P(OverwrittenOrTruncated, DamagedNode, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "Truncated" : "Overwritten"; });
 
 // mqxd's request queue full (the daemon stopped, the queue stuffed): a
 // query asking for admission loses its message, waits, and is admitted from

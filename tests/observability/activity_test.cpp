@@ -45,6 +45,7 @@ protected:
     environment_["MQX_DAEMON_CAPACITY"] = "16MiB";
     file_ = "/tmp/mqx-activity-" + instance_ + ".prom";
     environment_["MQX_DAEMON_METRICS_FILE"] = file_;
+    environment_["MQX_DAEMON_METRICS_CLIENT_IDENTITIES"] = "true"; // the labels checked name queries and pids
     environment_["MQX_DAEMON_METRICS_INTERVAL_MS"] = "20";
   }
   void TearDown() override {

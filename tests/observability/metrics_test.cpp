@@ -100,6 +100,7 @@ TEST_F(Metrics, FileAndHttpFollowTheExpositionFormatAndShowTheNode) {
   file_ = "/tmp/mqx-metrics-" + instance_ + ".prom";
   const unsigned port = freePort();
   environment_["MQX_DAEMON_METRICS_FILE"] = file_;
+  environment_["MQX_DAEMON_METRICS_CLIENT_IDENTITIES"] = "true"; // the labels checked name queries and pids
   environment_["MQX_DAEMON_METRICS_PORT"] = std::to_string(port);
   environment_["MQX_DAEMON_METRICS_INTERVAL_MS"] = "20";
   startDaemon();
@@ -158,6 +159,7 @@ TEST_F(Metrics, FileAndHttpFollowTheExpositionFormatAndShowTheNode) {
 TEST_F(Metrics, EachDeviceIsShownUnderItsDeviceLabel) {
   file_ = "/tmp/mqx-metrics-" + instance_ + ".prom";
   environment_["MQX_DAEMON_METRICS_FILE"] = file_;
+  environment_["MQX_DAEMON_METRICS_CLIENT_IDENTITIES"] = "true"; // the labels checked name queries and pids
   environment_["MQX_DAEMON_METRICS_INTERVAL_MS"] = "20";
   environment_["MQX_BACKEND_KIND"] = "sim";
   environment_["MQX_SIM_DEVICES"] = "2";

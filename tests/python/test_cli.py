@@ -30,7 +30,8 @@ def assert_refused(result: subprocess.CompletedProcess[str], named: str) -> None
     assert named in lines[0], result.stderr
 
 
-@pytest.mark.parametrize("value", ["-1", "0", "inf", "nan", "1e300", "abc"])
+# Below 0.1 s: --watch 0.000001 printed 112,590 lines in 3 s.
+@pytest.mark.parametrize("value", ["-1", "0", "0.000001", "0.09", "inf", "nan", "1e300", "abc"])
 def test_bad_intervals_are_one_line(value):
     assert_refused(run_mqx("status", "--watch", value), f"'{value}'")
     assert_refused(run_mqx("top", "--once", "--interval", value), f"'{value}'")
@@ -67,3 +68,35 @@ def test_version_is_the_binaries_version():
 def test_watch_minus_one_against_a_live_node(node):
     result = run_mqx("status", "--watch", "-1", env={**os.environ, **node.env})
     assert_refused(result, "--watch")
+
+
+@requires_daemon
+def test_watch_into_a_pipe_closed_by_its_reader_ends_quietly(node):
+    """status --watch 1 | head -1 ended in a BrokenPipeError traceback."""
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "mqx", "status", "--watch", "0.1"],
+        env={**os.environ, **node.env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert watch.stdout is not None and watch.stderr is not None
+    assert watch.stdout.readline().startswith("mqxd pid ")
+    watch.stdout.close()  # as head -1 does
+    assert watch.wait(timeout=30) == 141
+    errors = watch.stderr.read()
+    assert "Traceback" not in errors and "BrokenPipe" not in errors, errors
+
+
+@requires_daemon
+def test_query_names_with_control_characters_are_printed_escaped(node):
+    """A name is whatever the query's starter chose: raw newlines and escapes forged status lines."""
+    import mqx
+
+    with mqx.Client("evil\n\x1b[31mforged", weighted="1MiB", peak="1MiB", instance=node.instance):
+        result = run_mqx("status", env={**os.environ, **node.env})
+    assert result.returncode == 0, result
+    assert "\x1b" not in result.stdout, result.stdout
+    assert "evil\\n\\x1b[31mf" in result.stdout, result.stdout
+    assert not any(line.startswith("forged") or "[31mforged" in line and "\\x1b" not in line
+                   for line in result.stdout.splitlines()), result.stdout
