@@ -114,6 +114,9 @@ public:
   // whether it does (memory.manage_program_vmm, read when configured).
   ProgramAllocations& programAllocations() noexcept { return programAllocations_; }
   bool managesProgramVmm() const noexcept { return manageProgramVmm_.load(std::memory_order_acquire); }
+  // The devices the process sees (cuDeviceGetCount at the first activation;
+  // 0 before it).
+  int visibleDevices() const noexcept { return visibleDevices_.load(std::memory_order_acquire); }
 
   // The advice API's declarations of resizable kernels (by handle or by
   // name); kept until launch tuning starts, which may be after them.

@@ -45,6 +45,11 @@ MemoryManager* managerFor(const CUmemAllocationProp& properties, unsigned long l
   if (properties.allocFlags.compressionType != 0) return nullptr;
   MemoryManager* manager = runtime.activate();
   if (manager == nullptr || properties.location.id != currentDevice()) return nullptr;
+  // A process that sees several devices may give them access to its
+  // allocations (cuMemSetAccess for peers: vectorAddMMAP, PyTorch's peer
+  // access), which pages that move cannot keep: its VMM stays the driver's.
+  // Under mqx-run on a node of several GPUs a query sees its one device.
+  if (runtime.visibleDevices() > 1) return nullptr;
   return manager;
 }
 
