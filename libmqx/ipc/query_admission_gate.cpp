@@ -92,7 +92,11 @@ AdmissionGateOutcome waitForQueryAdmission(NodeState& node, const AwaitedAdmissi
 
 AdmissionGateOutcome passAdmissionGate(const std::string& instance) {
   const auto awaited = awaitedAdmissionFromEnvironment();
-  if (!awaited) return AdmissionGateOutcome{.admitted = true};
+  if (!awaited) {
+    AdmissionGateOutcome open;
+    open.admitted = true; // not started before admission: the gate is open
+    return open;
+  }
   const auto segment = SharedSegment::open(IpcNames::forInstance(instance, getuid()));
   if (segment == nullptr) return refused("mqxd's node is gone before it admitted the query");
   AdmissionGateOutcome outcome = waitForQueryAdmission(segment->state(), *awaited);

@@ -81,7 +81,7 @@ void allocateEach() {
     cudaPointerAttributes attributes{};
     CUDA_OK(cudaPointerGetAttributes(&attributes, buffers[device] + 5));
     GPU_CHECK_EQ(attributes.device, device);
-    GPU_CHECK(attributes.type == cudaMemoryTypeDevice);
+    GPU_CHECK_EQ(static_cast<int>(attributes.type), static_cast<int>(cudaMemoryTypeDevice));
   }
   // cudaMemcpy with the other device current: unified addressing finds the
   // source's device.
