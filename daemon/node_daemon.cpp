@@ -268,6 +268,13 @@ void NodeDaemon::run(const std::atomic<bool>& stop) {
 void NodeDaemon::placeArrivals() {
   NodeState& node = segment_->state();
   RobustLock lock = lockNode();
+  // The loop runs this on every message: nothing more than one scan unless
+  // a query waits to be placed.
+  const auto unplaced = [](const ClientRecord& record) {
+    return record.state == ClientState::Waiting && record.admissionRequested != 0 && record.placeOnArrival != 0 &&
+           record.device == kAnyDevice;
+  };
+  if (std::none_of(std::begin(node.clients), std::end(node.clients), unplaced)) return;
   std::vector<QueryDemand> bound;
   std::vector<std::uint32_t> arrivals;
   const auto held = heldByQuery();
@@ -277,7 +284,7 @@ void NodeDaemon::placeArrivals() {
     if (query && record.device != kAnyDevice)
       bound.push_back(
           {i, std::max(record.weightedDemand, held[i]), std::max(record.peakDemand, held[i]), record.device});
-    else if (record.state == ClientState::Waiting && record.admissionRequested != 0 && record.placeOnArrival != 0)
+    else if (unplaced(record))
       arrivals.push_back(i);
   }
   std::sort(arrivals.begin(), arrivals.end(),
