@@ -37,6 +37,7 @@
 #include "ipc/admission_client.hpp"
 #include "ipc/query_admission_gate.hpp"
 #include "mqx/version.hpp"
+#include "query_name.hpp"
 #include "query_plan.hpp"
 
 namespace {
@@ -80,7 +81,7 @@ void usage(FILE* out) {
                     "[--stats] [--allow-no-daemon] -- QUERY [ARGS...]\n"
                     "  --plan FILE        the query's operator plan (time and device memory per operator)\n"
                     "  --name NAME        the query's name (demand is learned per name); default: plan name or "
-                    "QUERY's file name\n"
+                    "QUERY's file name (an interpreter's with its script: \"python3 train.py\")\n"
                     "  --device ID        run on this device of the node (a GPU UUID, sim-N or the node's index N) "
                     "instead of where mqxd places it (daemon.placement)\n"
                     "  --timeout SECONDS  give up waiting for admission after SECONDS (exit 75; the query's "
@@ -331,7 +332,7 @@ int main(int argc, char** argv) {
       peak = plan.peakDemand();
       if (options.name.empty()) options.name = plan.name;
     }
-    if (options.name.empty()) options.name = std::filesystem::path(options.command[0]).filename().string();
+    if (options.name.empty()) options.name = mqx::daemon::defaultQueryName({options.command.begin(), options.command.end() - 1});
 
     using mqx::ipc::AdmissionClient;
     auto nodeOptions = mqx::embedded::nodeOptions(config);

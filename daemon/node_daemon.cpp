@@ -147,6 +147,7 @@ NodeDaemon::NodeDaemon(const Config& config)
       limits_(std::make_shared<ConcurrencyLimits>()),
       placement_(admissionPolicyOf(config, limits_), config.placement, capacitiesOf(devices_)),
       history_(historyPath(config)),
+      undeclared_(UndeclaredOptions{config.undeclaredSettleMilliseconds / 1000.0}),
       launches_(std::chrono::milliseconds(config.launchLeaseMilliseconds), static_cast<std::uint32_t>(devices_.size())),
       rosterPath_(names_.rosterFile) {
   if (!names_.problem.empty()) throw std::runtime_error(names_.problem);
@@ -278,12 +279,12 @@ void NodeDaemon::placeArrivals() {
   std::vector<QueryDemand> bound;
   std::vector<std::uint32_t> arrivals;
   const auto held = heldByQuery();
+  const double now = secondsNow();
   for (std::uint32_t i = 0; i < kMaxClients; ++i) {
     ClientRecord& record = node.clients[i];
     const bool query = record.state == ClientState::Running || record.state == ClientState::Waiting;
     if (query && record.device != kAnyDevice)
-      bound.push_back(
-          {i, std::max(record.weightedDemand, held[i]), std::max(record.peakDemand, held[i]), record.device});
+      bound.push_back(demandFor(record, i, held[i], now));
     else if (unplaced(record))
       arrivals.push_back(i);
   }
@@ -292,7 +293,7 @@ void NodeDaemon::placeArrivals() {
   for (const std::uint32_t slot : arrivals) {
     ClientRecord& record = node.clients[slot];
     applyLearnedDemand(record);
-    const QueryDemand query{slot, record.weightedDemand, record.peakDemand, kAnyDevice};
+    const QueryDemand query = demandFor(record, slot, 0, now);
     record.device = placement_.placeOnArrival(bound, query);
     bound.push_back({slot, query.weighted, query.peak, record.device});
     log(LogLevel::Info, "mqxd: query '{}' (pid {}) will run on device {} {}; it starts before its admission",
@@ -482,6 +483,7 @@ void NodeDaemon::handle(const Message& message) {
     }
     if (query.observedPeak > 0) history_.record(query.name, query.observedPeak);
     query = RunningQuery{};
+    undeclared_.ended(message.slot);
     return;
   }
   default: return; // Wake: the loop looks at the segment anyway

@@ -26,6 +26,7 @@
 #include "metrics_exporter.hpp"
 #include "mps_control.hpp"
 #include "trace/trace_recorder.hpp"
+#include "undeclared_demand.hpp"
 
 namespace mqx::daemon {
 
@@ -84,6 +85,8 @@ private:
   void reportStoppedHolders();
   void setDemandFromProcesses(ipc::NodeState& node, std::uint32_t querySlot);
   void applyLearnedDemand(ipc::ClientRecord& record);
+  QueryDemand demandFor(const ipc::ClientRecord& record, std::uint32_t slot, std::uint64_t held, double now);
+  static double secondsNow() { return static_cast<double>(ipc::monotonicNanoseconds()) * 1e-9; }
   void observeQueries();
   // The bytes each query's processes hold now on the device it runs on.
   std::array<std::uint64_t, ipc::kMaxClients> heldByQuery();
@@ -112,6 +115,7 @@ private:
   std::shared_ptr<ConcurrencyLimits> limits_; // before placement_, whose policy reads it
   DevicePlacement placement_;
   DemandHistory history_;
+  UndeclaredDemand undeclared_; // queries that declare nothing and were never learned
   std::unique_ptr<ipc::SharedSegment> segment_;
   std::unique_ptr<ipc::MessageQueue> requests_;
   LaunchService launches_;

@@ -182,6 +182,50 @@ TEST_F(Admission, RunningQueryDemandIsUpdatedByWhatItHolds) {
   EXPECT_EQ(events().size(), 2u);
 }
 
+// A query that declares nothing and was never learned counts as its whole
+// device until what its processes hold stops growing (UndeclaredDemand):
+// two 60 MiB jobs of one program arriving together on a 100 MiB node run
+// one after the other, not both at once (each would count 0 at arrival).
+TEST_F(Admission, UndeclaredJobsOfOneProgramThatCannotShareTheDeviceRunOneAfterTheOther) {
+  environment_["MQX_DAEMON_CAPACITY"] = "100MiB";
+  environment_["MQX_DAEMON_UNDECLARED_SETTLE_MS"] = "300";
+  startDaemon();
+  auto job = [&](const std::string& tag) {
+    return run({"--name", "job", "--", SIM_CLIENT_PATH, "gate", "/bin/sh", "-c",
+                "echo start " + tag + " >> " + log_ + "; " + SIM_CLIENT_PATH + " hold-budget " +
+                    std::to_string(60 << 20) + " 1500 && echo end " + tag + " >> " + log_});
+  };
+  auto a = job("a");
+  waitUntilArrived("job");
+  auto b = job("b");
+  EXPECT_EQ(a->wait(20s), 0);
+  EXPECT_EQ(b->wait(20s), 0);
+  const auto lines = events();
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_LT(indexOf(lines, "end a"), indexOf(lines, "start b")) << "60 + 60 MiB do not fit in 100 MiB";
+}
+
+// Once a running job's working set is measured, a waiting job of the same
+// program is counted at that size: small ones then share the device.
+TEST_F(Admission, UndeclaredJobsOfOneProgramShareTheDeviceOnceOneIsMeasuredSmall) {
+  environment_["MQX_DAEMON_CAPACITY"] = "100MiB";
+  environment_["MQX_DAEMON_UNDECLARED_SETTLE_MS"] = "300";
+  startDaemon();
+  auto job = [&](const std::string& tag) {
+    return run({"--name", "small", "--", SIM_CLIENT_PATH, "gate", "/bin/sh", "-c",
+                "echo start " + tag + " >> " + log_ + "; " + SIM_CLIENT_PATH + " hold-budget " +
+                    std::to_string(10 << 20) + " 3000 && echo end " + tag + " >> " + log_});
+  };
+  auto a = job("a");
+  waitUntilArrived("small");
+  auto b = job("b");
+  EXPECT_EQ(a->wait(20s), 0);
+  EXPECT_EQ(b->wait(20s), 0);
+  const auto lines = events();
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_LT(indexOf(lines, "start b"), indexOf(lines, "end a")) << "10 + 10 MiB fit: b need not wait for a's end";
+}
+
 TEST_F(Admission, PostponedQueryIsAdmittedWhenARunningQueryDemandDrops) {
   environment_["MQX_DAEMON_CAPACITY"] = "100MiB";
   startDaemon();
