@@ -31,7 +31,9 @@ void NodeDaemon::applyLearnedDemand(ClientRecord& record) {
 // lock held.
 QueryDemand NodeDaemon::demandFor(const ClientRecord& record, std::uint32_t slot, std::uint64_t held, double now) {
   QueryDemand query{slot, std::max(record.weightedDemand, held), std::max(record.peakDemand, held), record.device};
-  if (record.weightedDemand != 0 || record.peakDemand != 0) return query;
+  // The paper's named policies keep the paper's rule: nothing declared is 0.
+  if (record.weightedDemand != 0 || record.peakDemand != 0 || config_.admission != AdmissionKind::Adaptive)
+    return query;
   const NodeState& node = segment_->state();
   std::uint64_t capacity = 0; // of its device, or of the largest where it may run
   for (std::uint32_t device = 0; device < devices_.size(); ++device)
@@ -192,7 +194,8 @@ void NodeDaemon::admitPostponed() {
       query = RunningQuery{record.pid, 0, {}};
       std::memcpy(query.name, record.name, sizeof query.name);
       query.name[sizeof query.name - 1] = '\0';
-      const bool undeclared = record.weightedDemand == 0 && record.peakDemand == 0;
+      const bool undeclared =
+          record.weightedDemand == 0 && record.peakDemand == 0 && config_.admission == AdmissionKind::Adaptive;
       if (undeclared) undeclared_.started(place.id, query.name, now);
       log(LogLevel::Info, "mqxd: admitting query '{}' (pid {}, weighted demand {} MiB, peak {} MiB{}){}", record.name,
           record.pid, record.weightedDemand >> 20, record.peakDemand >> 20,

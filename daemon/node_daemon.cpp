@@ -146,8 +146,7 @@ NodeDaemon::NodeDaemon(const Config& config)
     : config_(config), names_(IpcNames::forInstance(config.daemonInstance, getuid())), devices_(devicesOf(config)),
       limits_(std::make_shared<ConcurrencyLimits>()),
       placement_(admissionPolicyOf(config, limits_), config.placement, capacitiesOf(devices_)),
-      history_(historyPath(config)),
-      undeclared_(UndeclaredOptions{config.undeclaredSettleMilliseconds / 1000.0}),
+      history_(historyPath(config)), undeclared_(UndeclaredOptions{config.undeclaredSettleMilliseconds / 1000.0}),
       launches_(std::chrono::milliseconds(config.launchLeaseMilliseconds), static_cast<std::uint32_t>(devices_.size())),
       rosterPath_(names_.rosterFile) {
   if (!names_.problem.empty()) throw std::runtime_error(names_.problem);
@@ -539,6 +538,11 @@ NodeMetrics NodeDaemon::metrics() {
   result.admissionPostponements = postponements_;
   result.messagesRefused = messagesRefused_;
   result.uptimeSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  if (config_.admission == AdmissionKind::Adaptive)
+    for (const AdaptiveAdmission& controller : adaptive_) {
+      result.admissionLimits.push_back(controller.limit());
+      result.secondsPerEviction.push_back(controller.costPerEviction());
+    }
   return result;
 }
 

@@ -196,6 +196,12 @@ TEST_F(Metrics, EachDeviceIsShownUnderItsDeviceLabel) {
   EXPECT_EQ(m.value("mqx_device_running_weighted_demand_bytes{device=\"sim-0\",index=\"0\"}"), 12 << 20);
   EXPECT_EQ(m.value("mqx_device_running_weighted_demand_bytes{device=\"sim-1\",index=\"1\"}"), 20 << 20);
   EXPECT_EQ(m.types.at("mqx_device_queries_placed_total"), "counter");
+  // The default admission (adaptive): each device's limit, from its initial
+  // value, and no eviction priced yet.
+  for (const char* device : {"device=\"sim-0\",index=\"0\"", "device=\"sim-1\",index=\"1\""}) {
+    EXPECT_EQ(m.value("mqx_device_admission_limit{" + std::string(device) + "}"), 2) << device;
+    EXPECT_EQ(m.value("mqx_device_eviction_seconds{" + std::string(device) + "}"), 0) << device;
+  }
   std::map<std::string, std::string> deviceOf; // client name -> its device label
   for (const auto& labels : m.labelSets)
     if (labels.count("name") != 0 && labels.count("device") != 0) deviceOf[labels.at("name")] = labels.at("device");
