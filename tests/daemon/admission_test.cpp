@@ -188,6 +188,7 @@ TEST_F(Admission, RunningQueryDemandIsUpdatedByWhatItHolds) {
 // one after the other, not both at once (each would count 0 at arrival).
 TEST_F(Admission, UndeclaredJobsOfOneProgramThatCannotShareTheDeviceRunOneAfterTheOther) {
   environment_["MQX_DAEMON_CAPACITY"] = "100MiB";
+  environment_["MQX_DAEMON_ADMISSION"] = "adaptive"; // the default's rule (the paper's weight counts 0)
   environment_["MQX_DAEMON_UNDECLARED_SETTLE_MS"] = "300";
   startDaemon();
   auto job = [&](const std::string& tag) {
@@ -209,6 +210,7 @@ TEST_F(Admission, UndeclaredJobsOfOneProgramThatCannotShareTheDeviceRunOneAfterT
 // program is counted at that size: small ones then share the device.
 TEST_F(Admission, UndeclaredJobsOfOneProgramShareTheDeviceOnceOneIsMeasuredSmall) {
   environment_["MQX_DAEMON_CAPACITY"] = "100MiB";
+  environment_["MQX_DAEMON_ADMISSION"] = "adaptive"; // the default's rule (the paper's weight counts 0)
   environment_["MQX_DAEMON_UNDECLARED_SETTLE_MS"] = "300";
   startDaemon();
   auto job = [&](const std::string& tag) {
