@@ -113,7 +113,7 @@ AdmissionClient::Admission AdmissionClient::waitForAdmission(std::uint64_t weigh
         return Admission::TimedOut;
       }
     }
-    if (wait.poll) wait.poll();
+    if (wait.poll && !wait.poll()) return Admission::Stopped;
     if (wait.report && now >= nextReport) {
       nextReport = now + wait.reportInterval;
       std::string reason = admissionWaitReason();
