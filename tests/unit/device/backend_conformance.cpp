@@ -10,6 +10,8 @@ namespace mqx::device::conformance {
 
 std::string backendName(const ::testing::TestParamInfo<BackendMaker>& info) { return info.param.name; }
 
+void PrintTo(const BackendMaker& maker, std::ostream* out) { *out << maker.name; }
+
 void BackendConformance::SetUp() {
   std::string why;
   backend_ = GetParam().make(&why);

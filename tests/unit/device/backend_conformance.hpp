@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +32,9 @@ struct BackendMaker {
 };
 
 std::string backendName(const ::testing::TestParamInfo<BackendMaker>& info);
+// Its name, so that the tests' names are the same on every run (ctest's,
+// from --gtest_list_tests, show the parameter).
+void PrintTo(const BackendMaker& maker, std::ostream* out);
 
 class BackendConformance : public ::testing::TestWithParam<BackendMaker> {
 protected:
