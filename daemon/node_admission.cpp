@@ -19,7 +19,7 @@ using namespace mqx::ipc;
 void NodeDaemon::applyLearnedDemand(ClientRecord& record) {
   if (record.weightedDemand != 0 || record.peakDemand != 0) return;
   if (auto learned = history_.demandOf(record.name)) {
-    record.weightedDemand = record.peakDemand = *learned;
+    records().learnDemand(records().slotOf(record), *learned);
     log(LogLevel::Info, "mqxd: query '{}' declares no demand; learned {} MiB", record.name, *learned >> 20);
   }
 }
@@ -57,9 +57,8 @@ void NodeDaemon::setDemandFromProcesses(NodeState& node, std::uint32_t querySlot
     weighted += record.weightedDemand;
     peak += record.peakDemand;
   }
-  ClientRecord& query = node.clients[querySlot];
-  query.weightedDemand = std::min(weighted, kMaxDemandBytes);
-  query.peakDemand = std::min(std::max(peak, weighted), kMaxDemandBytes);
+  records().setDemand(querySlot, std::min(weighted, kMaxDemandBytes),
+                      std::min(std::max(peak, weighted), kMaxDemandBytes));
 }
 
 std::array<std::uint64_t, kMaxClients> NodeDaemon::heldByQuery() {
@@ -89,7 +88,7 @@ void NodeDaemon::observeQueries() {
       undeclared_.ended(i);
     if (record.state != ClientState::Running) continue;
     undeclared_.observe(i, held[i], now);
-    record.observedPeak = std::max(record.observedPeak, held[i]);
+    records().observePeak(i, held[i]);
     if (running_[i].pid == record.pid)
       running_[i].observedPeak = std::max(running_[i].observedPeak, record.observedPeak);
   }
@@ -185,8 +184,7 @@ void NodeDaemon::admitPostponed() {
     const auto chosen = placement_.admit(running, waiting);
     for (const Placed& place : chosen) {
       ClientRecord& record = node.clients[place.id];
-      record.device = place.device; // before the state: a running query is always on its device
-      record.state = ClientState::Running;
+      records().admit(place.id, place.device);
       admitted.emplace_back(record.pid, place.id);
       ++queriesAdmitted_;
       ++queriesPlaced_[place.device];

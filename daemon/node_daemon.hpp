@@ -19,6 +19,7 @@
 #include "config/config.hpp"
 #include "demand_history.hpp"
 #include "device_placement.hpp"
+#include "ipc/client_records.hpp"
 #include "ipc/ipc_names.hpp"
 #include "ipc/message_queue.hpp"
 #include "ipc/shared_segment.hpp"
@@ -75,6 +76,8 @@ private:
   struct StopRequested {};
   ipc::RobustLock lockNode();
   void checkSegment(); // throws SegmentDamaged
+  // The node's client records, through the transitions that change them.
+  ipc::ClientRecords records() { return ipc::ClientRecords(segment_->state()); }
   void reclaimDeadClients();
   // Stale queues (docs/daemon.md, "Queues of dead clients"): the queues of
   // `pids` that are dead go; the live ones are kept in orphans_ and checked
