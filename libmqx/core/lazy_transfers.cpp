@@ -18,18 +18,19 @@ void LazyTransfers::countAvoidedLoad(const Region& region, std::uint32_t index) 
   if (lazyData && !page.deviceValid()) statistics_.bytesAvoidedLazy += region.pageDataBytes(index);
 }
 
-Status LazyTransfers::replaceHostImage(Region& region, std::uint32_t index, HostImage image) {
+Status LazyTransfers::replaceHostImage(Region& region, std::uint32_t index, HostImage image, SwapSlot slot) {
   countAvoidedLoad(region, index);
   PageState& page = region.pages[index];
   // A page on a host block keeps its block (which it maps) and takes the
-  // bytes there instead.
+  // bytes there instead; the slot goes back.
   if (image.kind == HostImageKind::Swap && page.hostMapped() && image.slot != page.backing()) {
     std::memcpy(page.backing(), image.slot, region.pageDataBytes(index));
-    swap_.release(image.slot, region.pageMappedBytes(index));
     image = HostImage::inSwap(page.backing());
+    slot.reset();
   }
   HostImage previous;
   MQX_TRY(PageStore::imageReplaced(page, std::move(image), previous));
+  slot.commit(); // the page's image
   residency_.releaseHostImage(region, index, previous);
   residency_.noteStateChange();
   return Status::Success;
@@ -48,21 +49,19 @@ Status LazyTransfers::materializeSwap(Region& region, std::uint32_t index, std::
     *slot = page.host().slot;
     return Status::Success;
   }
-  std::byte* acquired = residency_.acquireSlot(region.pageMappedBytes(index));
-  if (acquired == nullptr) return Status::Success;
+  SwapSlot acquired = slots_.acquire(region.pageMappedBytes(index));
+  if (!acquired) return Status::Success;
   if (page.host().kind == HostImageKind::None) {
-    if (!ok(residency_.readDeviceToSlot(region, index, acquired))) {
-      swap_.release(acquired, region.pageMappedBytes(index));
-      return Status::Success;
-    }
-    MQX_TRY(PageStore::wroteBack(page, acquired));
+    if (!ok(residency_.readDeviceToSlot(region, index, acquired.get()))) return Status::Success;
+    MQX_TRY(PageStore::wroteBack(page, acquired.get()));
+    *slot = acquired.commit(); // the page's image
   } else {
-    readHostImage(page.host(), 0, region.pageDataBytes(index), acquired);
+    readHostImage(page.host(), 0, region.pageDataBytes(index), acquired.get());
     HostImage previous;
-    MQX_TRY(PageStore::imageCopied(page, acquired, previous));
+    MQX_TRY(PageStore::imageCopied(page, acquired.get(), previous));
+    *slot = acquired.commit(); // the page's image
     residency_.releaseHostImage(region, index, previous);
   }
-  *slot = acquired;
   return Status::Success;
 }
 
@@ -95,10 +94,11 @@ Status LazyTransfers::copyFromHost(Region& region, const Piece& piece, const std
     // image (which may be the same source) lets go of its own.
     if (auto image = extent.allowed ? cowImage(region, piece, source, extent) : std::nullopt)
       return replaceHostImage(region, piece.page, std::move(*image));
-    if (std::byte* slot = residency_.acquireSlot(region.pageMappedBytes(piece.page))) {
-      std::memcpy(slot, source, piece.bytes);
+    if (SwapSlot slot = slots_.acquire(region.pageMappedBytes(piece.page))) {
+      std::memcpy(slot.get(), source, piece.bytes);
       statistics_.bytesCopiedOnHost += piece.bytes;
-      return replaceHostImage(region, piece.page, HostImage::inSwap(slot));
+      const HostImage image = HostImage::inSwap(slot.get());
+      return replaceHostImage(region, piece.page, image, std::move(slot));
     }
   } else if (lazy && !page.dirty()) {
     std::byte* slot = nullptr;
@@ -156,18 +156,19 @@ Status LazyTransfers::copyImage(Region& destination, const Piece& piece, Region&
       (from.hostMapped() && inFlight(from)) || (&source == &destination && sourceIndex == piece.page))
     return Status::Success;
   HostImage image = from.host();
+  SwapSlot slot;
   if (image.kind == HostImageKind::CowSource) {
     // The destination shares the source's saved edges too.
     if (!cow_.protect(image.protectedStart(), image.protectedBytes(piece.bytes), PageKey{destination.id, piece.page}))
       return Status::Success;
   } else if (image.kind == HostImageKind::Swap) {
-    std::byte* slot = residency_.acquireSlot(destination.pageMappedBytes(piece.page));
-    if (slot == nullptr) return Status::Success;
-    std::memcpy(slot, image.slot, piece.bytes);
-    image.slot = slot;
+    slot = slots_.acquire(destination.pageMappedBytes(piece.page));
+    if (!slot) return Status::Success;
+    std::memcpy(slot.get(), image.slot, piece.bytes);
+    image.slot = slot.get();
   }
   *done = true;
-  return replaceHostImage(destination, piece.page, image);
+  return replaceHostImage(destination, piece.page, image, std::move(slot));
 }
 
 Status LazyTransfers::breakCow(const CowRecord& record) {
@@ -186,9 +187,10 @@ Status LazyTransfers::breakCow(const CowRecord& record) {
   const std::size_t bytes = region->pageDataBytes(index);
   statistics_.cowBytesSaved += bytes;
   if (page.hostMapped()) return residency_.materialize(*region, index); // its host block takes the bytes
-  std::byte* slot = residency_.acquireSlot(region->pageMappedBytes(index), true);
-  readHostImage(page.host(), 0, bytes, slot); // the saved edges included
-  MQX_TRY(PageStore::imageCopied(page, slot, previous));
+  SwapSlot slot = slots_.acquire(region->pageMappedBytes(index), true);
+  readHostImage(page.host(), 0, bytes, slot.get()); // the saved edges included
+  MQX_TRY(PageStore::imageCopied(page, slot.get(), previous));
+  slot.commit(); // the page's image
   residency_.releaseHostImage(*region, index, previous);
   return Status::Success;
 }

@@ -17,7 +17,7 @@
 #include "core/region_directory.hpp"
 #include "core/residency_manager.hpp"
 #include "core/statistics.hpp"
-#include "core/swap_buffer.hpp"
+#include "core/swap_slots.hpp"
 
 namespace mqx {
 
@@ -36,9 +36,9 @@ struct CowExtent {
 
 class LazyTransfers {
 public:
-  LazyTransfers(LazyTransferOptions options, ResidencyManager& residency, SwapBuffer& swap, CowTracker& cow,
+  LazyTransfers(LazyTransferOptions options, ResidencyManager& residency, SwapSlots& slots, CowTracker& cow,
                 RegionDirectory& directory, Statistics& statistics)
-      : options_(options), residency_(residency), swap_(swap), cow_(cow), directory_(directory),
+      : options_(options), residency_(residency), slots_(slots), cow_(cow), directory_(directory),
         statistics_(statistics) {}
 
   // Each of these sets *done to whether it did the piece's work on the host;
@@ -68,9 +68,10 @@ private:
   // Whether lazy (host-side) changes to the page could race with in-flight
   // device work that reaches it.
   bool inFlight(const PageState& page) const;
-  // Installs `image` as the page's only copy. The new image is acquired by
-  // the caller before the old one goes, so that a failure loses nothing.
-  Status replaceHostImage(Region& region, std::uint32_t page, HostImage image);
+  // Installs `image` as the page's only copy (`slot`: its swap slot, for a
+  // Swap image). The new image is acquired by the caller before the old one
+  // goes, so that a failure loses nothing.
+  Status replaceHostImage(Region& region, std::uint32_t page, HostImage image, SwapSlot slot = {});
   // Gives the page a swap-slot image holding its current content; *slot
   // null when the swap buffer is full.
   Status materializeSwap(Region& region, std::uint32_t page, std::byte** slot);
@@ -82,7 +83,7 @@ private:
 
   LazyTransferOptions options_;
   ResidencyManager& residency_;
-  SwapBuffer& swap_;
+  SwapSlots& slots_;
   CowTracker& cow_;
   RegionDirectory& directory_;
   Statistics& statistics_;

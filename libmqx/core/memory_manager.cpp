@@ -23,6 +23,7 @@
 #include "core/region_directory.hpp"
 #include "core/residency_manager.hpp"
 #include "core/swap_buffer.hpp"
+#include "core/swap_slots.hpp"
 #include "trace/trace_span.hpp"
 #include "trace/trace_tracks.hpp"
 
@@ -83,11 +84,12 @@ struct ManagerState {
         budget(sharedBudget ? std::move(sharedBudget)
                             : std::make_shared<LocalDeviceBudget>(
                                   options.deviceMemoryLimit != 0 ? options.deviceMemoryLimit : device.totalMemory())),
-        swap(device, options.swapBufferLimit, options.pinnedSwap), trace(openTrace(options.trace, device)),
-        residency(ResidencyContext{options.residency, backend, *budget, swap, cow, directory, stats, trace.get()},
+        swap(device, options.swapBufferLimit, options.pinnedSwap), slots(device, swap),
+        trace(openTrace(options.trace, device)),
+        residency(ResidencyContext{options.residency, backend, *budget, slots, cow, directory, stats, trace.get()},
                   makeReplacementPolicy(options.policy)),
         references(options.references, backend, directory), runner(residency, directory, backend, trace.get()),
-        lazy(LazyTransferOptions{options.lazyTransfer}, residency, swap, cow, directory, stats),
+        lazy(LazyTransferOptions{options.lazyTransfer}, residency, slots, cow, directory, stats),
         pageSize(roundUp(std::max(options.pageSize, backend.granularity()), backend.granularity())) {}
 
   // Validates that [address, address + bytes) lies inside one managed region.
@@ -101,6 +103,7 @@ struct ManagerState {
   device::DeviceBackend& backend;
   std::shared_ptr<DeviceBudget> budget;
   SwapBuffer swap;
+  SwapSlots slots;
   CowTracker cow;
   RegionDirectory directory;
   Statistics stats;

@@ -21,6 +21,33 @@ bool contains(const std::vector<RegionId>& ids, RegionId id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
 }
 
+// The write-backs an eviction issued into its slots. On an early return the
+// slots go back (their SwapSlots go out of scope) only once the
+// device-to-host stream has passed the copies; when that cannot be waited
+// for, they are lost rather than reused while a copy may still write them.
+class WriteBacksInFlight {
+public:
+  WriteBacksInFlight(device::DeviceBackend& backend, StreamHandle toHost) : backend_(backend), toHost_(toHost) {}
+  WriteBacksInFlight(const WriteBacksInFlight&) = delete;
+  WriteBacksInFlight& operator=(const WriteBacksInFlight&) = delete;
+  ~WriteBacksInFlight() {
+    // A slot a page took (committed) needs nothing more.
+    if (std::ranges::none_of(slots_, [](const SwapSlot* slot) { return static_cast<bool>(*slot); })) return;
+    if (Status waited = backend_.synchronize(toHost_); !ok(waited)) {
+      log(LogLevel::Error, "waiting for the write-backs of a failed eviction: {}; their slots are not reused",
+          toString(waited));
+      for (SwapSlot* slot : slots_)
+        slot->abandon();
+    }
+  }
+  void issued(SwapSlot& slot) { slots_.push_back(&slot); }
+
+private:
+  device::DeviceBackend& backend_;
+  StreamHandle toHost_;
+  std::vector<SwapSlot*> slots_;
+};
+
 } // namespace
 
 std::vector<ResidencyManager::Victim> ResidencyManager::candidates(const std::vector<RegionId>& keep,
@@ -138,7 +165,8 @@ Status ResidencyManager::evict(const Victim& victim) {
   // Every slot first: a full swap buffer fails the eviction before any copy.
   // Where pages map host blocks, a clean page without a swap image needs a
   // block to map too (it is then pending: its image is written there before
-  // any launch reaches it).
+  // any launch reaches it). A slot no page took by the end goes back, on
+  // every path out of here.
   std::vector<WriteBack> writeBacks;
   std::vector<WriteBack> blocks; // clean pages' new host blocks
   ++stateVersion_;
@@ -147,21 +175,18 @@ Status ResidencyManager::evict(const Victim& victim) {
     const PageState& page = region.pages[index];
     const bool needsBlock =
         mapsHost() && !page.dirty() &&
-        (page.host().kind != HostImageKind::Swap || context_.swap.blockOf(page.host().slot) == nullptr);
+        (page.host().kind != HostImageKind::Swap || context_.slots.blockOf(page.host().slot) == nullptr);
     if (!page.dirty() && !needsBlock) continue;
     // A dirty page's slot: a block if one can be had, else pageable memory
     // (the page is then left unmapped: see leaveUnmapped). A clean page
     // without a block stays unmapped likewise.
-    std::byte* slot = acquireSlot(region.pageMappedBytes(index), false, !page.dirty());
-    if (slot == nullptr && !page.dirty()) continue;
-    if (slot == nullptr) {
-      for (const auto* list : {&writeBacks, &blocks})
-        for (const WriteBack& done : *list)
-          context_.swap.release(done.slot, region.pageMappedBytes(done.index));
-      log(LogLevel::Warn, "swap buffer full ({} bytes): cannot evict", context_.swap.limit());
+    SwapSlot slot = context_.slots.acquire(region.pageMappedBytes(index), false, !page.dirty());
+    if (!slot && !page.dirty()) continue;
+    if (!slot) {
+      log(LogLevel::Warn, "swap buffer full ({} bytes): cannot evict", context_.slots.limit());
       return Status::OutOfMemory;
     }
-    (page.dirty() ? writeBacks : blocks).push_back(WriteBack{index, slot, {}});
+    (page.dirty() ? writeBacks : blocks).push_back(WriteBack{index, std::move(slot), {}});
   }
   // The write-backs as one span on the D2H track, from the first copy's
   // issue to the last one's completion (they run back to back).
@@ -177,9 +202,11 @@ Status ResidencyManager::evict(const Victim& victim) {
   // write-back is done while the later ones still run: unmapping (about
   // 0.04 ms per page on an H100, bench/gpu/vmm_costs.cpp) then hides behind
   // the copies instead of following all of them.
+  WriteBacksInFlight inFlight(backend, toHost); // after writeBacks: gone before their slots
   for (WriteBack& writeBack : writeBacks) {
-    MQX_TRY(backend.copyToHost(writeBack.slot, region.pageAddress(writeBack.index),
-                               region.pageDataBytes(writeBack.index), toHost, context_.swap.pinned()));
+    MQX_TRY(backend.copyToHost(writeBack.slot.get(), region.pageAddress(writeBack.index),
+                               region.pageDataBytes(writeBack.index), toHost, context_.slots.pinned()));
+    inFlight.issued(writeBack.slot);
     MQX_TRY(backend.enqueueFence(toHost, &writeBack.done));
   }
   // Clean pages give their device memory back while the write-backs run,
@@ -197,25 +224,27 @@ Status ResidencyManager::evict(const Victim& victim) {
     PageState& page = region.pages[index];
     if (page.dirty()) continue;
     stats.bytesDroppedClean += page.deviceValid() ? region.pageDataBytes(index) : 0;
-    std::byte* backing = page.host().kind == HostImageKind::Swap ? page.host().slot : nullptr;
-    for (const WriteBack& block : blocks)
-      if (block.index == index) backing = block.slot;
-    if (page.host().kind == HostImageKind::Swap && backing != page.host().slot) { // a pageable image moves to its block
-      std::memcpy(backing, page.host().slot, region.pageDataBytes(index));
+    PageBacking backing{index, page.host().kind == HostImageKind::Swap ? page.host().slot : nullptr};
+    for (WriteBack& block : blocks)
+      if (block.index == index) backing.newBlock = std::move(block.slot);
+    if (page.host().kind == HostImageKind::Swap && backing.newBlock) { // a pageable image moves to its block
+      std::memcpy(backing.newBlock.get(), page.host().slot, region.pageDataBytes(index));
       HostImage pageable;
-      MQX_TRY(PageStore::imageCopied(page, backing, pageable));
-      quarantine(pageable.slot, region.pageMappedBytes(index));
+      MQX_TRY(PageStore::imageCopied(page, backing.newBlock.get(), pageable));
+      backing.slot = backing.newBlock.commit(); // the page's image now
+      context_.slots.quarantine(pageable.slot, region.pageMappedBytes(index));
     }
     MQX_TRY(releaseDevicePage(region, index));
-    backings.push_back(PageBacking{index, backing});
+    backings.push_back(std::move(backing));
   }
-  for (const WriteBack& writeBack : writeBacks) {
+  for (WriteBack& writeBack : writeBacks) {
     MQX_TRY(backend.waitFence(writeBack.done));
-    MQX_TRY(PageStore::wroteBack(region.pages[writeBack.index], writeBack.slot));
+    MQX_TRY(PageStore::wroteBack(region.pages[writeBack.index], writeBack.slot.get()));
+    std::byte* slot = writeBack.slot.commit(); // the page's image
     stats.bytesWrittenBack += region.pageDataBytes(writeBack.index);
     stats.bytesToHost += region.pageDataBytes(writeBack.index);
     MQX_TRY(releaseDevicePage(region, writeBack.index));
-    backings.push_back(PageBacking{writeBack.index, writeBack.slot});
+    backings.push_back(PageBacking{writeBack.index, slot});
     batchBytes += region.pageMappedBytes(writeBack.index);
     if (batchBytes >= kMappingBatchBytes && &writeBack != &writeBacks.back()) {
       MQX_TRY(mapBackings(region, backings));
@@ -242,32 +271,33 @@ Status ResidencyManager::releaseDevicePage(Region& region, std::uint32_t index) 
   return Status::Success;
 }
 
-Status ResidencyManager::mapBackings(Region& region, std::span<const PageBacking> backings) {
+Status ResidencyManager::mapBackings(Region& region, std::span<PageBacking> backings) {
   if (!mapsHost()) return Status::Success;
   // Adjacent pages in address order, so that the backend sets access once
   // per run.
-  std::vector<PageBacking> sorted(backings.begin(), backings.end());
-  std::ranges::sort(sorted, {}, &PageBacking::index);
+  std::ranges::sort(backings, {}, &PageBacking::index);
   std::vector<device::HostMapping> batch;
-  std::vector<PageBacking> batched;
-  for (const PageBacking& backing : sorted) {
-    const device::HostBlock* block = backing.slot != nullptr ? context_.swap.blockOf(backing.slot) : nullptr;
+  std::vector<PageBacking*> batched;
+  for (PageBacking& backing : backings) {
+    std::byte* slot = backing.newBlock ? backing.newBlock.get() : backing.slot;
+    const device::HostBlock* block = slot != nullptr ? context_.slots.blockOf(slot) : nullptr;
     if (block != nullptr) {
       batch.push_back(device::HostMapping{region.pageAddress(backing.index), *block});
-      batched.push_back(backing);
+      batched.push_back(&backing);
     } else if (Status status = mapToHost(region, backing.index); !ok(status)) {
       leaveUnmapped(status);
     }
   }
   if (batch.empty()) return Status::Success;
   if (Status status = context_.backend.mapHostBlocks(batch); !ok(status)) {
-    leaveUnmapped(status);
+    leaveUnmapped(status); // the new blocks go back with `backings`
     return Status::Success;
   }
   ++stateVersion_;
-  for (const PageBacking& backing : batched) {
-    PageState& page = region.pages[backing.index];
-    MQX_TRY(PageStore::mappedToBacking(page, backing.slot));
+  for (PageBacking* backing : batched) {
+    PageState& page = region.pages[backing->index];
+    std::byte* slot = backing->newBlock ? backing->newBlock.commit() : backing->slot; // mapped under the page
+    MQX_TRY(PageStore::mappedToBacking(page, slot));
     if (page.pending()) ++pendingPagesMade_;
   }
   return Status::Success;

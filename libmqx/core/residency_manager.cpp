@@ -108,9 +108,9 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
   }
   LoadSources read;
   const Status issued =
-      loads.issue(context_.backend, context_.swap.pinned(), context_.statistics, context_.trace, read);
+      loads.issue(context_.backend, context_.slots.pinned(), context_.statistics, context_.trace, read);
   sourceReadsInFlight_ = sourceReadsInFlight_ || read.applicationBuffers;
-  loadsInFlight_ = loadsInFlight_ || read.swapSlots;
+  if (read.swapSlots) context_.slots.loadsRead();
   MQX_TRY(issued);
   auto& backend = context_.backend;
   const StreamHandle toDevice = backend.transferStream(device::TransferDirection::ToDevice);
@@ -146,7 +146,7 @@ void ResidencyManager::forgetStream(StreamHandle stream) { std::erase(streamsAft
 
 void ResidencyManager::traceUsage() {
   context_.trace->record(trace::counterEvent("device budget used", "bytes", context_.budget.used()));
-  context_.trace->record(trace::counterEvent("swap buffer used", "bytes", context_.swap.usedBytes()));
+  context_.trace->record(trace::counterEvent("swap buffer used", "bytes", context_.slots.usedBytes()));
 }
 
 Status ResidencyManager::backAll(std::span<const PageUse> uses, const std::vector<RegionId>& keep,
@@ -194,19 +194,17 @@ bool ResidencyManager::everyPageReachable() {
 Status ResidencyManager::mapToHost(Region& region, std::uint32_t index) {
   PageState& page = region.pages[index];
   MQX_TRY(adoptBlock(region, index));
-  const bool ownSlot = page.host().kind == HostImageKind::Swap;
-  std::byte* slot = ownSlot ? page.host().slot : acquireSlot(region.pageMappedBytes(index), true, true);
-  const device::HostBlock* block = slot != nullptr ? context_.swap.blockOf(slot) : nullptr;
-  if (block == nullptr) {
-    // No log here: the callers leave the page unmapped and say so once per
-    // process (leaveUnmapped); a line per page would flood the log.
-    if (slot != nullptr && !ownSlot) context_.swap.release(slot, region.pageMappedBytes(index));
-    return Status::OutOfMemory;
-  }
-  if (Status status = context_.backend.mapHost(region.pageAddress(index), *block); !ok(status)) {
-    if (!ownSlot) context_.swap.release(slot, region.pageMappedBytes(index));
-    return status;
-  }
+  // Its swap image's slot, else a new one, which goes back unless mapped.
+  SwapSlot newBlock;
+  if (page.host().kind != HostImageKind::Swap)
+    newBlock = context_.slots.acquire(region.pageMappedBytes(index), true, true);
+  std::byte* slot = newBlock ? newBlock.get() : page.host().slot;
+  const device::HostBlock* block = slot != nullptr ? context_.slots.blockOf(slot) : nullptr;
+  // No log here: the callers leave the page unmapped and say so once per
+  // process (leaveUnmapped); a line per page would flood the log.
+  if (block == nullptr) return Status::OutOfMemory;
+  MQX_TRY(context_.backend.mapHost(region.pageAddress(index), *block));
+  newBlock.commit(); // mapped under the page
   MQX_TRY(PageStore::mappedToBacking(page, slot));
   ++stateVersion_;
   if (page.pending()) ++pendingPagesMade_;
@@ -234,17 +232,17 @@ Status ResidencyManager::mapNewRegion(Region& region) {
 
 Status ResidencyManager::adoptBlock(Region& region, std::uint32_t index) {
   PageState& page = region.pages[index];
-  if (page.host().kind != HostImageKind::Swap || context_.swap.blockOf(page.host().slot) != nullptr)
+  if (page.host().kind != HostImageKind::Swap || context_.slots.blockOf(page.host().slot) != nullptr)
     return Status::Success;
   // A swap image in pageable memory (no block could be had when it was
   // made) moves to a block, which the page can map; if none can be had
   // either, the image stays and the page keeps its device memory.
-  std::byte* block = acquireSlot(region.pageMappedBytes(index), true, true);
-  if (block == nullptr) return Status::Success;
-  std::memcpy(block, page.host().slot, region.pageDataBytes(index));
+  SwapSlot block = context_.slots.acquire(region.pageMappedBytes(index), true, true);
+  if (!block) return Status::Success;
+  std::memcpy(block.get(), page.host().slot, region.pageDataBytes(index));
   HostImage pageable;
-  MQX_TRY(PageStore::imageCopied(page, block, pageable));
-  quarantine(pageable.slot, region.pageMappedBytes(index));
+  MQX_TRY(PageStore::imageCopied(page, block.commit(), pageable));
+  context_.slots.quarantine(pageable.slot, region.pageMappedBytes(index));
   return Status::Success;
 }
 
@@ -287,11 +285,11 @@ Status ResidencyManager::back(Region& region, std::uint32_t index, const std::ve
       if (ok(status)) {
         MQX_TRY(PageStore::mappedToDevice(page));
         const bool image = page.host().kind == HostImageKind::Swap && page.host().slot == backing;
-        if (backing != nullptr && !image) context_.swap.release(backing, bytes);
+        if (backing != nullptr && !image) context_.slots.release(backing, bytes);
         return Status::Success;
       }
       if (backing != nullptr) {
-        const device::HostBlock* block = context_.swap.blockOf(backing);
+        const device::HostBlock* block = context_.slots.blockOf(backing);
         Status restored =
             block != nullptr ? context_.backend.mapHost(region.pageAddress(index), *block) : Status::Unknown;
         if (!ok(restored)) {
@@ -388,48 +386,8 @@ void ResidencyManager::unpin(const PendingWork& work) {
   });
 }
 
-void ResidencyManager::quarantine(std::byte* slot, std::size_t bytes) {
-  auto& backend = context_.backend;
-  device::Fence fence;
-  if (!loadsInFlight_ ||
-      !ok(backend.enqueueFence(backend.transferStream(device::TransferDirection::ToDevice), &fence))) {
-    if (loadsInFlight_)
-      if (Status waited = backend.synchronize(backend.transferStream(device::TransferDirection::ToDevice));
-          !ok(waited)) {
-        // A load may still read the slot: it is kept (lost), never reused.
-        log(LogLevel::Error, "waiting for loads before a slot is reused: {}; the slot is not reused", toString(waited));
-        return;
-      }
-    context_.swap.release(slot, bytes);
-    return;
-  }
-  quarantine_.push_back({fence, slot, bytes});
-}
-
-std::byte* ResidencyManager::acquireSlot(std::size_t bytes, bool overLimit, bool needBlock) {
-  std::byte* slot = context_.swap.acquire(bytes, false, needBlock);
-  if (slot == nullptr && !quarantine_.empty()) {
-    reclaimQuarantine(true);
-    slot = context_.swap.acquire(bytes, false, needBlock);
-  }
-  if (slot == nullptr && overLimit) slot = context_.swap.acquire(bytes, true, needBlock);
-  return slot;
-}
-
-void ResidencyManager::reclaimQuarantine(bool wait) {
-  std::erase_if(quarantine_, [&](const QuarantinedSlot& entry) {
-    if (wait)
-      if (Status waited = context_.backend.waitFence(entry.fence); !ok(waited))
-        log(LogLevel::Error, "waiting for a quarantined slot's loads: {}", toString(waited)); // it stays quarantined
-    if (!context_.backend.fenceReached(entry.fence)) return false;
-    context_.swap.release(entry.slot, entry.bytes);
-    return true;
-  });
-  if (quarantine_.empty() && wait) loadsInFlight_ = false;
-}
-
 void ResidencyManager::poll() {
-  reclaimQuarantine(false);
+  context_.slots.reclaim(false);
   // Fences of different streams complete out of order, those of one stream
   // in order: past a stream's first unreached fence, its later ones are not
   // reached either. This keeps a launch's poll at one check per stream.
@@ -466,7 +424,7 @@ Status ResidencyManager::waitAll() {
     MQX_TRY(context_.backend.waitFence(pending_.front().fence));
     poll();
   }
-  reclaimQuarantine(true);
+  context_.slots.reclaim(true);
   waitForSourceReads();
   return Status::Success;
 }
@@ -485,8 +443,8 @@ Status ResidencyManager::readDeviceToSlot(Region& region, std::uint32_t index, s
   auto& backend = context_.backend;
   const StreamHandle toHost = backend.transferStream(device::TransferDirection::ToHost);
   MQX_TRY(backend.order(backend.transferStream(device::TransferDirection::ToDevice), toHost));
-  MQX_TRY(
-      backend.copyToHost(slot, region.pageAddress(index), region.pageDataBytes(index), toHost, context_.swap.pinned()));
+  MQX_TRY(backend.copyToHost(slot, region.pageAddress(index), region.pageDataBytes(index), toHost,
+                             context_.slots.pinned()));
   device::Fence done;
   MQX_TRY(backend.enqueueFence(toHost, &done));
   MQX_TRY(backend.waitFence(done));
@@ -508,7 +466,7 @@ Status ResidencyManager::releaseRegion(Region& region) {
     const PageState& page = previous[index];
     if (page.hostMapped()) {
       unmapped.note(context_.backend.unmap(region.pageAddress(index), region.pageMappedBytes(index)));
-      context_.swap.release(page.backing(), region.pageMappedBytes(index));
+      context_.slots.release(page.backing(), region.pageMappedBytes(index));
     }
     if (!page.backed()) continue;
     unmapped.note(context_.backend.unmap(region.pageAddress(index), region.pageMappedBytes(index)));
@@ -530,7 +488,7 @@ void ResidencyManager::releaseImageHeld(const Region& region, std::uint32_t inde
     const std::size_t bytes = image.protectedBytes(region.pageDataBytes(index));
     context_.cow.unprotect(image.protectedStart(), bytes, PageKey{region.id, index});
   } else if (image.kind == HostImageKind::Swap && image.slot != backing) {
-    quarantine(image.slot, region.pageMappedBytes(index));
+    context_.slots.quarantine(image.slot, region.pageMappedBytes(index));
   } // a page's host block stays mapped under it (until the region goes)
   ++stateVersion_;
 }

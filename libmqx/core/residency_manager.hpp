@@ -23,7 +23,7 @@
 #include "core/peer_eviction.hpp"
 #include "core/region_directory.hpp"
 #include "core/statistics.hpp"
-#include "core/swap_buffer.hpp"
+#include "core/swap_slots.hpp"
 #include "device/device_backend.hpp"
 #include "policy/replacement_policy.hpp"
 #include "trace/trace_recorder.hpp"
@@ -41,7 +41,7 @@ struct ResidencyContext {
   ResidencyOptions options;
   device::DeviceBackend& backend;
   DeviceBudget& budget;
-  SwapBuffer& swap;
+  SwapSlots& slots;
   CowTracker& cow;
   RegionDirectory& directory;
   Statistics& statistics;
@@ -62,7 +62,7 @@ public:
 
   // Whether pages that are not resident map host blocks (the swap buffer's
   // slots are host blocks): every page of a live region is then mapped.
-  bool mapsHost() const { return context_.swap.mapsPages(); }
+  bool mapsHost() const { return context_.slots.mapsPages(); }
   // Maps the page (not backed) to its host block: its swap slot if it has
   // one, else a new slot (over the limit if need be: a live page must be
   // mapped). OutOfMemory when no host block can be had.
@@ -131,10 +131,6 @@ public:
   // None.
   void releaseHostImage(const Region& region, std::uint32_t page, const HostImage& image);
 
-  // A swap slot, reclaiming quarantined slots if the buffer is full; null
-  // when there is none (overLimit: past the limit rather than fail).
-  std::byte* acquireSlot(std::size_t bytes, bool overLimit = false, bool needBlock = false);
-
   // Waits until no load still reads an application buffer: a copy-on-write
   // source may be changed or released only then.
   void waitForSourceReads();
@@ -192,10 +188,11 @@ private:
   void traceUsage(); // counter samples of the budget and the swap buffer (tracing on)
   std::vector<Victim> candidates(const std::vector<RegionId>& keep, std::vector<EvictionCandidate>* out);
   Status evict(const Victim& victim);
-  // A dirty page on its way to the swap buffer.
+  // A dirty page on its way to the swap buffer, or a clean page's new host
+  // block.
   struct WriteBack {
     std::uint32_t index;
-    std::byte* slot;
+    SwapSlot slot;
     device::Fence done;
   };
   // A page leaving device memory: its physical memory goes back to the
@@ -203,10 +200,11 @@ private:
   // under it.
   struct PageBacking {
     std::uint32_t index;
-    std::byte* slot; // its swap image's slot; null: mapToHost finds one
+    std::byte* slot;     // its swap image's slot; null: mapToHost finds one
+    SwapSlot newBlock{}; // a clean page's new block (pending until written), which it takes once mapped
   };
   Status releaseDevicePage(Region& region, std::uint32_t index);
-  Status mapBackings(Region& region, std::span<const PageBacking> backings);
+  Status mapBackings(Region& region, std::span<PageBacking> backings);
   void unpin(const PendingWork& work);
   // Calls `function` (which returns false to stop) on each page of `pages`
   // whose region still exists; returns the position it stopped at.
@@ -214,22 +212,12 @@ private:
 
   ResidencyContext context_;
   std::unique_ptr<ReplacementPolicy> policy_;
-  struct QuarantinedSlot {
-    device::Fence fence; // loads enqueued before it may still read the slot
-    std::byte* slot;
-    std::size_t bytes;
-  };
-  // Swap slots whose page was loaded by a transfer that may still run: they
-  // go back to the swap buffer only once the transfer stream passes.
-  void quarantine(std::byte* slot, std::size_t bytes);
-  void reclaimQuarantine(bool wait);
-
   // A write-back ahead of eviction: the page is pinned until `done`; its
   // bytes are in `slot` then if nothing changed the page meanwhile (its
   // generation, and no launch that may reach every page was enqueued).
   struct WriteAhead {
     PageKey page;
-    std::byte* slot;
+    SwapSlot slot;
     std::size_t slotBytes;
     std::size_t dataBytes;
     std::uint32_t generation;
@@ -248,8 +236,8 @@ private:
   std::uint32_t operationsSinceReachAll_ = std::numeric_limits<std::uint32_t>::max();
 
   // The latest loads (makeResident): whether they may still run (their fence
-  // not yet seen reached; loadsInFlight_ above is about the swap slots they
-  // read), the fence after them on the transfer stream, and the streams
+  // not yet seen reached; SwapSlots knows about the swap slots they read),
+  // the fence after them on the transfer stream, and the streams
   // ordered after them (orderAfterLoads).
   bool latestLoadsRunning_ = false;
   bool loadsFenced_ = false;
@@ -261,8 +249,6 @@ private:
   bool warnedUnmapped_ = false;
   std::uint64_t stateVersion_ = 0;
   std::uint64_t pendingPagesMade_ = 0;
-  std::vector<QuarantinedSlot> quarantine_;
-  bool loadsInFlight_ = false;
   std::uint64_t clock_ = 0;
   bool sourceReadsInFlight_ = false;
   PeerEviction peerEviction_; // everything that crosses a process boundary
