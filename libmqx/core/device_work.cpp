@@ -94,12 +94,9 @@ Status DeviceWorkRunner::run(DeviceWork& work, StreamHandle stream, bool wait) {
 Status DeviceWorkRunner::recordWritten(const DeviceWork& work) {
   for (const auto& [region, page] : work.written) {
     PageState& state = region->pages[page];
-    HostImage previous;
-    if (state.hostMapped()) // written on its host block, which now holds its bytes
-      MQX_TRY(PageStore::writtenOnBacking(state, previous));
-    else
-      MQX_TRY(PageStore::writtenOnDevice(state, previous));
-    residency_.releaseHostImage(*region, page, previous);
+    // Written on its host block, which now holds its bytes, or on the device.
+    MQX_TRY(residency_.handBack(
+        *region, page, state.hostMapped() ? PageStore::writtenOnBacking(state) : PageStore::writtenOnDevice(state)));
   }
   return Status::Success;
 }
@@ -115,10 +112,8 @@ Status DeviceWorkRunner::markResidentReferenced(const DeviceWork& work, std::vec
       PageState& page = region.pages[i];
       if (!page.backed() || !page.deviceValid()) continue;
       // The kernel counts as writing it: the device copy becomes the only one.
-      HostImage previous;
-      marked = PageStore::writtenOnDevice(page, previous);
+      marked = residency_.handBack(region, i, PageStore::writtenOnDevice(page));
       if (!ok(marked)) return;
-      residency_.releaseHostImage(region, i, previous);
       keys.push_back({region.id, i});
     }
   });

@@ -28,10 +28,7 @@ Status LazyTransfers::replaceHostImage(Region& region, std::uint32_t index, Host
     image = HostImage::inSwap(page.backing());
     slot.reset();
   }
-  HostImage previous;
-  MQX_TRY(PageStore::imageReplaced(page, std::move(image), previous));
-  slot.commit(); // the page's image
-  residency_.releaseHostImage(region, index, previous);
+  MQX_TRY(residency_.handBack(region, index, PageStore::imageReplaced(page, std::move(image)), slot));
   residency_.noteStateChange();
   return Status::Success;
 }
@@ -57,10 +54,9 @@ Status LazyTransfers::materializeSwap(Region& region, std::uint32_t index, std::
     *slot = acquired.commit(); // the page's image
   } else {
     readHostImage(page.host(), 0, region.pageDataBytes(index), acquired.get());
-    HostImage previous;
-    MQX_TRY(PageStore::imageCopied(page, acquired.get(), previous));
-    *slot = acquired.commit(); // the page's image
-    residency_.releaseHostImage(region, index, previous);
+    std::byte* copy = acquired.get();
+    MQX_TRY(residency_.handBack(region, index, PageStore::imageCopied(page, copy), acquired));
+    *slot = copy;
   }
   return Status::Success;
 }
@@ -177,22 +173,15 @@ Status LazyTransfers::breakCow(const CowRecord& record) {
   const std::uint32_t index = record.owner.page;
   PageState& page = region->pages[index];
   residency_.waitForSourceReads(); // a load may still be reading the source
-  HostImage previous;
-  if (page.deviceValid()) { // the device copy is now the only one
-    MQX_TRY(PageStore::imageDropped(page, previous));
-    residency_.releaseHostImage(*region, index, previous);
-    return Status::Success;
-  }
+  if (page.deviceValid())          // the device copy is now the only one
+    return residency_.handBack(*region, index, PageStore::imageDropped(page));
   // Over the limit if need be: failing here would lose the application's data.
   const std::size_t bytes = region->pageDataBytes(index);
   statistics_.cowBytesSaved += bytes;
   if (page.hostMapped()) return residency_.materialize(*region, index); // its host block takes the bytes
   SwapSlot slot = slots_.acquire(region->pageMappedBytes(index), true);
   readHostImage(page.host(), 0, bytes, slot.get()); // the saved edges included
-  MQX_TRY(PageStore::imageCopied(page, slot.get(), previous));
-  slot.commit(); // the page's image
-  residency_.releaseHostImage(*region, index, previous);
-  return Status::Success;
+  return residency_.handBack(*region, index, PageStore::imageCopied(page, slot.get()), slot);
 }
 
 Status LazyTransfers::prepareHostWrite(std::uintptr_t address, std::size_t bytes) {

@@ -229,10 +229,8 @@ Status ResidencyManager::evict(const Victim& victim) {
       if (block.index == index) backing.newBlock = std::move(block.slot);
     if (page.host().kind == HostImageKind::Swap && backing.newBlock) { // a pageable image moves to its block
       std::memcpy(backing.newBlock.get(), page.host().slot, region.pageDataBytes(index));
-      HostImage pageable;
-      MQX_TRY(PageStore::imageCopied(page, backing.newBlock.get(), pageable));
-      backing.slot = backing.newBlock.commit(); // the page's image now
-      context_.slots.quarantine(pageable.slot, region.pageMappedBytes(index));
+      backing.slot = backing.newBlock.get(); // the page's image now
+      MQX_TRY(handBack(region, index, PageStore::imageCopied(page, backing.slot), backing.newBlock));
     }
     MQX_TRY(releaseDevicePage(region, index));
     backings.push_back(std::move(backing));

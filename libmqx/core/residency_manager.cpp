@@ -240,10 +240,7 @@ Status ResidencyManager::adoptBlock(Region& region, std::uint32_t index) {
   SwapSlot block = context_.slots.acquire(region.pageMappedBytes(index), true, true);
   if (!block) return Status::Success;
   std::memcpy(block.get(), page.host().slot, region.pageDataBytes(index));
-  HostImage pageable;
-  MQX_TRY(PageStore::imageCopied(page, block.commit(), pageable));
-  context_.slots.quarantine(pageable.slot, region.pageMappedBytes(index));
-  return Status::Success;
+  return handBack(region, index, PageStore::imageCopied(page, block.get()), block);
 }
 
 Status ResidencyManager::materialize(Region& region, std::uint32_t index) {
@@ -254,9 +251,7 @@ Status ResidencyManager::materialize(Region& region, std::uint32_t index) {
   // first, and lazy writes happen only to pages no work reaches).
   readHostImage(page.host(), 0, region.pageDataBytes(index), page.backing());
   context_.statistics.bytesCopiedOnHost += region.pageDataBytes(index);
-  HostImage previous;
-  MQX_TRY(PageStore::materialized(page, previous));
-  releaseHostImage(region, index, previous);
+  MQX_TRY(handBack(region, index, PageStore::materialized(page)));
   return Status::Success;
 }
 
@@ -476,8 +471,15 @@ Status ResidencyManager::releaseRegion(Region& region) {
   return unmapped.status();
 }
 
-void ResidencyManager::releaseHostImage(const Region& region, std::uint32_t index, const HostImage& image) {
-  releaseImageHeld(region, index, image, region.pages[index].backing());
+Status ResidencyManager::handBack(const Region& region, std::uint32_t index, PreviousImage previous) {
+  if (!previous.accepted()) return previous.status();
+  releaseImageHeld(region, index, previous.take(), region.pages[index].backing());
+  return Status::Success;
+}
+
+Status ResidencyManager::handBack(const Region& region, std::uint32_t index, PreviousImage previous, SwapSlot& taken) {
+  if (previous.accepted()) taken.commit(); // the page's image now
+  return handBack(region, index, std::move(previous));
 }
 
 void ResidencyManager::releaseImageHeld(const Region& region, std::uint32_t index, const HostImage& image,

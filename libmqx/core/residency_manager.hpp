@@ -20,6 +20,7 @@
 #include "core/cow_tracker.hpp"
 #include "core/device_budget.hpp"
 #include "core/manager_options.hpp"
+#include "core/page_store.hpp"
 #include "core/peer_eviction.hpp"
 #include "core/region_directory.hpp"
 #include "core/statistics.hpp"
@@ -125,11 +126,14 @@ public:
   // The region is freed: each page (none pinned) lets go of its host image,
   // its host block and its device memory.
   Status releaseRegion(Region& region);
-  // Releases what a host image that the page no longer holds kept: its
-  // copy-on-write protection, or its swap slot unless that is the page's
-  // host block (which stays mapped under it). Nothing for an image of kind
-  // None.
-  void releaseHostImage(const Region& region, std::uint32_t page, const HostImage& image);
+  // Takes back the image a transition of the page let go of and releases
+  // what it kept: its copy-on-write protection, or its swap slot unless that
+  // is the page's host block (which stays mapped under it). Nothing for an
+  // image of kind None. A refused transition's status is returned.
+  [[nodiscard]] Status handBack(const Region& region, std::uint32_t page, PreviousImage previous);
+  // The same for a transition that made `taken` the page's image: the page
+  // keeps the slot when the transition was accepted, else it goes back.
+  [[nodiscard]] Status handBack(const Region& region, std::uint32_t page, PreviousImage previous, SwapSlot& taken);
 
   // Waits until no load still reads an application buffer: a copy-on-write
   // source may be changed or released only then.
