@@ -8,10 +8,6 @@
 
 namespace mqx {
 
-bool LazyTransfers::inFlight(const PageState& page) const {
-  return page.pinned() || (page.hostMapped() && residency_.everyPageReachable());
-}
-
 void LazyTransfers::countAvoidedLoad(const Region& region, std::uint32_t index) {
   const PageState& page = region.pages[index];
   const bool lazyData = page.host().kind == HostImageKind::CowSource || page.host().kind == HostImageKind::Swap;
@@ -28,17 +24,25 @@ Status LazyTransfers::replaceHostImage(Region& region, std::uint32_t index, Host
     image = HostImage::inSwap(page.backing());
     slot.reset();
   }
-  MQX_TRY(residency_.handBack(region, index, PageStore::imageReplaced(page, std::move(image)), slot));
-  residency_.noteStateChange();
+  return mapper_.handBack(region, index, PageStore::imageReplaced(page, std::move(image)), slot);
+}
+
+Status LazyTransfers::readDeviceToSlot(Region& region, std::uint32_t index, std::byte* slot) {
+  const StreamHandle toHost = backend_.transferStream(device::TransferDirection::ToHost);
+  MQX_TRY(backend_.order(backend_.transferStream(device::TransferDirection::ToDevice), toHost));
+  MQX_TRY(backend_.copyToHost(slot, region.pageAddress(index), region.pageDataBytes(index), toHost, slots_.pinned()));
+  device::Fence done;
+  MQX_TRY(backend_.enqueueFence(toHost, &done));
+  MQX_TRY(backend_.waitFence(done));
+  statistics_.bytesToHost += region.pageDataBytes(index);
   return Status::Success;
 }
 
 Status LazyTransfers::materializeSwap(Region& region, std::uint32_t index, std::byte** slot) {
   *slot = nullptr;
   PageState& page = region.pages[index];
-  residency_.noteStateChange();
   if (page.hostMapped()) { // its host block holds its bytes
-    MQX_TRY(residency_.materialize(region, index));
+    MQX_TRY(mapper_.materialize(region, index));
     *slot = page.backing();
     return Status::Success;
   }
@@ -48,16 +52,14 @@ Status LazyTransfers::materializeSwap(Region& region, std::uint32_t index, std::
   }
   SwapSlot acquired = slots_.acquire(region.pageMappedBytes(index));
   if (!acquired) return Status::Success;
+  std::byte* copy = acquired.get();
   if (page.host().kind == HostImageKind::None) {
-    if (!ok(residency_.readDeviceToSlot(region, index, acquired.get()))) return Status::Success;
-    MQX_TRY(PageStore::wroteBack(page, acquired.get()));
-    *slot = acquired.commit(); // the page's image
+    if (!ok(readDeviceToSlot(region, index, copy))) return Status::Success;
+    MQX_TRY(mapper_.wroteBack(page, std::move(acquired)));
   } else {
-    readHostImage(page.host(), 0, region.pageDataBytes(index), acquired.get());
-    std::byte* copy = acquired.get();
-    MQX_TRY(residency_.handBack(region, index, PageStore::imageCopied(page, copy), acquired));
-    *slot = copy;
+    MQX_TRY(mapper_.copyImageTo(region, index, std::move(acquired)));
   }
+  *slot = copy;
   return Status::Success;
 }
 
@@ -84,7 +86,7 @@ Status LazyTransfers::copyFromHost(Region& region, const Piece& piece, const std
                                    bool* done) {
   *done = true;
   PageState& page = region.pages[piece.page];
-  const bool lazy = options_.lazyTransfer && !inFlight(page);
+  const bool lazy = options_.lazyTransfer && !mapper_.mayBeReached(page, PageAccess::WriteImage);
   if (lazy && coversPage(region, piece)) {
     // protect() records this page's reference to the source before the old
     // image (which may be the same source) lets go of its own.
@@ -102,7 +104,7 @@ Status LazyTransfers::copyFromHost(Region& region, const Piece& piece, const std
     if (slot != nullptr) {
       std::memcpy(slot + piece.offset, source, piece.bytes);
       statistics_.bytesCopiedOnHost += piece.bytes;
-      return PageStore::writtenOnHost(page);
+      return mapper_.writtenOnHost(page);
     }
   }
   *done = false;
@@ -113,7 +115,7 @@ Status LazyTransfers::fill(Region& region, const Piece& piece, std::uint32_t pat
                            bool* done) {
   *done = true;
   PageState& page = region.pages[piece.page];
-  const bool lazy = options_.lazyTransfer && !inFlight(page);
+  const bool lazy = options_.lazyTransfer && !mapper_.mayBeReached(page, PageAccess::WriteImage);
   if (lazy && coversPage(region, piece) && piece.bytes % elementSize == 0) {
     HostImage image = HostImage::filled(elementSize, pattern);
     if (elementSize == 1 && pattern == 0) image = HostImage::of(HostImageKind::Zero);
@@ -126,7 +128,7 @@ Status LazyTransfers::fill(Region& region, const Piece& piece, std::uint32_t pat
       const HostImage fill = HostImage::filled(elementSize, pattern);
       // Fill phase: the memset starts element-aligned, and so does the piece.
       readHostImage(fill, 0, piece.bytes, slot + piece.offset);
-      return PageStore::writtenOnHost(page);
+      return mapper_.writtenOnHost(page);
     }
   }
   *done = false;
@@ -148,8 +150,9 @@ Status LazyTransfers::copyImage(Region& destination, const Piece& piece, Region&
   // the host, at once, so such a source is copied on the device instead, in
   // stream order (found by the differential test's StreamsByDependencies
   // variants).
-  if (source.pageDataBytes(sourceIndex) != piece.bytes || from.host().kind == HostImageKind::None || inFlight(to) ||
-      (from.hostMapped() && inFlight(from)) || (&source == &destination && sourceIndex == piece.page))
+  if (source.pageDataBytes(sourceIndex) != piece.bytes || from.host().kind == HostImageKind::None ||
+      mapper_.mayBeReached(to, PageAccess::WriteImage) || mapper_.mayBeReached(from, PageAccess::ReadImage) ||
+      (&source == &destination && sourceIndex == piece.page))
     return Status::Success;
   HostImage image = from.host();
   SwapSlot slot;
@@ -172,16 +175,14 @@ Status LazyTransfers::breakCow(const CowRecord& record) {
   if (region == nullptr) return Status::Success;
   const std::uint32_t index = record.owner.page;
   PageState& page = region->pages[index];
-  residency_.waitForSourceReads(); // a load may still be reading the source
-  if (page.deviceValid())          // the device copy is now the only one
-    return residency_.handBack(*region, index, PageStore::imageDropped(page));
+  mapper_.waitForSourceReads(); // a load may still be reading the source
+  if (page.deviceValid())       // the device copy is now the only one
+    return mapper_.handBack(*region, index, PageStore::imageDropped(page));
   // Over the limit if need be: failing here would lose the application's data.
   const std::size_t bytes = region->pageDataBytes(index);
   statistics_.cowBytesSaved += bytes;
-  if (page.hostMapped()) return residency_.materialize(*region, index); // its host block takes the bytes
-  SwapSlot slot = slots_.acquire(region->pageMappedBytes(index), true);
-  readHostImage(page.host(), 0, bytes, slot.get()); // the saved edges included
-  return residency_.handBack(*region, index, PageStore::imageCopied(page, slot.get()), slot);
+  if (page.hostMapped()) return mapper_.materialize(*region, index); // its host block takes the bytes
+  return mapper_.copyImageTo(*region, index, slots_.acquire(region->pageMappedBytes(index), true));
 }
 
 Status LazyTransfers::prepareHostWrite(std::uintptr_t address, std::size_t bytes) {

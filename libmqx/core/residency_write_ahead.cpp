@@ -22,7 +22,6 @@
 #include <numeric>
 
 #include "common/log.hpp"
-#include "core/page_store.hpp"
 #include "core/residency_manager.hpp"
 #include "trace/trace_span.hpp"
 #include "trace/trace_tracks.hpp"
@@ -39,14 +38,15 @@ void ResidencyManager::writeBackAhead() {
   // followed the last such launch. A program whose unknown launches are rare
   // (a graph now and then) resumes after them.
   const std::uint32_t quiet = context_.options.writeBackAheadQuietOperations;
-  if (reachAllCount_ != reachAllCountSeen_) {
-    reachAllCountSeen_ = reachAllCount_;
-    operationsSinceReachAll_ = 0;
-  } else if (operationsSinceReachAll_ < quiet) {
-    ++operationsSinceReachAll_;
+  const std::uint64_t everyPageLaunches = mapper_.everyPageLaunches();
+  if (everyPageLaunches != everyPageLaunchesSeen_) {
+    everyPageLaunchesSeen_ = everyPageLaunches;
+    operationsSinceEveryPageLaunch_ = 0;
+  } else if (operationsSinceEveryPageLaunch_ < quiet) {
+    ++operationsSinceEveryPageLaunch_;
   }
   if (!evictedSinceWriteAhead_ || context_.options.writeBackAheadFraction <= 0) return;
-  if (operationsSinceReachAll_ < quiet) return;
+  if (operationsSinceEveryPageLaunch_ < quiet) return;
   evictedSinceWriteAhead_ = false;
   std::vector<EvictionCandidate> list;
   const std::vector<Victim> victims = candidates({}, &list); // none while work may reach every page
@@ -80,19 +80,18 @@ void ResidencyManager::writeBackAhead() {
       // while resident, and a nearly full swap buffer is the evictions' own
       // (a dirty victim that finds no slot cannot be evicted). Past that the
       // evictions write back as before.
-      if (context_.slots.usedBytes() + slotBytes + 2 * target > context_.slots.limit()) break;
-      SwapSlot slot = context_.slots.acquireFree(slotBytes, mapsHost());
+      if (slots_.usedBytes() + slotBytes + 2 * target > slots_.limit()) break;
+      SwapSlot slot = slots_.acquireFree(slotBytes, mapper_.mapsHost());
       if (!slot) break;
       if (!ordered) { // loads into these pages ran on the other copy stream
         if (!ok(backend.order(backend.transferStream(device::TransferDirection::ToDevice), toHost))) break;
         ordered = true;
       }
       const std::size_t dataBytes = region.pageDataBytes(index);
-      if (!ok(backend.copyToHost(slot.get(), region.pageAddress(index), dataBytes, toHost, context_.slots.pinned())))
-        break;
+      if (!ok(backend.copyToHost(slot.get(), region.pageAddress(index), dataBytes, toHost, slots_.pinned()))) break;
       issued.push_back({region.id, index});
       entries.push_back(
-          {{region.id, index}, std::move(slot), slotBytes, dataBytes, page.generation(), reachAllCount_, {}});
+          {{region.id, index}, std::move(slot), slotBytes, dataBytes, page.generation(), everyPageLaunches, {}});
       ready += slotBytes;
     }
   }
@@ -135,10 +134,8 @@ void ResidencyManager::finishWritesAhead() {
     PageState* page =
         region != nullptr && entry.page.page < region->pageCount() ? &region->pages[entry.page.page] : nullptr;
     const bool unchanged = page != nullptr && page->generation() == entry.generation &&
-                           entry.reachAllCount == reachAllCount_ && page->dirty() && page->backed();
-    if (unchanged && ok(PageStore::wroteBack(*page, entry.slot.get()))) {
-      entry.slot.commit(); // the page's image
-      ++stateVersion_;     // a resident page with a host image (prepareEveryPage)
+                           entry.everyPageLaunches == mapper_.everyPageLaunches() && page->dirty() && page->backed();
+    if (unchanged && ok(mapper_.wroteBack(*page, std::move(entry.slot)))) {
       if (std::ranges::find(cleaned, region) == cleaned.end()) cleaned.push_back(region);
       continue;
     }
@@ -147,7 +144,7 @@ void ResidencyManager::finishWritesAhead() {
   writesAhead_.erase(writesAhead_.begin() + static_cast<std::ptrdiff_t>(running), writesAhead_.end());
   // Their dirty bytes changed: CDR's e (paper §4.2), once per region.
   for (Region* region : cleaned)
-    publish(*region);
+    peers_.publish(*region);
 }
 
 } // namespace mqx
