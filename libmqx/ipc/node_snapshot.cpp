@@ -119,8 +119,15 @@ std::string describeAdmissionWait(const NodeSnapshot& node, std::uint32_t slot, 
       else if (stoppedProcess[client.slot] != 0)
         stopped = fmt::format("; its process {} is STOPPED: kill -CONT {} resumes it", stoppedProcess[client.slot],
                               stoppedProcess[client.slot]);
-      holders.emplace_back(demand, fmt::format("'{}' (pid {}{}){} demand {}, holds {}", client.name, client.pid,
-                                               stopped, on(client), mib(demand), mib(held[client.slot])));
+      // Under adaptive, mqxd counts a query that declares nothing by what it
+      // measures of it (docs/daemon.md), not by the 0 in its record.
+      const bool declaresNothing =
+          admission == AdmissionKind::Adaptive && client.weightedDemand == 0 && client.peakDemand == 0;
+      holders.emplace_back(
+          demand,
+          fmt::format("'{}' (pid {}{}){} {}, holds {}", client.name, client.pid, stopped, on(client),
+                      declaresNothing ? std::string("declares no demand") : fmt::format("demand {}", mib(demand)),
+                      mib(held[client.slot])));
     } else if (client.state == ClientState::Memory && client.querySlot == kNoSlot && client.budgetHeld != 0 &&
                overlaps(candidates, client.device)) {
       holders.emplace_back(client.budgetHeld,

@@ -130,6 +130,9 @@ TEST(NodeDevices, TheAdmissionWaitOfAnUndeclaredQuerySaysHowMqxdCountsIt) {
   EXPECT_NE(adaptive.find("it declares no demand, and mqxd counts it as its whole device"), std::string::npos)
       << adaptive;
   EXPECT_EQ(adaptive.find("(it fits)"), std::string::npos) << adaptive;
+  node.clients[0].weightedDemand = node.clients[0].peakDemand = 0; // the holder declares nothing either
+  const std::string holder = ipc::describeAdmissionWait(node, 1, AdmissionKind::Adaptive, 2);
+  EXPECT_NE(holder.find("'holder' (pid 999999999) on sim-0 declares no demand, holds"), std::string::npos) << holder;
   const std::string weight = ipc::describeAdmissionWait(node, 1, AdmissionKind::Weight, 2);
   EXPECT_NE(weight.find("it needs 0.0 MiB (weighted demand)"), std::string::npos) << weight;
 }
