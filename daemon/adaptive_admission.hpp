@@ -26,7 +26,7 @@
 //    tried again until `memorySeconds` have passed;
 //  - otherwise, only while queries waited for most of the window and the
 //    running queries reached the limit (the limit binds): the window's
-//    throughput (completed kernel launches per second) is the estimate of
+//    throughput (queries' worth of work per second, QueryWork) is the estimate of
 //    the throughput at its mean concurrency n (a window without launches is
 //    skipped); the limit goes back by one when
 //    the throughput at the limit is not above the one at limit−1 by `gain`
@@ -52,6 +52,12 @@ struct AdaptiveOptions {
   double decrease = 0.5;       // the multiplicative decrease
   double memorySeconds = 60.0; // a level's throughput estimate is forgotten after this
   double smoothing = 0.5;      // weight of a new window in a level's estimate
+  // A window closes once it is windowSeconds long and saw this many
+  // launches, or at longestWindowSeconds: SSB queries on the simulated
+  // device make 20-30 launches a run, and a 2 s window of 6 launches says
+  // little about a level.
+  std::uint64_t minimumLaunches = 40;
+  double longestWindowSeconds = 6.0;
 };
 
 // What the memory clients of one device did, summed since mqxd started
@@ -61,6 +67,10 @@ struct DeviceCounters {
   std::uint64_t evictions = 0;
   std::uint64_t evictionNanoseconds = 0;
   std::uint64_t bytesMoved = 0; // to and from the device
+  // Queries' worth of work done: each launch counted as the part of its
+  // query's run it is (QueryWork). The throughput measure; launches alone
+  // depend on the mix of queries running.
+  double work = 0;
 };
 
 struct AdaptiveSample {
@@ -68,12 +78,16 @@ struct AdaptiveSample {
   DeviceCounters counters;
   unsigned running = 0; // queries running on the device
   unsigned waiting = 0; // queries waiting that may run on it
+  // Whether DeviceCounters::work is in learned runs (QueryWork::learned):
+  // until it is, no level is estimated and the limit only goes down.
+  bool workLearned = true;
 };
 
 struct AdaptiveDecision {
   unsigned before = 0;
   unsigned limit = 0;
-  double throughput = 0;     // launches per second in the window
+  double throughput = 0; // queries' worth of work per second in the window
+  double launchesPerSecond = 0;
   double bytesPerSecond = 0; // moved to and from the device
   double evictionShare = 0;  // eviction seconds over the window
   double evictionsPerSecond = 0;
@@ -95,15 +109,18 @@ public:
   // The measured seconds one eviction takes on this device (a moving
   // average over the windows with evictions); 0 before the first.
   [[nodiscard]] double costPerEviction() const { return costPerEviction_; }
-  // The throughput estimate at concurrency `n` (launches/s), if fresh at `now`.
+  // The throughput estimate at concurrency `n` (work/s), if fresh at `now`.
   [[nodiscard]] std::optional<double> throughputAt(unsigned n, double now) const;
+  // Drops every level's estimate (the unit of DeviceCounters::work changed:
+  // QueryWork learned its first query). The limit stays.
+  void forgetEstimates();
 
 private:
   struct Level {
     double throughput = 0;
     double measuredAt = -1; // seconds; < 0: never
   };
-  AdaptiveDecision decide(double now, double window, const DeviceCounters& delta);
+  AdaptiveDecision decide(double now, double window, const DeviceCounters& delta, bool workLearned);
 
   AdaptiveOptions options_;
   unsigned limit_;

@@ -3,6 +3,7 @@
 // queries, what each query's processes hold on its device, and the pass that
 // admits postponed queries and places them (DevicePlacement).
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "common/log.hpp"
@@ -101,24 +102,27 @@ void NodeDaemon::observeAdmission() {
   std::vector<unsigned> running(devices_.size()), waiting(devices_.size());
   {
     RobustLock lock = lockNode();
+    // Each device's counters: what its freed records retired plus what its
+    // live ones published. A client's last counters (published as it
+    // leaves) are only in the retired part; counting deltas of live records
+    // lost them, most of a short query's launches on the simulated device.
+    std::vector<DeviceCounters> totals(devices_.size());
+    auto add = [](DeviceCounters& to, const ClientActivity& activity) {
+      to.launches += activity.launches;
+      to.evictions += activity.evictions;
+      to.evictionNanoseconds += activity.evictionNanoseconds;
+      to.bytesMoved += activity.bytesToDevice + activity.bytesToHost;
+    };
+    for (std::uint32_t device = 0; device < devices_.size(); ++device)
+      add(totals[device], node.retiredOnDevice[device]);
+    // Each running query's launches: its members that left plus the live ones.
+    std::array<std::uint64_t, kMaxClients> queryLaunches{};
     for (std::uint32_t i = 0; i < kMaxClients; ++i) {
       const ClientRecord& record = node.clients[i];
-      SeenActivity& seen = seen_[i];
+      if (record.state == ClientState::Running) queryLaunches[i] += record.memberLaunches;
       if (record.state == ClientState::Memory && record.device < devices_.size()) {
-        // What the record published since the last sample; a slot taken by
-        // another process starts from nothing. (A process's last interval
-        // before it leaves is not seen: at most one heartbeat of it.)
-        const ClientActivity before = seen.pid == record.pid ? seen.activity : ClientActivity{};
-        const ClientActivity& now = record.activity;
-        auto grew = [](std::uint64_t after, std::uint64_t earlier) { return after > earlier ? after - earlier : 0; };
-        DeviceCounters& device = deviceCounters_[record.device];
-        device.launches += grew(now.launches, before.launches);
-        device.evictions += grew(now.evictions, before.evictions);
-        device.evictionNanoseconds += grew(now.evictionNanoseconds, before.evictionNanoseconds);
-        device.bytesMoved += grew(now.bytesToDevice, before.bytesToDevice) + grew(now.bytesToHost, before.bytesToHost);
-        seen = SeenActivity{record.pid, now};
-      } else {
-        seen = SeenActivity{};
+        add(totals[record.device], record.activity);
+        if (record.querySlot < kMaxClients) queryLaunches[record.querySlot] += record.activity.launches;
       }
       if (record.state == ClientState::Running && record.device < devices_.size()) ++running[record.device];
       if (record.state == ClientState::Waiting && record.admissionRequested != 0) {
@@ -126,17 +130,36 @@ void NodeDaemon::observeAdmission() {
           if (record.device == kAnyDevice || record.device == device) ++waiting[device];
       }
     }
+    for (std::uint32_t device = 0; device < devices_.size(); ++device) {
+      const double work = deviceCounters_[device].work;
+      deviceCounters_[device] = totals[device];
+      deviceCounters_[device].work = work;
+    }
+    // The launches since the last sample count as the part of their query's
+    // run they are (QueryWork); the query is the one mqxd admitted in the slot.
+    for (std::uint32_t i = 0; i < kMaxClients; ++i) {
+      const ClientRecord& record = node.clients[i];
+      RunningQuery& query = running_[i];
+      if (record.state != ClientState::Running || query.pid == 0 || query.pid != record.pid ||
+          record.device >= devices_.size() || queryLaunches[i] <= query.launches)
+        continue;
+      deviceCounters_[record.device].work += work_.workOf(query.name, queryLaunches[i] - query.launches);
+      query.launches = queryLaunches[i];
+    }
   }
   for (std::uint32_t device = 0; device < devices_.size(); ++device) {
-    const auto decision = adaptive_[device].observe({now, deviceCounters_[device], running[device], waiting[device]});
+    const auto decision =
+        adaptive_[device].observe({now, deviceCounters_[device], running[device], waiting[device], work_.learned()});
     if (!decision) continue;
     limits_->perDevice[device] = decision->limit;
     log(decision->limit != decision->before ? LogLevel::Info : LogLevel::Debug,
-        "mqxd: adaptive admission{}: limit {} -> {}: {} ({:.1f} running, {:.0f} launches/s, {:.0f} MB/s, {:.1f} "
+        "mqxd: adaptive admission{}: limit {} -> {}: {} ({:.1f} running, {:.3f} queries/s, {:.0f} launches/s, {:.0f} "
+        "MB/s, {:.1f} "
         "evictions/s of {:.2f} ms, eviction share {:.3f})",
         devices_.size() > 1 ? fmt::format(" on device {}", device) : std::string(), decision->before, decision->limit,
-        decision->why, decision->meanRunning, decision->throughput, decision->bytesPerSecond / 1e6,
-        decision->evictionsPerSecond, decision->costPerEviction * 1e3, decision->evictionShare);
+        decision->why, decision->meanRunning, decision->throughput, decision->launchesPerSecond,
+        decision->bytesPerSecond / 1e6, decision->evictionsPerSecond, decision->costPerEviction * 1e3,
+        decision->evictionShare);
     if (trace_) trace_->record(trace::counterEvent("adaptive limit", "queries", decision->limit));
   }
 }
@@ -189,7 +212,7 @@ void NodeDaemon::admitPostponed() {
       ++queriesAdmitted_;
       ++queriesPlaced_[place.device];
       RunningQuery& query = running_[place.id];
-      query = RunningQuery{record.pid, 0, {}};
+      query = RunningQuery{record.pid, 0, {}, 0, place.device};
       std::memcpy(query.name, record.name, sizeof query.name);
       query.name[sizeof query.name - 1] = '\0';
       const bool undeclared =

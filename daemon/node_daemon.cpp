@@ -474,9 +474,23 @@ void NodeDaemon::handle(const Message& message) {
       // The last pass's observation may be a liveness interval old.
       RobustLock lock = lockNode();
       const ClientRecord& record = node.clients[message.slot];
-      if (record.pid == query.pid) query.observedPeak = std::max(query.observedPeak, record.observedPeak);
+      if (record.pid == query.pid) {
+        query.observedPeak = std::max(query.observedPeak, record.observedPeak);
+        // Its members' last launches, retired after the last sample (a
+        // member's counters are mostly published as it leaves), count as
+        // work done now on the query's device.
+        if (record.memberLaunches > query.launches && query.device < deviceCounters_.size())
+          deviceCounters_[query.device].work += work_.workOf(query.name, record.memberLaunches - query.launches);
+        query.launches = std::max(query.launches, record.memberLaunches);
+      }
     }
     if (query.observedPeak > 0) history_.record(query.name, query.observedPeak);
+    const bool firstLearned = !work_.learned();
+    work_.finished(query.name, query.launches);
+    // The controllers' throughput estimates were in nominal runs until now.
+    if (firstLearned && work_.learned())
+      for (AdaptiveAdmission& controller : adaptive_)
+        controller.forgetEstimates();
     query = RunningQuery{};
     undeclared_.ended(message.slot);
     return;

@@ -26,6 +26,7 @@
 #include "launch_service.hpp"
 #include "metrics_exporter.hpp"
 #include "mps_control.hpp"
+#include "query_work.hpp"
 #include "trace/trace_recorder.hpp"
 #include "undeclared_demand.hpp"
 
@@ -119,6 +120,7 @@ private:
   DevicePlacement placement_;
   DemandHistory history_;
   UndeclaredDemand undeclared_; // queries that declare nothing and were never learned
+  QueryWork work_;              // launches per run of each query name (adaptive admission's unit)
   std::unique_ptr<ipc::SharedSegment> segment_;
   std::unique_ptr<ipc::MessageQueue> requests_;
   LaunchService launches_;
@@ -141,18 +143,14 @@ private:
     pid_t pid = 0;
     std::uint64_t observedPeak = 0;
     char name[ipc::kQueryNameBytes] = {};
+    std::uint64_t launches = 0;             // its processes' launches counted so far (observeAdmission)
+    std::uint32_t device = ipc::kAnyDevice; // where it was placed
   };
   RunningQuery running_[ipc::kMaxClients];
-  // Adaptive admission: a controller per device, and what each client record
-  // had published at the last sample (a new pid in a slot starts from 0), so
-  // that each device's counters only grow although records come and go.
+  // Adaptive admission: a controller per device, and each device's counters
+  // at the last sample (observeAdmission).
   std::vector<AdaptiveAdmission> adaptive_;
   std::vector<DeviceCounters> deviceCounters_;
-  struct SeenActivity {
-    pid_t pid = 0;
-    ipc::ClientActivity activity;
-  };
-  SeenActivity seen_[ipc::kMaxClients];
   const std::atomic<bool>* stop_ = nullptr; // run()'s
   bool segmentDamaged_ = false;
   bool shuttingDown_ = false;  // lockNode gives up after 1 s

@@ -39,6 +39,11 @@ void ClientRecords::free(ClientRecord& record) {
   // A process killed between these stores counts its activity twice; the
   // state, the store that matters, is the last.
   node_.retiredActivity.addCounters(record.activity);
+  if (record.device < kMaxDevices) node_.retiredOnDevice[record.device].addCounters(record.activity);
+  if (record.state == ClientState::Memory && record.querySlot < kMaxClients) {
+    ClientRecord& query = node_.clients[record.querySlot];
+    if (query.state == ClientState::Running) query.memberLaunches += record.activity.launches;
+  }
   record.activity = ClientActivity{};
   record.state = ClientState::Free;
 }
@@ -60,6 +65,7 @@ std::optional<std::uint32_t> ClientRecords::claim(const Claim& claim) {
     record.placeOnArrival = 0;
     record.device = claim.device;
     record.activity = ClientActivity{};
+    record.memberLaunches = 0;
     node_.published[i].clear();
     record.arrival = node_.nextArrival++;
     std::memset(record.name, 0, sizeof record.name);

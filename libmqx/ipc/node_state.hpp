@@ -14,8 +14,9 @@
 // Each memory client also publishes its activity (transfers, evictions, swap
 // use) into its record, so that `mqx top`, `mqx status` and mqxd's metrics
 // show it (docs/hardening.md, "Client activity"). A record that is freed
-// (its client left or died) folds its counters into `retiredActivity`: the
-// node's totals never go back.
+// (its client left or died) folds its counters into `retiredActivity` and
+// its device's `retiredOnDevice`, and its launches into its query's
+// `memberLaunches`: the totals never go back.
 //
 // The client records, and the node's counters that go with their claims and
 // frees (nextArrival, reclaimedBytes, deadClients, retiredActivity), are
@@ -38,8 +39,7 @@
 namespace mqx::ipc {
 
 inline constexpr std::uint32_t kNodeStateMagic = 0x6d71786e; // "mqxn"
-inline constexpr std::uint32_t kNodeStateVersion =
-    7; // 7: ClientRecord::placeOnArrival, ClientActivity::evictionNanoseconds
+inline constexpr std::uint32_t kNodeStateVersion = 8; // 8: NodeState::retiredOnDevice, ClientRecord::memberLaunches
 inline constexpr std::uint32_t kMaxClients = 64;
 inline constexpr std::size_t kQueryNameBytes = 64;
 inline constexpr std::uint32_t kNoSlot = 0xffffffffu;
@@ -112,6 +112,11 @@ struct ClientRecord {
   // before its first driver call (PyTorch asks NVML) and must not see a
   // device it will not get (docs/daemon.md, "Starting before admission").
   std::uint32_t placeOnArrival = 0;
+  // A query: the launches of its memory clients that left, so that what
+  // each published last is counted although its record is gone (mqxd learns
+  // a query's launches per run from it: daemon/query_work.hpp). Kept after
+  // the query's own record is freed, until the slot is claimed again.
+  std::uint64_t memberLaunches = 0;
 };
 
 // One device of the node: its identity (a GPU's UUID as `nvidia-smi -L`
@@ -141,6 +146,10 @@ struct NodeState {
   std::uint64_t evictionRequestsServed = 0; // cross-process evictions that freed something
   std::uint64_t bytesEvictedForOthers = 0;
   ClientActivity retiredActivity; // the counters of the records freed so far (gauges zero)
+  // The same, per device: a client's last published counters (those of its
+  // final second, published as it leaves) are seen only here, so mqxd's
+  // per-device counters (adaptive admission) add these to the live records'.
+  ClientActivity retiredOnDevice[kMaxDevices];
   ClientRecord clients[kMaxClients];
   // Not under `lock`: the node-wide logical clock of region uses (one
   // fetch_add per launch), so that last uses of different processes compare,

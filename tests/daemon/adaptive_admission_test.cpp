@@ -18,6 +18,9 @@
 namespace mqx::daemon {
 namespace {
 
+// The model's queries all make this many launches (QueryWork's unit).
+constexpr double kLaunchesPerQuery = 100;
+
 struct Model {
   // Launches per second with n queries running, and the seconds each
   // running query spends evicting per second (the device's share is n times it).
@@ -64,6 +67,7 @@ Trajectory simulate(const Model& model, int windows, unsigned seed, double noise
       launches += model.throughput(running) * step * jitter(random);
       evictionSeconds += model.evictionShare(running) * running * step * jitter(random);
       counters.launches = static_cast<std::uint64_t>(launches);
+      counters.work = launches / kLaunchesPerQuery;
       counters.evictionNanoseconds = static_cast<std::uint64_t>(evictionSeconds * 1e9);
       counters.evictions = static_cast<std::uint64_t>(evictionSeconds / model.costPerEviction);
       (void)run.controller.observe({now, counters, running, waiting});
@@ -184,10 +188,95 @@ TEST(AdaptiveAdmission, ForgetsAndProbesAgainWhenTheWorkloadChanges) {
     const unsigned running = controller.limit();
     launches += 100.0 * std::min(running, knee) * 0.1;
     counters.launches = static_cast<std::uint64_t>(launches);
+    counters.work = launches / kLaunchesPerQuery;
     (void)controller.observe({now, counters, running, 10});
-    if (sample == 590) EXPECT_LE(controller.limit(), 3u);
+    if (sample == 590) {
+      EXPECT_LE(controller.limit(), 3u);
+    }
   }
   EXPECT_GE(controller.limit(), 4u);
+}
+
+TEST(AdaptiveAdmission, DoesNotGrowWhileItEvictsNearTheThreshold) {
+  // Throughput would rise with every query, but at 2 running the device
+  // already evicts 0.05 of the time (between half the threshold and the
+  // threshold): no room for a third.
+  Model model{[](unsigned n) { return 100.0 * n; }};
+  model.evictionShare = [](unsigned n) { return n >= 2 ? 0.025 : 0.0; };
+  const Trajectory run = simulate(model, 30, 1);
+  EXPECT_EQ(*std::max_element(run.limits.begin(), run.limits.end()), 2u);
+}
+
+TEST(AdaptiveAdmission, AWindowOfFewLaunchesWaitsForMore) {
+  // 5 launches a second: a 2 s window has 10, fewer than 40; it closes at
+  // 6 s. At 50 a second it closes at 2 s.
+  for (const double rate : {5.0, 50.0}) {
+    AdaptiveAdmission controller{AdaptiveOptions{}};
+    DeviceCounters counters;
+    (void)controller.observe({0, counters, 0, 0});
+    double closedAt = -1;
+    for (int sample = 1; sample <= 100 && closedAt < 0; ++sample) {
+      const double now = 0.1 * sample;
+      counters.launches = static_cast<std::uint64_t>(rate * now);
+      counters.work = counters.launches / kLaunchesPerQuery;
+      if (controller.observe({now, counters, 2, 5})) closedAt = now;
+    }
+    EXPECT_NEAR(closedAt, rate < 10 ? 6.0 : 2.0, 1e-6) << rate << " launches/s";
+  }
+}
+
+TEST(AdaptiveAdmission, NoStepUpBeforeAQueryFinished) {
+  // Work in nominal runs says nothing about a level; evictions still lower
+  // the limit.
+  AdaptiveAdmission controller{AdaptiveOptions{}};
+  DeviceCounters counters;
+  double now = 0;
+  (void)controller.observe({now, counters, 0, 0, false});
+  for (int sample = 0; sample < 200; ++sample) {
+    now += 0.1;
+    counters.launches += 10;
+    counters.work += 0.1 * controller.limit();
+    (void)controller.observe({now, counters, controller.limit(), 5, false});
+  }
+  EXPECT_EQ(controller.limit(), 2u);
+  for (int sample = 0; sample < 20; ++sample) {
+    now += 0.1;
+    counters.launches += 10;
+    counters.evictions += 10;
+    counters.evictionNanoseconds += 50'000'000; // half the time
+    (void)controller.observe({now, counters, controller.limit(), 5, false});
+  }
+  EXPECT_EQ(controller.limit(), 1u);
+}
+
+// The mix changes: for a few seconds the running queries make 3 launches
+// for every one of the other kind at the same progress (the SSB mix's q4.3
+// against q1.1). Launch rates then differ by 3x between windows at one
+// concurrency; measured in queries' worth of work (QueryWork), the
+// controller still finds where the device saturates and stays there.
+TEST(AdaptiveAdmission, AMixOfQueriesDoesNotMoveTheLimit) {
+  for (unsigned seed = 1; seed <= 20; ++seed) {
+    std::mt19937 random(seed);
+    std::bernoulli_distribution switchMix(0.05);
+    AdaptiveAdmission controller{AdaptiveOptions{}};
+    DeviceCounters counters;
+    double now = 0, work = 0, launches = 0, launchesPerQuery = 100;
+    (void)controller.observe({now, counters, 0, 0});
+    std::vector<unsigned> limits;
+    for (int sample = 0; sample < 1200; ++sample) {
+      now += 0.1;
+      if (switchMix(random)) launchesPerQuery = launchesPerQuery == 100 ? 300 : 100;
+      const unsigned running = controller.limit();
+      const double done = 0.5 * std::min(running, 2u) * 0.1; // queries: saturates at 2
+      work += done;
+      launches += done * launchesPerQuery;
+      counters.work = work;
+      counters.launches = static_cast<std::uint64_t>(launches);
+      if (controller.observe({now, counters, running, 10})) limits.push_back(controller.limit());
+    }
+    EXPECT_LE(meanOfTail(limits, 40), 2.6) << "seed " << seed;
+    EXPECT_GE(*std::min_element(limits.begin() + 10, limits.end()), 1u) << "seed " << seed;
+  }
 }
 
 // Differential over seeds: with noisy counters the limit stays near the best
