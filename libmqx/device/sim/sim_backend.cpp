@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -466,8 +467,20 @@ bool SimBackend::fenceReached(const Fence& fence) {
 
 Status SimBackend::waitFence(const Fence& fence) {
   if (fence.slot >= kMaxFenceSlots) return Status::InvalidValue;
-  while (!fenceReached(fence))
-    std::this_thread::yield();
+  // In real time a fence waits behind transfers that sleep their charged
+  // time: yielding in a loop would keep a core busy all along (the host's
+  // cores, not the simulated device, would bind), so the wait sleeps,
+  // backing off from 20 us to 1 ms. Otherwise the device takes no time and
+  // a yield is the shortest wait.
+  auto pause = std::chrono::microseconds(20);
+  while (!fenceReached(fence)) {
+    if (!realtime_) {
+      std::this_thread::yield();
+      continue;
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(1000));
+  }
   return Status::Success;
 }
 
