@@ -140,6 +140,13 @@ def descendants(pids):
     return found
 
 
+def command_of(pid):
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return "?"
+
+
 def alive(pid):
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -314,8 +321,9 @@ MinJobAge=3600
             return None
         return result.stdout if expect is None or expect in result.stdout else None
 
-    def slurm(self, argv, what):
-        result = subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=60)
+    def slurm(self, argv, what, extra_env=None):
+        result = subprocess.run(argv, env=dict(self.env, **(extra_env or {})), capture_output=True, text=True,
+                                timeout=60)
         if result.returncode != 0:
             raise Failure(f"{what} failed ({result.returncode}): {result.stderr.strip() or result.stdout.strip()}")
         return result.stdout
@@ -335,7 +343,19 @@ MinJobAge=3600
                 jobs[fields["JobId"]] = fields
         return jobs
 
-    def submit(self, query, label, extra=()):
+    def submit(self, query, label, extra=(), extra_env=None):
+        """Submits query with mqx-sbatch; extra_env reaches the job through sbatch's environment.
+
+        Never through --export=ALL,NAME=VALUE: any --export but ALL (NONE, a
+        list of names) and --get-user-env make sbatch set SLURM_GET_USER_ENV=1,
+        and then slurmd runs the user's login shell (su - USER -c env, for up
+        to 120 s, in the thread that would launch the job) before every start
+        of the job. The login scripts of the user (root here) are nothing this
+        test controls: on the dev box root's waited 60 s for pyenv's rehash
+        lock, the jobs did not start within 30 s, and each slurmd waited for
+        those threads at SIGTERM."""
+        if any(option.startswith(("--export", "--get-user-env")) for option in extra):
+            raise Failure(f"submit {query}: {list(extra)}: give the job's variables as extra_env, not --export")
         program = self.build / "bench" / "ssb" / "gpu" / f"ssb-{query}"
         # The job prints which attempt and node it is, then becomes the query:
         # a requeued job's output file holds each attempt in turn.
@@ -343,7 +363,7 @@ MinJobAge=3600
         argv = ["mqx-sbatch", "--parsable", "--mqxmem", str(self.job_mib), "--name", query,
                 f"--output={self.out}/%j.out", "--open-mode=append", *extra, "--",
                 "bash", "-c", attempt, "attempt", str(program), "--data", str(self.data), "--check", "--device", "sim"]
-        job = self.slurm(argv, f"mqx-sbatch of {query}").strip().split(";")[0]
+        job = self.slurm(argv, f"mqx-sbatch of {query}", extra_env).strip().split(";")[0]
         self.submitted[job] = (query, label)
         return job
 
@@ -435,6 +455,10 @@ MinJobAge=3600
         while any(alive(p) for p in mqxds) and time.monotonic() < deadline:
             time.sleep(0.1)
         kill_all([p for p in mqxds if alive(p)], signal.SIGKILL)
+        # What the daemons started and that outlives them (a slurmstepd, or a
+        # helper that slurmd killed the daemon waited for) has no tag to be found
+        # by: it is found as their descendant now and killed once they stopped.
+        below = set(descendants([process.pid for process in self.daemons.values()]))
         # slurmctld first (stopped after the slurmd it waits for them), then the
         # slurmd, then munged, which both still talk to.
         order = [["slurmctld"], [n for n in self.daemons if n.startswith("slurmd-")], ["munged"]]
@@ -448,9 +472,22 @@ MinJobAge=3600
                 try:
                     process.wait(max(0.1, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
+                    # slurmd waits for its request threads before it exits, and
+                    # one may wait long (a user environment loaded for a job).
                     log(f"{name} did not stop within 10 s of SIGTERM: killed")
                     process.kill()
-                    process.wait()
+                    try:
+                        process.wait(10)
+                    except subprocess.TimeoutExpired:
+                        log(f"{name} (pid {process.pid}) did not die within 10 s of SIGKILL")
+        strays = [pid for pid in below if alive(pid)]
+        if strays:
+            names = sorted({command_of(pid) for pid in strays})
+            log(f"killing {len(strays)} processes that the daemons left: {', '.join(names)}")
+            kill_all(strays, signal.SIGKILL)
+            deadline = time.monotonic() + 10
+            while any(alive(p) for p in strays) and time.monotonic() < deadline:
+                time.sleep(0.1)
 
     def leftovers(self):
         prefix = f"mqx-{os.getuid()}-{self.instance_prefix}-"
@@ -490,8 +527,8 @@ def node_death(cluster, victim, survivor, timeout_s):
     """13 queries; victim dies while it runs some of them. Returns the facts for the report."""
     # Slower copies (about 5 s a query) for this round: the node dies while
     # its queries are surely mid-run, not between two of them.
-    slow = ["--export=ALL,MQX_SIM_COPY_BANDWIDTH_GBPS=0.002"]
-    ids = [cluster.submit(query, "node death", slow) for query in QUERIES]
+    slow = {"MQX_SIM_COPY_BANDWIDTH_GBPS": "0.002"}
+    ids = [cluster.submit(query, "node death", extra_env=slow) for query in QUERIES]
 
     def running_on_victim():
         jobs = cluster.jobs(ids)
