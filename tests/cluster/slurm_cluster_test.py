@@ -431,7 +431,12 @@ MinJobAge=3600
 
     def kill_frozen(self, node, frozen):
         kill_all(frozen, signal.SIGKILL)
-        self.daemons.pop(f"slurmd-{node}").wait()
+        slurmd = self.daemons[f"slurmd-{node}"]
+        try:
+            slurmd.wait(10)
+        except subprocess.TimeoutExpired:
+            raise Failure(f"the slurmd of {node} (pid {slurmd.pid}) did not die within 10 s of SIGKILL")
+        del self.daemons[f"slurmd-{node}"]
         wait_for(f"the processes of {node} to die", lambda: not [pid for pid in frozen if alive(pid)], 10, 0.1)
 
     # --- stopping ---------------------------------------------------------------
