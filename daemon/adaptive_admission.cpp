@@ -74,6 +74,17 @@ AdaptiveDecision AdaptiveAdmission::decide(double now, double window, const Devi
     d.why = std::move(why);
     return d;
   };
+  if (d.evictionShare > options_.evictionShare && d.meanRunning > limit_ + 0.5) {
+    // Queries admitted under a higher limit still run (admission does not
+    // stop a running query): these evictions are the last decrease's, not
+    // this limit's. As TCP reacts once per round trip, not to every loss of
+    // the window it already halved, wait until they have left. On the H100
+    // (ssb-experiments-gpu-sf10-open-H100-b242294-rate1-s78) the limit went
+    // 4 -> 2 and then 2 -> 1 at 3.1 running, and the run was FIX-1's.
+    return finish(limit_, fmt::format("eviction share {:.3f}, but {:.1f} running over the limit: the last decrease "
+                                      "has not taken effect",
+                                      d.evictionShare, d.meanRunning));
+  }
   if (d.evictionShare > options_.evictionShare) {
     // Multiplicative decrease: the resident sets of the running queries no
     // longer fit; fewer queries at once evict less (Denning's load control).

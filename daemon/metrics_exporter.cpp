@@ -25,7 +25,7 @@ void family(std::string& out, const char* name, const char* type, const char* he
   fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
 }
 
-void sample(std::string& out, const char* name, std::uint64_t value, const std::string& labels = {}) {
+template <typename Value> void sample(std::string& out, const char* name, Value value, const std::string& labels = {}) {
   if (labels.empty())
     fmt::format_to(std::back_inserter(out), "{} {}\n", name, value);
   else
@@ -77,6 +77,15 @@ void renderDevices(std::string& out, const NodeMetrics& metrics) {
   perDevice("mqx_device_queries_placed_total", "counter", "Queries mqxd admitted on a device.",
             [&](const ipc::DeviceSnapshot& d) {
               return d.index < metrics.queriesPlaced.size() ? metrics.queriesPlaced[d.index] : 0;
+            });
+  if (metrics.admissionLimits.empty()) return; // not adaptive
+  perDevice("mqx_device_admission_limit", "gauge", "Adaptive admission's concurrency limit on a device.",
+            [&](const ipc::DeviceSnapshot& d) {
+              return std::uint64_t{d.index < metrics.admissionLimits.size() ? metrics.admissionLimits[d.index] : 0};
+            });
+  perDevice("mqx_device_eviction_seconds", "gauge", "What one eviction takes on a device, as measured (0: none yet).",
+            [&](const ipc::DeviceSnapshot& d) {
+              return d.index < metrics.secondsPerEviction.size() ? metrics.secondsPerEviction[d.index] : 0.0;
             });
 }
 

@@ -31,6 +31,11 @@ struct NodeMetrics {
   std::uint64_t admissionPostponements = 0; // a waiting query found not to fit (once per query and pass that changed)
   std::uint64_t messagesRefused = 0;
   double uptimeSeconds = 0;
+  // Adaptive admission (docs/daemon.md): each device's concurrency limit now
+  // and the seconds one eviction takes there as measured (0: none yet);
+  // empty under the other policies.
+  std::vector<unsigned> admissionLimits;
+  std::vector<double> secondsPerEviction;
 };
 
 // The exposition text of `metrics`; per-client series carry the client's

@@ -15,10 +15,6 @@
 // with --device), and the query runs on it: CUDA_VISIBLE_DEVICES is its
 // GPU's UUID, MQX_SIM_DEVICE its simulated device (docs/daemon.md, "Several
 // GPUs").
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -28,39 +24,32 @@
 #include <filesystem>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/log.hpp"
 #include "config/config.hpp"
 #include "embedded/runtime_options.hpp"
 #include "ipc/admission_client.hpp"
-#include "ipc/query_admission_gate.hpp"
 #include "mqx/version.hpp"
+#include "query_name.hpp"
 #include "query_plan.hpp"
+#include "query_process.hpp"
+#include "run_admission.hpp"
 
 namespace {
+
+using mqx::daemon::QueryProcess;
+using mqx::daemon::RunAdmission;
+using mqx::daemon::RunAdmissionSettings;
 
 constexpr int kNoDaemonExit = 69;         // EX_UNAVAILABLE
 constexpr int kAdmissionTimeoutExit = 75; // EX_TEMPFAIL: not admitted in time, try again later
 constexpr int kUsageExit = 2;
-// How long a query started before admission waits for mqxd to place it on a
-// device (mqxd places on its next pass, within milliseconds).
-constexpr std::chrono::seconds kPlacementWait{10};
 // mqx-run's own failures, apart from any status the query may return itself
 // (docs/daemon.md, "Exit status"): a bad configuration or plan file, and a
 // failure of mqx-run (fork, the node lost under it).
 constexpr int kConfigurationExit = 78; // EX_CONFIG
 constexpr int kInternalExit = 70;      // EX_SOFTWARE
-
-volatile sig_atomic_t childPid = 0;
-
-// The query runs in a process group of its own (its pid), so that a signal,
-// the timeout's SIGTERM and SIGKILL reach every process it started, not only
-// the first.
-void forwardSignal(int signal) {
-  if (childPid > 0) kill(-childPid, signal);
-}
 
 struct Options {
   std::string plan;
@@ -80,7 +69,7 @@ void usage(FILE* out) {
                     "[--stats] [--allow-no-daemon] -- QUERY [ARGS...]\n"
                     "  --plan FILE        the query's operator plan (time and device memory per operator)\n"
                     "  --name NAME        the query's name (demand is learned per name); default: plan name or "
-                    "QUERY's file name\n"
+                    "QUERY's file name (an interpreter's with its script: \"python3 train.py\")\n"
                     "  --device ID        run on this device of the node (a GPU UUID, sim-N or the node's index N) "
                     "instead of where mqxd places it (daemon.placement)\n"
                     "  --timeout SECONDS  give up waiting for admission after SECONDS (exit 75; the query's "
@@ -183,135 +172,85 @@ bool parse(int argc, char** argv, Options* options) {
   return true;
 }
 
-// libmqx.so: MQX_LIBRARY, else next to this executable (build tree: bin/ and
-// lib/; install: bin/ and lib/).
-std::string findLibrary() {
-  if (const char* explicitPath = std::getenv("MQX_LIBRARY"); explicitPath != nullptr && *explicitPath != '\0')
-    return explicitPath;
-  std::error_code error;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", error);
-  if (error) return {};
-  for (const char* relative : {"../lib/libmqx.so", "libmqx.so"}) {
-    const auto candidate = self.parent_path() / relative;
-    if (std::filesystem::exists(candidate, error)) return std::filesystem::weakly_canonical(candidate, error).string();
+// What the admission needs of the options and the configuration: the
+// query's name and demand (its plan's, when --plan names one; ConfigError
+// for a bad plan), the node, and how long to wait.
+RunAdmissionSettings settingsOf(Options& options, const mqx::Config& config) {
+  RunAdmissionSettings settings;
+  if (!options.plan.empty()) {
+    const auto plan = mqx::daemon::QueryPlan::load(options.plan);
+    settings.weightedDemand = plan.weightedDemand();
+    settings.peakDemand = plan.peakDemand();
+    if (options.name.empty()) options.name = plan.name;
   }
-  return {};
+  if (options.name.empty()) // the command is null-terminated for execvp
+    options.name = mqx::daemon::defaultQueryName({options.command.begin(), options.command.end() - 1});
+  settings.name = options.name;
+  settings.node = mqx::embedded::nodeOptions(config);
+  settings.node.device = options.device;
+  settings.admission = mqx::embedded::admissionOptions(config);
+  settings.timeout = std::chrono::seconds(options.timeoutSeconds.value_or(config.admissionTimeoutSeconds));
+  settings.restartWait = std::chrono::seconds(options.restartWaitSeconds);
+  settings.startBeforeAdmission = options.startBeforeAdmission.value_or(config.startBeforeAdmission);
+  return settings;
 }
 
-void forwardSignals() {
-  struct sigaction forward {};
-  forward.sa_handler = forwardSignal;
-  sigemptyset(&forward.sa_mask);
-  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2})
-    sigaction(signal, &forward, nullptr);
-}
-
-// A query in a process group of its own is not in the terminal's
-// foreground: when mqx-run is, the query's group takes the terminal (as a
-// shell gives it to a job), so that it may read it and Ctrl-C reaches it,
-// and mqx-run takes it back when the query ends.
-pid_t terminalGivenBy = 0;
-
-void takeTerminal(pid_t child) {
-  if (!isatty(STDIN_FILENO) || tcgetpgrp(STDIN_FILENO) != getpgrp()) return;
-  signal(SIGTTOU, SIG_IGN); // a background mqx-run asking for the terminal back is not stopped
-  if (tcsetpgrp(STDIN_FILENO, child) == 0) terminalGivenBy = getpgrp();
-}
-
-void giveTerminalBack() {
-  if (terminalGivenBy == 0) return;
-  tcsetpgrp(STDIN_FILENO, terminalGivenBy);
-  terminalGivenBy = 0;
-}
-
-int exitStatusOf(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
-}
-
-// Runs the query's program with libmqx.so preloaded, for the query record in
-// `querySlot`: on `device` (a query admitted before it starts: the device
-// mqxd placed it on), or, with `awaitAdmission`, before the query is
-// admitted (its processes wait for it: ipc/query_admission_gate.hpp).
-// Returns the child's pid, or -1 when it could not be forked.
-pid_t startQuery(const Options& options, std::uint32_t querySlot, const std::string& device, bool awaitAdmission) {
-  const std::string library = findLibrary();
-  if (library.empty())
-    mqx::log(mqx::LogLevel::Warn, "mqx-run: libmqx.so not found (set MQX_LIBRARY); running the query without it");
-  forwardSignals();
-  const pid_t child = fork();
-  if (child < 0) {
-    std::perror("mqx-run: fork");
-    return -1;
+// The admitted query runs (or, started before admission, goes on) on the
+// device mqxd placed it on; its end frees the record with what it held at
+// most, for learned demand. The query's exit status.
+int runAdmitted(RunAdmission& admission, QueryProcess& program, const Options& options) {
+  mqx::ipc::AdmissionClient& client = admission.client();
+  const auto admitted = std::chrono::steady_clock::now();
+  const auto placed = client.placedDevice();
+  if (placed && placed->deviceCount > 1)
+    mqx::log(mqx::LogLevel::Info, "mqx-run: query '{}' runs on device {} {}", options.name, placed->index,
+             placed->identity);
+  int status = admission.early() > 0
+                   ? program.wait(admission.early())
+                   : program.run(client.membership().slot(), placed ? placed->identity : std::string());
+  if (status < 0) status = kInternalExit;
+  const auto end = std::chrono::steady_clock::now();
+  const std::uint64_t observedPeak = client.observedPeak();
+  client.finishQuery();
+  if (options.stats) {
+    using Seconds = std::chrono::duration<double>;
+    std::fprintf(stderr,
+                 "mqx-run: query '%s': waited %.3f s for admission, ran %.3f s, peak device memory %llu MiB, "
+                 "exit %d%s\n",
+                 options.name.c_str(), Seconds(admitted - admission.waitBegan()).count(),
+                 Seconds(end - admitted).count(), static_cast<unsigned long long>(observedPeak >> 20), status,
+                 placed ? (", device " + placed->identity).c_str() : "");
   }
-  if (child == 0) {
-    setpgid(0, 0); // its own process group (forwardSignal)
-    for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2})
-      ::signal(signal, SIG_DFL);
-    if (!library.empty()) {
-      const char* previous = std::getenv("LD_PRELOAD");
-      std::string preload = library + (previous != nullptr && *previous != '\0' ? std::string(":") + previous : "");
-      setenv("LD_PRELOAD", preload.c_str(), 1);
+  return status;
+}
+
+// mqx-run's exit status once the admission reached `outcome`.
+int conclude(RunAdmission::State outcome, RunAdmission& admission, QueryProcess& program, const Options& options,
+             const mqx::Config& config) {
+  using State = RunAdmission::State;
+  switch (outcome) {
+  case State::Admitted: return runAdmitted(admission, program, options);
+  case State::NoDaemon: {
+    if (options.allowNoDaemon || config.allowNoDaemon) {
+      const int status = program.run(mqx::ipc::kNoSlot, options.device); // a device named by identity still holds
+      return status < 0 ? kInternalExit : status;
     }
-    if (querySlot != mqx::ipc::kNoSlot) setenv("MQX_QUERY_SLOT", std::to_string(querySlot).c_str(), 1);
-    if (awaitAdmission) setenv("MQX_AWAIT_ADMISSION", std::to_string(getppid()).c_str(), 1);
-    mqx::ipc::exportPlacedDevice(device);
-    execvp(options.command[0], options.command.data());
-    std::fprintf(stderr, "mqx-run: cannot run '%s': %s\n", options.command[0], std::strerror(errno));
-    _exit(127);
+    std::fprintf(stderr, "mqx-run: no mqxd is running for this user%s (start mqxd, or pass --allow-no-daemon)\n",
+                 config.daemonInstance.empty() ? "" : (" and instance " + config.daemonInstance).c_str());
+    return kNoDaemonExit;
   }
-  setpgid(child, child); // also here: whichever runs first, the group exists before a signal is sent to it
-  takeTerminal(child);
-  childPid = child;
-  return child;
-}
-
-// The query's exit status once it ends.
-int waitForQuery(pid_t child) {
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  case State::EndedBeforeAdmission:
+    if (options.stats)
+      std::fprintf(stderr, "mqx-run: query '%s' ended before it was admitted, exit %d\n", options.name.c_str(),
+                   admission.endedStatus());
+    return admission.endedStatus();
+  case State::DaemonNotBack: return kNoDaemonExit;
+  case State::TimedOut: return kAdmissionTimeoutExit;
+  case State::RecordLost:
+  case State::StartFailed:
+  default: return kInternalExit;
   }
-  childPid = 0;
-  giveTerminalBack();
-  return exitStatusOf(status);
 }
-
-// The query's exit status when it has ended, else nullopt (not waiting).
-std::optional<int> queryEnded(pid_t child) {
-  int status = 0;
-  if (waitpid(child, &status, WNOHANG) != child) return std::nullopt;
-  childPid = 0;
-  giveTerminalBack();
-  return exitStatusOf(status);
-}
-
-// Stops a query started before admission that will not be admitted (its
-// processes have not used a device: their gate refuses once the record is
-// gone): SIGTERM, and SIGKILL after 5 s. Bounded.
-void stopQuery(pid_t child, const std::string& name) {
-  kill(-child, SIGTERM); // the whole group: processes the query started too
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (queryEnded(child)) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  std::fprintf(stderr, "mqx-run: query '%s' (pid %d) did not stop within 5 s of SIGTERM; killing it\n", name.c_str(),
-               static_cast<int>(child));
-  kill(-child, SIGKILL);
-  waitForQuery(child);
-}
-
-int runQuery(const Options& options, std::uint32_t querySlot, const std::string& device = {}) {
-  const pid_t child = startQuery(options, querySlot, device, false);
-  return child < 0 ? kInternalExit : waitForQuery(child);
-}
-
-// The query's program ended before it was admitted (started before
-// admission): its status ends the wait.
-struct EndedBeforeAdmission {
-  int status;
-};
 
 } // namespace
 
@@ -322,161 +261,12 @@ int main(int argc, char** argv) {
     return kUsageExit;
   }
   try {
-    mqx::Config config = mqx::loadConfig();
+    const mqx::Config config = mqx::loadConfig();
     mqx::setLogLevel(config.logLevel);
-    std::uint64_t weighted = 0, peak = 0;
-    if (!options.plan.empty()) {
-      const auto plan = mqx::daemon::QueryPlan::load(options.plan);
-      weighted = plan.weightedDemand();
-      peak = plan.peakDemand();
-      if (options.name.empty()) options.name = plan.name;
-    }
-    if (options.name.empty()) options.name = std::filesystem::path(options.command[0]).filename().string();
-
-    using mqx::ipc::AdmissionClient;
-    auto nodeOptions = mqx::embedded::nodeOptions(config);
-    nodeOptions.device = options.device;
-    const auto admissionOptions = mqx::embedded::admissionOptions(config);
-    auto client = AdmissionClient::connect(nodeOptions, admissionOptions, options.name);
-    if (client == nullptr) {
-      if (!options.allowNoDaemon && !config.allowNoDaemon) {
-        std::fprintf(stderr, "mqx-run: no mqxd is running for this user%s (start mqxd, or pass --allow-no-daemon)\n",
-                     config.daemonInstance.empty() ? "" : (" and instance " + config.daemonInstance).c_str());
-        return kNoDaemonExit;
-      }
-      return runQuery(options, mqx::ipc::kNoSlot, options.device); // alone: a device named by identity still holds
-    }
-    const auto start = std::chrono::steady_clock::now();
-    // 0: no limit.
-    const std::chrono::seconds admissionTimeout(options.timeoutSeconds.value_or(config.admissionTimeoutSeconds));
-    bool startBeforeAdmission = options.startBeforeAdmission.value_or(config.startBeforeAdmission);
-    AdmissionClient::AdmissionWait wait;
-    if (admissionTimeout.count() != 0) wait.timeout = admissionTimeout;
-    wait.report = [&](const std::string& why) {
-      std::fprintf(stderr, "mqx-run: query '%s' (pid %d) waits for admission: %s\n", options.name.c_str(),
-                   static_cast<int>(getpid()), why.c_str());
-    };
-    // Started before admission: the program, which waits at its first CUDA
-    // call; its end ends the wait (poll runs every 200 ms).
-    pid_t early = 0;
-    wait.poll = [&] {
-      if (early > 0)
-        if (const auto status = queryEnded(early)) throw EndedBeforeAdmission{*status};
-    };
-    // Not admitted: the record goes first, so that the program's gate
-    // refuses and it never touches a device, then the program.
-    const auto withdraw = [&] {
-      client->membership().leave();
-      if (early > 0) stopQuery(early, options.name);
-      early = 0;
-    };
-    for (bool admitted = false; !admitted;) {
-      if (startBeforeAdmission && early == 0) {
-        // Placed first: the program is shown its one device from its first
-        // instruction (a program may count devices before its first driver
-        // call, as PyTorch does through NVML).
-        const auto placed = client->requestPlacement(weighted, peak, kPlacementWait);
-        if (placed) {
-          early = startQuery(options, client->membership().slot(), placed->identity, true);
-          if (early < 0) return kInternalExit;
-        } else if (client->membership().node().daemonPid != 0 &&
-                   mqx::ipc::processAlive(client->membership().node().daemonPid)) {
-          std::fprintf(stderr,
-                       "mqx-run: query '%s': mqxd placed it on no device within %lld s; it starts once admitted\n",
-                       options.name.c_str(), static_cast<long long>(kPlacementWait.count()));
-          startBeforeAdmission = false;
-        }
-      }
-      AdmissionClient::Admission outcome;
-      try {
-        outcome = client->waitForAdmission(weighted, peak, wait);
-      } catch (const EndedBeforeAdmission& ended) {
-        client->membership().leave();
-        if (options.stats)
-          std::fprintf(stderr, "mqx-run: query '%s' ended before it was admitted, exit %d\n", options.name.c_str(),
-                       ended.status);
-        return ended.status;
-      }
-      switch (outcome) {
-      case AdmissionClient::Admission::Admitted: admitted = true; break;
-      case AdmissionClient::Admission::Reclaimed:
-      case AdmissionClient::Admission::NodeLocked:
-        std::fprintf(stderr, "mqx-run: query '%s' lost its record on the node while it waited for admission\n",
-                     options.name.c_str());
-        withdraw();
-        return kInternalExit;
-      case AdmissionClient::Admission::TimedOut:
-        std::fprintf(stderr,
-                     "mqx-run: query '%s' not admitted within %lld s (--timeout, daemon.admission_timeout_s); giving "
-                     "up%s: %s\n",
-                     options.name.c_str(), static_cast<long long>(admissionTimeout.count()),
-                     early > 0 ? " and stopping it (it has not used a device)" : "",
-                     client->admissionWaitReason().c_str());
-        withdraw();
-        return kAdmissionTimeoutExit;
-      case AdmissionClient::Admission::DaemonGone:
-        // A restart or an upgrade (docs/daemon.md, "Upgrading with queries
-        // running"): the query has not run on a device, so it asks the next
-        // mqxd, within what is left of its admission wait. A program started
-        // before admission is stopped (its record went with mqxd) and
-        // started again for the new record.
-        if (early > 0) {
-          std::fprintf(stderr,
-                       "mqx-run: query '%s': stopping its program, which waited for admission by the mqxd "
-                       "that went away; it starts again for the next one\n",
-                       options.name.c_str());
-          withdraw();
-        }
-        client.reset();
-        auto giveUpAt = std::chrono::steady_clock::now() + std::chrono::seconds(options.restartWaitSeconds);
-        if (admissionTimeout.count() != 0) giveUpAt = std::min(giveUpAt, start + admissionTimeout);
-        if (std::chrono::steady_clock::now() < giveUpAt)
-          std::fprintf(
-              stderr,
-              "mqx-run: query '%s' (pid %d): mqxd went away before admitting it; waiting up to %lld s "
-              "for the next mqxd (--daemon-restart-wait)\n",
-              options.name.c_str(), static_cast<int>(getpid()),
-              static_cast<long long>(
-                  std::chrono::ceil<std::chrono::seconds>(giveUpAt - std::chrono::steady_clock::now()).count()));
-        while (client == nullptr && std::chrono::steady_clock::now() < giveUpAt) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(100));
-          client = AdmissionClient::connect(nodeOptions, admissionOptions, options.name);
-        }
-        if (client == nullptr) {
-          std::fprintf(stderr, "mqx-run: mqxd went away before admitting the query, and no mqxd came back within "
-                               "the wait (--daemon-restart-wait, --timeout)\n");
-          return kNoDaemonExit;
-        }
-        std::fprintf(stderr, "mqx-run: query '%s' asks the new mqxd (pid %d) for admission\n", options.name.c_str(),
-                     static_cast<int>(client->membership().node().daemonPid));
-        if (admissionTimeout.count() != 0)
-          wait.timeout = std::max(
-              std::chrono::seconds(1),
-              std::chrono::ceil<std::chrono::seconds>(start + admissionTimeout - std::chrono::steady_clock::now()));
-        break;
-      }
-    }
-    const auto admitted = std::chrono::steady_clock::now();
-    const auto placed = client->placedDevice();
-    if (placed && placed->deviceCount > 1)
-      mqx::log(mqx::LogLevel::Info, "mqx-run: query '{}' runs on device {} {}", options.name, placed->index,
-               placed->identity);
-    const int status = early > 0
-                           ? waitForQuery(early)
-                           : runQuery(options, client->membership().slot(), placed ? placed->identity : std::string());
-    const auto end = std::chrono::steady_clock::now();
-    const std::uint64_t observedPeak = client->observedPeak();
-    client->finishQuery();
-    if (options.stats) {
-      using Seconds = std::chrono::duration<double>;
-      std::fprintf(stderr,
-                   "mqx-run: query '%s': waited %.3f s for admission, ran %.3f s, peak device memory %llu MiB, "
-                   "exit %d%s\n",
-                   options.name.c_str(), Seconds(admitted - start).count(), Seconds(end - admitted).count(),
-                   static_cast<unsigned long long>(observedPeak >> 20), status,
-                   placed ? (", device " + placed->identity).c_str() : "");
-    }
-    return status;
+    RunAdmissionSettings settings = settingsOf(options, config);
+    QueryProcess program(options.command, options.name);
+    RunAdmission admission(std::move(settings), program);
+    return conclude(admission.run(), admission, program, options, config);
   } catch (const mqx::ipc::UnknownDevice& error) {
     std::fprintf(stderr, "mqx-run: --device: %s\n", error.what());
     return kUsageExit;

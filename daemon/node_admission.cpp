@@ -19,9 +19,34 @@ using namespace mqx::ipc;
 void NodeDaemon::applyLearnedDemand(ClientRecord& record) {
   if (record.weightedDemand != 0 || record.peakDemand != 0) return;
   if (auto learned = history_.demandOf(record.name)) {
-    record.weightedDemand = record.peakDemand = *learned;
+    records().learnDemand(records().slotOf(record), *learned);
     log(LogLevel::Info, "mqxd: query '{}' declares no demand; learned {} MiB", record.name, *learned >> 20);
   }
+}
+
+// What admission counts for `record` (in `slot`, holding `held` on its device
+// now): what it declared or learned, at least what it holds; for a query
+// that declares nothing and was never learned, UndeclaredDemand's figure
+// (the whole device until its working set is measured). Call with the node's
+// lock held.
+QueryDemand NodeDaemon::demandFor(const ClientRecord& record, std::uint32_t slot, std::uint64_t held, double now) {
+  QueryDemand query{slot, std::max(record.weightedDemand, held), std::max(record.peakDemand, held), record.device};
+  // The paper's named policies keep the paper's rule: nothing declared is 0.
+  if (record.weightedDemand != 0 || record.peakDemand != 0 || config_.admission != AdmissionKind::Adaptive)
+    return query;
+  const NodeState& node = segment_->state();
+  std::uint64_t capacity = 0; // of its device, or of the largest where it may run
+  for (std::uint32_t device = 0; device < devices_.size(); ++device)
+    if (record.device == kAnyDevice || record.device == device) capacity = std::max(capacity, node.capacityOf(device));
+  std::optional<std::uint64_t> estimate;
+  if (record.state == ClientState::Running) {
+    estimate = undeclared_.runningDemand(slot, capacity, now);
+  } else {
+    estimate = undeclared_.estimateFor(record.name, now);
+    if (!estimate) estimate = capacity;
+  }
+  if (estimate) query.weighted = query.peak = std::max(*estimate, held);
+  return query;
 }
 
 // Call with the node's lock held.
@@ -32,9 +57,8 @@ void NodeDaemon::setDemandFromProcesses(NodeState& node, std::uint32_t querySlot
     weighted += record.weightedDemand;
     peak += record.peakDemand;
   }
-  ClientRecord& query = node.clients[querySlot];
-  query.weightedDemand = std::min(weighted, kMaxDemandBytes);
-  query.peakDemand = std::min(std::max(peak, weighted), kMaxDemandBytes);
+  records().setDemand(querySlot, std::min(weighted, kMaxDemandBytes),
+                      std::min(std::max(peak, weighted), kMaxDemandBytes));
 }
 
 std::array<std::uint64_t, kMaxClients> NodeDaemon::heldByQuery() {
@@ -52,12 +76,19 @@ void NodeDaemon::observeQueries() {
   // What a running query's processes hold at most is learned for its next
   // run (when it declared nothing).
   NodeState& node = segment_->state();
+  const double now = secondsNow();
   RobustLock lock = lockNode();
   const auto held = heldByQuery();
   for (std::uint32_t i = 0; i < kMaxClients; ++i) {
     ClientRecord& record = node.clients[i];
+    // A query measured as undeclared stops being so when it ends or
+    // declares a demand (its processes' declarations, setDemandFromProcesses).
+    if (undeclared_.measuring(i) && (record.state != ClientState::Running || record.pid != running_[i].pid ||
+                                     record.weightedDemand != 0 || record.peakDemand != 0))
+      undeclared_.ended(i);
     if (record.state != ClientState::Running) continue;
-    record.observedPeak = std::max(record.observedPeak, held[i]);
+    undeclared_.observe(i, held[i], now);
+    records().observePeak(i, held[i]);
     if (running_[i].pid == record.pid)
       running_[i].observedPeak = std::max(running_[i].observedPeak, record.observedPeak);
   }
@@ -134,14 +165,13 @@ void NodeDaemon::admitPostponed() {
     // when more, what its processes hold right now on its device (an
     // undeclared query's demand is what it holds).
     const auto held = heldByQuery();
+    const double now = secondsNow();
     for (std::uint32_t i = 0; i < kMaxClients; ++i) {
       ClientRecord& record = node.clients[i];
-      if (record.state == ClientState::Running)
-        running.push_back(
-            {i, std::max(record.weightedDemand, held[i]), std::max(record.peakDemand, held[i]), record.device});
+      if (record.state == ClientState::Running) running.push_back(demandFor(record, i, held[i], now));
       if (record.state == ClientState::Waiting && record.admissionRequested != 0) {
         applyLearnedDemand(record);
-        waiting.push_back({i, record.weightedDemand, record.peakDemand, record.device});
+        waiting.push_back(demandFor(record, i, 0, now));
         arrival[i] = record.arrival;
       }
     }
@@ -154,8 +184,7 @@ void NodeDaemon::admitPostponed() {
     const auto chosen = placement_.admit(running, waiting);
     for (const Placed& place : chosen) {
       ClientRecord& record = node.clients[place.id];
-      record.device = place.device; // before the state: a running query is always on its device
-      record.state = ClientState::Running;
+      records().admit(place.id, place.device);
       admitted.emplace_back(record.pid, place.id);
       ++queriesAdmitted_;
       ++queriesPlaced_[place.device];
@@ -163,8 +192,12 @@ void NodeDaemon::admitPostponed() {
       query = RunningQuery{record.pid, 0, {}};
       std::memcpy(query.name, record.name, sizeof query.name);
       query.name[sizeof query.name - 1] = '\0';
-      log(LogLevel::Info, "mqxd: admitting query '{}' (pid {}, weighted demand {} MiB, peak {} MiB){}", record.name,
+      const bool undeclared =
+          record.weightedDemand == 0 && record.peakDemand == 0 && config_.admission == AdmissionKind::Adaptive;
+      if (undeclared) undeclared_.started(place.id, query.name, now);
+      log(LogLevel::Info, "mqxd: admitting query '{}' (pid {}, weighted demand {} MiB, peak {} MiB{}){}", record.name,
           record.pid, record.weightedDemand >> 20, record.peakDemand >> 20,
+          undeclared ? ": declares nothing, counted as the whole device until measured" : "",
           devices_.size() > 1 ? fmt::format(" on device {} {}", place.device, devices_[place.device].identity)
                               : std::string());
       traceDecision("admitted", record, runningWeighted[place.device], place.device);

@@ -146,7 +146,7 @@ NodeDaemon::NodeDaemon(const Config& config)
     : config_(config), names_(IpcNames::forInstance(config.daemonInstance, getuid())), devices_(devicesOf(config)),
       limits_(std::make_shared<ConcurrencyLimits>()),
       placement_(admissionPolicyOf(config, limits_), config.placement, capacitiesOf(devices_)),
-      history_(historyPath(config)),
+      history_(historyPath(config)), undeclared_(UndeclaredOptions{config.undeclaredSettleMilliseconds / 1000.0}),
       launches_(std::chrono::milliseconds(config.launchLeaseMilliseconds), static_cast<std::uint32_t>(devices_.size())),
       rosterPath_(names_.rosterFile) {
   if (!names_.problem.empty()) throw std::runtime_error(names_.problem);
@@ -278,12 +278,12 @@ void NodeDaemon::placeArrivals() {
   std::vector<QueryDemand> bound;
   std::vector<std::uint32_t> arrivals;
   const auto held = heldByQuery();
+  const double now = secondsNow();
   for (std::uint32_t i = 0; i < kMaxClients; ++i) {
     ClientRecord& record = node.clients[i];
     const bool query = record.state == ClientState::Running || record.state == ClientState::Waiting;
     if (query && record.device != kAnyDevice)
-      bound.push_back(
-          {i, std::max(record.weightedDemand, held[i]), std::max(record.peakDemand, held[i]), record.device});
+      bound.push_back(demandFor(record, i, held[i], now));
     else if (unplaced(record))
       arrivals.push_back(i);
   }
@@ -292,8 +292,8 @@ void NodeDaemon::placeArrivals() {
   for (const std::uint32_t slot : arrivals) {
     ClientRecord& record = node.clients[slot];
     applyLearnedDemand(record);
-    const QueryDemand query{slot, record.weightedDemand, record.peakDemand, kAnyDevice};
-    record.device = placement_.placeOnArrival(bound, query);
+    const QueryDemand query = demandFor(record, slot, 0, now);
+    records().place(slot, placement_.placeOnArrival(bound, query));
     bound.push_back({slot, query.weighted, query.peak, record.device});
     log(LogLevel::Info, "mqxd: query '{}' (pid {}) will run on device {} {}; it starts before its admission",
         record.name, record.pid, record.device, devices_[record.device].identity);
@@ -428,9 +428,7 @@ void NodeDaemon::handle(const Message& message) {
     ClientRecord& record = node.clients[message.slot];
     if (record.pid != message.pid) return refuse(message, "not the registered client of the slot");
     if (record.state != ClientState::Waiting) return; // stale (admitted from its record meanwhile)
-    record.weightedDemand = message.weightedDemand;
-    record.peakDemand = message.peakDemand;
-    record.admissionRequested = 1;
+    records().requestAdmission(message.slot, message.pid, message.weightedDemand, message.peakDemand);
     applyLearnedDemand(record);
     return;
   }
@@ -441,23 +439,21 @@ void NodeDaemon::handle(const Message& message) {
     if (message.slot == kNoSlot) return refuse(message, "names no client record");
     if (!demandsInRange(message)) return refuse(message, "demand out of range");
     RobustLock lock = lockNode();
-    ClientRecord& sender = node.clients[message.slot];
+    const ClientRecord& sender = node.clients[message.slot];
     if (sender.pid != message.pid || sender.state == ClientState::Free)
       return refuse(message, "not the registered client of the slot");
     const std::uint32_t target = sender.state == ClientState::Memory ? sender.querySlot : message.slot;
     if (target >= kMaxClients) return;
-    ClientRecord& query = node.clients[target];
+    const ClientRecord& query = node.clients[target];
     if (query.state != ClientState::Waiting && query.state != ClientState::Running) return;
     if (sender.state == ClientState::Memory) {
       // One process of the query: its own demand, and the query's is the sum
       // over its live processes (they hold device memory at the same time),
       // not whichever reported last.
-      sender.weightedDemand = message.weightedDemand;
-      sender.peakDemand = message.peakDemand;
+      records().setDemand(message.slot, message.weightedDemand, message.peakDemand);
       setDemandFromProcesses(node, target);
     } else {
-      query.weightedDemand = message.weightedDemand;
-      query.peakDemand = message.peakDemand;
+      records().setDemand(target, message.weightedDemand, message.peakDemand);
     }
     log(LogLevel::Debug, "mqxd: query '{}' demand now {} MiB weighted, {} MiB peak", query.name,
         query.weightedDemand >> 20, query.peakDemand >> 20);
@@ -482,6 +478,7 @@ void NodeDaemon::handle(const Message& message) {
     }
     if (query.observedPeak > 0) history_.record(query.name, query.observedPeak);
     query = RunningQuery{};
+    undeclared_.ended(message.slot);
     return;
   }
   default: return; // Wake: the loop looks at the segment anyway
@@ -493,18 +490,17 @@ void NodeDaemon::reclaimDeadClients() {
   std::vector<pid_t> dead;
   {
     RobustLock lock = lockNode();
-    for (ClientRecord& record : node.clients) {
+    for (std::uint32_t slot = 0; slot < kMaxClients; ++slot) {
+      const ClientRecord& record = node.clients[slot];
       if (record.state == ClientState::Free || processAlive(record.pid)) continue;
       log(record.budgetHeld != 0 ? LogLevel::Warn : LogLevel::Info, "mqxd: client {} died; reclaiming its {} bytes",
           record.pid, record.budgetHeld);
-      node.reclaimedBytes += record.budgetHeld;
-      ++node.deadClients;
       if (trace_)
         trace_->record(trace::instantEvent("client died", "liveness", trace::kAdmissionTrack)
                            .argument("pid", static_cast<std::uint64_t>(record.pid))
                            .argument("reclaimed_bytes", record.budgetHeld)
                            .withLabel(record.name));
-      node.retire(record); // its last published activity stays in the node's totals
+      records().reclaimDead(slot); // its last published activity stays in the node's totals
       dead.push_back(record.pid);
     }
   }
@@ -537,6 +533,11 @@ NodeMetrics NodeDaemon::metrics() {
   result.admissionPostponements = postponements_;
   result.messagesRefused = messagesRefused_;
   result.uptimeSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  if (config_.admission == AdmissionKind::Adaptive)
+    for (const AdaptiveAdmission& controller : adaptive_) {
+      result.admissionLimits.push_back(controller.limit());
+      result.secondsPerEviction.push_back(controller.costPerEviction());
+    }
   return result;
 }
 

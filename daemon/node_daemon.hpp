@@ -19,6 +19,7 @@
 #include "config/config.hpp"
 #include "demand_history.hpp"
 #include "device_placement.hpp"
+#include "ipc/client_records.hpp"
 #include "ipc/ipc_names.hpp"
 #include "ipc/message_queue.hpp"
 #include "ipc/shared_segment.hpp"
@@ -26,6 +27,7 @@
 #include "metrics_exporter.hpp"
 #include "mps_control.hpp"
 #include "trace/trace_recorder.hpp"
+#include "undeclared_demand.hpp"
 
 namespace mqx::daemon {
 
@@ -74,6 +76,8 @@ private:
   struct StopRequested {};
   ipc::RobustLock lockNode();
   void checkSegment(); // throws SegmentDamaged
+  // The node's client records, through the transitions that change them.
+  ipc::ClientRecords records() { return ipc::ClientRecords(segment_->state()); }
   void reclaimDeadClients();
   // Stale queues (docs/daemon.md, "Queues of dead clients"): the queues of
   // `pids` that are dead go; the live ones are kept in orphans_ and checked
@@ -84,6 +88,8 @@ private:
   void reportStoppedHolders();
   void setDemandFromProcesses(ipc::NodeState& node, std::uint32_t querySlot);
   void applyLearnedDemand(ipc::ClientRecord& record);
+  QueryDemand demandFor(const ipc::ClientRecord& record, std::uint32_t slot, std::uint64_t held, double now);
+  static double secondsNow() { return static_cast<double>(ipc::monotonicNanoseconds()) * 1e-9; }
   void observeQueries();
   // The bytes each query's processes hold now on the device it runs on.
   std::array<std::uint64_t, ipc::kMaxClients> heldByQuery();
@@ -112,6 +118,7 @@ private:
   std::shared_ptr<ConcurrencyLimits> limits_; // before placement_, whose policy reads it
   DevicePlacement placement_;
   DemandHistory history_;
+  UndeclaredDemand undeclared_; // queries that declare nothing and were never learned
   std::unique_ptr<ipc::SharedSegment> segment_;
   std::unique_ptr<ipc::MessageQueue> requests_;
   LaunchService launches_;

@@ -64,6 +64,9 @@ struct Config {
   unsigned adaptiveMaxLimit = 16;
   double adaptiveEvictionShare = 0.08; // eviction seconds per second of the device above which the limit halves
   double adaptiveGain = 0.1;           // the throughput gain a step up must bring to be kept
+  // A query that declares nothing counts as its whole device until what its
+  // processes hold has not grown for this long (docs/daemon.md).
+  unsigned undeclaredSettleMilliseconds = 2000;
   unsigned livenessIntervalMilliseconds = 100;
   unsigned evictionTimeoutMilliseconds = 2000;
   unsigned demandReportIntervalMilliseconds = 100; // a query's observed demand goes to mqxd at most this often

@@ -52,6 +52,7 @@ const std::set<std::string>& otherVariables() {
       "MQX_TEST_CHECK_EVERY_STEP",   // tests/unit/differential_test
       "MQX_DIFFERENTIAL_SEQUENCES",  // tests/unit/differential_test
       "MQX_DIFFERENTIAL_FIRST_SEED", // tests/unit/differential_test
+      "MQX_DIFFERENTIAL_STATISTICS", // tests/unit/differential_test
       "MQX_PEERS_DEVICE_GIB",        // tools/gpu-peers
       "MQX_ROUTES_FACTOR",           // tools/gpu-routes
       "MQX_ROUTES_ONLY",             // tools/gpu-routes

@@ -50,16 +50,17 @@ void DeviceWork::addUses(Region* region, DevicePtr address, std::size_t bytes, A
 Status DeviceWorkRunner::run(DeviceWork& work, StreamHandle stream, bool wait) {
   if (work.empty()) return Status::Success;
   if (!work.usesUnique) work.uses = mergedUses(std::move(work.uses));
-  const std::uint64_t pendingBefore = residency_.pendingPagesMade();
+  const std::uint64_t pendingBefore = mapper_.pendingPagesMade();
+  preparedSinceLastOperation_ = false;
   MQX_TRY(residency_.makeResident(work.uses, stream));
   // Evictions to make room may have left pages pending (clean pages whose
   // image is not yet in their host block): work that may reach every page
   // needs their bytes there too.
-  if (work.reachesEveryPage && residency_.pendingPagesMade() != pendingBefore) {
+  if (work.reachesEveryPage && mapper_.pendingPagesMade() != pendingBefore) {
     Status materialized = Status::Success;
     directory_.forEach([&](Region& region) {
       for (std::uint32_t i = 0; i < region.pageCount() && ok(materialized); ++i)
-        materialized = residency_.materialize(region, i);
+        materialized = mapper_.materialize(region, i);
     });
     MQX_TRY(materialized);
   }
@@ -68,7 +69,7 @@ Status DeviceWorkRunner::run(DeviceWork& work, StreamHandle stream, bool wait) {
   MQX_TRY(recordWritten(work));
   // Multi-process mode: the other processes see these regions' new policy
   // inputs (uses come grouped by region).
-  residency_.publish(work.uses);
+  peers_.publish(work.uses);
   std::vector<PageKey>& keys = completionKeys_;
   keys.clear();
   for (const auto& use : work.uses)
@@ -77,8 +78,9 @@ Status DeviceWorkRunner::run(DeviceWork& work, StreamHandle stream, bool wait) {
   device::Fence fence;
   MQX_TRY(residency_.pinUntilComplete(keys, stream, &fence));
   if (work.reachesEveryPage) {
-    residency_.reachesEveryPage(fence);
-    preparedVersion_ = residency_.stateVersion(); // everything prepared, as of this launch
+    mapper_.reachesEveryPage(fence);
+    preparedVersion_ = mapper_.version(); // everything prepared, as of this launch
+    preparedSinceLastOperation_ = true;
   }
   // The work is enqueued: dirty pages next in line for eviction are written
   // back while it runs (under eviction pressure only).
@@ -94,12 +96,9 @@ Status DeviceWorkRunner::run(DeviceWork& work, StreamHandle stream, bool wait) {
 Status DeviceWorkRunner::recordWritten(const DeviceWork& work) {
   for (const auto& [region, page] : work.written) {
     PageState& state = region->pages[page];
-    HostImage previous;
-    if (state.hostMapped()) // written on its host block, which now holds its bytes
-      MQX_TRY(PageStore::writtenOnBacking(state, previous));
-    else
-      MQX_TRY(PageStore::writtenOnDevice(state, previous));
-    residency_.releaseHostImage(*region, page, previous);
+    // Written on its host block, which now holds its bytes, or on the device.
+    MQX_TRY(mapper_.handBack(
+        *region, page, state.hostMapped() ? PageStore::writtenOnBacking(state) : PageStore::writtenOnDevice(state)));
   }
   return Status::Success;
 }
@@ -115,10 +114,8 @@ Status DeviceWorkRunner::markResidentReferenced(const DeviceWork& work, std::vec
       PageState& page = region.pages[i];
       if (!page.backed() || !page.deviceValid()) continue;
       // The kernel counts as writing it: the device copy becomes the only one.
-      HostImage previous;
-      marked = PageStore::writtenOnDevice(page, previous);
+      marked = mapper_.handBack(region, i, PageStore::writtenOnDevice(page));
       if (!ok(marked)) return;
-      residency_.releaseHostImage(region, i, previous);
       keys.push_back({region.id, i});
     }
   });
@@ -126,7 +123,7 @@ Status DeviceWorkRunner::markResidentReferenced(const DeviceWork& work, std::vec
 }
 
 Status DeviceWorkRunner::prepareEveryPage(const std::vector<RegionReference>& references, DeviceWork& work) {
-  if (preparedVersion_ == residency_.stateVersion()) return Status::Success;
+  if (preparedSinceLastOperation_ && preparedVersion_ == mapper_.version()) return Status::Success;
   Status prepared = Status::Success;
   directory_.forEach([&](Region& region) {
     if (!ok(prepared)) return;
@@ -135,7 +132,7 @@ Status DeviceWorkRunner::prepareEveryPage(const std::vector<RegionReference>& re
     for (std::uint32_t i = 0; i < region.pageCount() && ok(prepared); ++i) {
       const PageState& page = region.pages[i];
       if (page.hostMapped()) {
-        prepared = residency_.materialize(region, i);
+        prepared = mapper_.materialize(region, i);
       } else if (page.backed() && (!page.deviceValid() || page.host().kind != HostImageKind::None)) {
         work.uses.push_back({&region, i, Access::Both});
         work.written.emplace_back(&region, i);

@@ -1,8 +1,9 @@
 // DeviceWork and DeviceWorkRunner: the device side of one API call (a copy,
 // a memset, a launch). The call lists the pages it needs and the operations
 // to enqueue; the runner makes the pages resident (ResidencyManager),
-// enqueues the operations, records the pages they wrote (PageStore) and pins
-// every page until the work completes (docs/architecture.md decision 7).
+// enqueues the operations, records the pages they wrote (PageStore, the
+// images they let go of handed back to the PageMapper) and pins every page
+// until the work completes (docs/architecture.md decision 7).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,8 @@
 #include <vector>
 
 #include "common/status.hpp"
+#include "core/page_mapper.hpp"
+#include "core/peer_eviction.hpp"
 #include "core/reference_finder.hpp"
 #include "core/region_directory.hpp"
 #include "core/residency_manager.hpp"
@@ -43,9 +46,10 @@ struct DeviceWork {
 
 class DeviceWorkRunner {
 public:
-  DeviceWorkRunner(ResidencyManager& residency, RegionDirectory& directory, device::DeviceBackend& backend,
-                   trace::TraceRecorder* trace)
-      : residency_(residency), directory_(directory), backend_(backend), trace_(trace) {}
+  DeviceWorkRunner(ResidencyManager& residency, PageMapper& mapper, PeerEviction& peers, RegionDirectory& directory,
+                   device::DeviceBackend& backend, trace::TraceRecorder* trace)
+      : residency_(residency), mapper_(mapper), peers_(peers), directory_(directory), backend_(backend), trace_(trace) {
+  }
 
   // Makes the work's pages resident, enqueues its operations on `stream`,
   // records what they wrote and pins the pages until the work completes;
@@ -62,13 +66,20 @@ private:
   Status markResidentReferenced(const DeviceWork& work, std::vector<PageKey>& keys);
 
   ResidencyManager& residency_;
+  PageMapper& mapper_;
+  PeerEviction& peers_;
   RegionDirectory& directory_;
   device::DeviceBackend& backend_;
   trace::TraceRecorder* trace_; // null: tracing off
   // run()'s scratch, reused so that a launch allocates nothing once it has
   // grown (no operation re-enters run()).
   std::vector<PageKey> completionKeys_;
+  // The pages as the last launch that may reach every page left them: the
+  // mapper's version then, and whether no operation used pages since (an
+  // operation may leave the pages it read clean on the device beside their
+  // host image, which the next such launch must dirty).
   std::uint64_t preparedVersion_ = ~std::uint64_t{0};
+  bool preparedSinceLastOperation_ = false;
 };
 
 } // namespace mqx

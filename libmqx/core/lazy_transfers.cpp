@@ -8,39 +8,41 @@
 
 namespace mqx {
 
-bool LazyTransfers::inFlight(const PageState& page) const {
-  return page.pinned() || (page.hostMapped() && residency_.everyPageReachable());
-}
-
 void LazyTransfers::countAvoidedLoad(const Region& region, std::uint32_t index) {
   const PageState& page = region.pages[index];
   const bool lazyData = page.host().kind == HostImageKind::CowSource || page.host().kind == HostImageKind::Swap;
   if (lazyData && !page.deviceValid()) statistics_.bytesAvoidedLazy += region.pageDataBytes(index);
 }
 
-Status LazyTransfers::replaceHostImage(Region& region, std::uint32_t index, HostImage image) {
+Status LazyTransfers::replaceHostImage(Region& region, std::uint32_t index, HostImage image, SwapSlot slot) {
   countAvoidedLoad(region, index);
   PageState& page = region.pages[index];
   // A page on a host block keeps its block (which it maps) and takes the
-  // bytes there instead.
+  // bytes there instead; the slot goes back.
   if (image.kind == HostImageKind::Swap && page.hostMapped() && image.slot != page.backing()) {
     std::memcpy(page.backing(), image.slot, region.pageDataBytes(index));
-    swap_.release(image.slot, region.pageMappedBytes(index));
     image = HostImage::inSwap(page.backing());
+    slot.reset();
   }
-  HostImage previous;
-  MQX_TRY(PageStore::imageReplaced(page, std::move(image), previous));
-  residency_.releaseHostImage(region, index, previous);
-  residency_.noteStateChange();
+  return mapper_.handBack(region, index, PageStore::imageReplaced(page, std::move(image)), slot);
+}
+
+Status LazyTransfers::readDeviceToSlot(Region& region, std::uint32_t index, std::byte* slot) {
+  const StreamHandle toHost = backend_.transferStream(device::TransferDirection::ToHost);
+  MQX_TRY(backend_.order(backend_.transferStream(device::TransferDirection::ToDevice), toHost));
+  MQX_TRY(backend_.copyToHost(slot, region.pageAddress(index), region.pageDataBytes(index), toHost, slots_.pinned()));
+  device::Fence done;
+  MQX_TRY(backend_.enqueueFence(toHost, &done));
+  MQX_TRY(backend_.waitFence(done));
+  statistics_.bytesToHost += region.pageDataBytes(index);
   return Status::Success;
 }
 
 Status LazyTransfers::materializeSwap(Region& region, std::uint32_t index, std::byte** slot) {
   *slot = nullptr;
   PageState& page = region.pages[index];
-  residency_.noteStateChange();
   if (page.hostMapped()) { // its host block holds its bytes
-    MQX_TRY(residency_.materialize(region, index));
+    MQX_TRY(mapper_.materialize(region, index));
     *slot = page.backing();
     return Status::Success;
   }
@@ -48,21 +50,16 @@ Status LazyTransfers::materializeSwap(Region& region, std::uint32_t index, std::
     *slot = page.host().slot;
     return Status::Success;
   }
-  std::byte* acquired = residency_.acquireSlot(region.pageMappedBytes(index));
-  if (acquired == nullptr) return Status::Success;
+  SwapSlot acquired = slots_.acquire(region.pageMappedBytes(index));
+  if (!acquired) return Status::Success;
+  std::byte* copy = acquired.get();
   if (page.host().kind == HostImageKind::None) {
-    if (!ok(residency_.readDeviceToSlot(region, index, acquired))) {
-      swap_.release(acquired, region.pageMappedBytes(index));
-      return Status::Success;
-    }
-    MQX_TRY(PageStore::wroteBack(page, acquired));
+    if (!ok(readDeviceToSlot(region, index, copy))) return Status::Success;
+    MQX_TRY(mapper_.wroteBack(page, std::move(acquired)));
   } else {
-    readHostImage(page.host(), 0, region.pageDataBytes(index), acquired);
-    HostImage previous;
-    MQX_TRY(PageStore::imageCopied(page, acquired, previous));
-    residency_.releaseHostImage(region, index, previous);
+    MQX_TRY(mapper_.copyImageTo(region, index, std::move(acquired)));
   }
-  *slot = acquired;
+  *slot = copy;
   return Status::Success;
 }
 
@@ -89,16 +86,17 @@ Status LazyTransfers::copyFromHost(Region& region, const Piece& piece, const std
                                    bool* done) {
   *done = true;
   PageState& page = region.pages[piece.page];
-  const bool lazy = options_.lazyTransfer && !inFlight(page);
+  const bool lazy = options_.lazyTransfer && !mapper_.mayBeReached(page, PageAccess::WriteImage);
   if (lazy && coversPage(region, piece)) {
     // protect() records this page's reference to the source before the old
     // image (which may be the same source) lets go of its own.
     if (auto image = extent.allowed ? cowImage(region, piece, source, extent) : std::nullopt)
       return replaceHostImage(region, piece.page, std::move(*image));
-    if (std::byte* slot = residency_.acquireSlot(region.pageMappedBytes(piece.page))) {
-      std::memcpy(slot, source, piece.bytes);
+    if (SwapSlot slot = slots_.acquire(region.pageMappedBytes(piece.page))) {
+      std::memcpy(slot.get(), source, piece.bytes);
       statistics_.bytesCopiedOnHost += piece.bytes;
-      return replaceHostImage(region, piece.page, HostImage::inSwap(slot));
+      const HostImage image = HostImage::inSwap(slot.get());
+      return replaceHostImage(region, piece.page, image, std::move(slot));
     }
   } else if (lazy && !page.dirty()) {
     std::byte* slot = nullptr;
@@ -106,7 +104,7 @@ Status LazyTransfers::copyFromHost(Region& region, const Piece& piece, const std
     if (slot != nullptr) {
       std::memcpy(slot + piece.offset, source, piece.bytes);
       statistics_.bytesCopiedOnHost += piece.bytes;
-      return PageStore::writtenOnHost(page);
+      return mapper_.writtenOnHost(page);
     }
   }
   *done = false;
@@ -117,7 +115,7 @@ Status LazyTransfers::fill(Region& region, const Piece& piece, std::uint32_t pat
                            bool* done) {
   *done = true;
   PageState& page = region.pages[piece.page];
-  const bool lazy = options_.lazyTransfer && !inFlight(page);
+  const bool lazy = options_.lazyTransfer && !mapper_.mayBeReached(page, PageAccess::WriteImage);
   if (lazy && coversPage(region, piece) && piece.bytes % elementSize == 0) {
     HostImage image = HostImage::filled(elementSize, pattern);
     if (elementSize == 1 && pattern == 0) image = HostImage::of(HostImageKind::Zero);
@@ -130,7 +128,7 @@ Status LazyTransfers::fill(Region& region, const Piece& piece, std::uint32_t pat
       const HostImage fill = HostImage::filled(elementSize, pattern);
       // Fill phase: the memset starts element-aligned, and so does the piece.
       readHostImage(fill, 0, piece.bytes, slot + piece.offset);
-      return PageStore::writtenOnHost(page);
+      return mapper_.writtenOnHost(page);
     }
   }
   *done = false;
@@ -152,22 +150,24 @@ Status LazyTransfers::copyImage(Region& destination, const Piece& piece, Region&
   // the host, at once, so such a source is copied on the device instead, in
   // stream order (found by the differential test's StreamsByDependencies
   // variants).
-  if (source.pageDataBytes(sourceIndex) != piece.bytes || from.host().kind == HostImageKind::None || inFlight(to) ||
-      (from.hostMapped() && inFlight(from)) || (&source == &destination && sourceIndex == piece.page))
+  if (source.pageDataBytes(sourceIndex) != piece.bytes || from.host().kind == HostImageKind::None ||
+      mapper_.mayBeReached(to, PageAccess::WriteImage) || mapper_.mayBeReached(from, PageAccess::ReadImage) ||
+      (&source == &destination && sourceIndex == piece.page))
     return Status::Success;
   HostImage image = from.host();
+  SwapSlot slot;
   if (image.kind == HostImageKind::CowSource) {
     // The destination shares the source's saved edges too.
     if (!cow_.protect(image.protectedStart(), image.protectedBytes(piece.bytes), PageKey{destination.id, piece.page}))
       return Status::Success;
   } else if (image.kind == HostImageKind::Swap) {
-    std::byte* slot = residency_.acquireSlot(destination.pageMappedBytes(piece.page));
-    if (slot == nullptr) return Status::Success;
-    std::memcpy(slot, image.slot, piece.bytes);
-    image.slot = slot;
+    slot = slots_.acquire(destination.pageMappedBytes(piece.page));
+    if (!slot) return Status::Success;
+    std::memcpy(slot.get(), image.slot, piece.bytes);
+    image.slot = slot.get();
   }
   *done = true;
-  return replaceHostImage(destination, piece.page, image);
+  return replaceHostImage(destination, piece.page, image, std::move(slot));
 }
 
 Status LazyTransfers::breakCow(const CowRecord& record) {
@@ -175,22 +175,14 @@ Status LazyTransfers::breakCow(const CowRecord& record) {
   if (region == nullptr) return Status::Success;
   const std::uint32_t index = record.owner.page;
   PageState& page = region->pages[index];
-  residency_.waitForSourceReads(); // a load may still be reading the source
-  HostImage previous;
-  if (page.deviceValid()) { // the device copy is now the only one
-    MQX_TRY(PageStore::imageDropped(page, previous));
-    residency_.releaseHostImage(*region, index, previous);
-    return Status::Success;
-  }
+  mapper_.waitForSourceReads(); // a load may still be reading the source
+  if (page.deviceValid())       // the device copy is now the only one
+    return mapper_.handBack(*region, index, PageStore::imageDropped(page));
   // Over the limit if need be: failing here would lose the application's data.
   const std::size_t bytes = region->pageDataBytes(index);
   statistics_.cowBytesSaved += bytes;
-  if (page.hostMapped()) return residency_.materialize(*region, index); // its host block takes the bytes
-  std::byte* slot = residency_.acquireSlot(region->pageMappedBytes(index), true);
-  readHostImage(page.host(), 0, bytes, slot); // the saved edges included
-  MQX_TRY(PageStore::imageCopied(page, slot, previous));
-  residency_.releaseHostImage(*region, index, previous);
-  return Status::Success;
+  if (page.hostMapped()) return mapper_.materialize(*region, index); // its host block takes the bytes
+  return mapper_.copyImageTo(*region, index, slots_.acquire(region->pageMappedBytes(index), true));
 }
 
 Status LazyTransfers::prepareHostWrite(std::uintptr_t address, std::size_t bytes) {

@@ -13,11 +13,12 @@
 
 #include "common/status.hpp"
 #include "core/cow_tracker.hpp"
+#include "core/page_mapper.hpp"
 #include "core/page_pieces.hpp"
 #include "core/region_directory.hpp"
-#include "core/residency_manager.hpp"
 #include "core/statistics.hpp"
-#include "core/swap_buffer.hpp"
+#include "core/swap_slots.hpp"
+#include "device/device_backend.hpp"
 
 namespace mqx {
 
@@ -36,9 +37,9 @@ struct CowExtent {
 
 class LazyTransfers {
 public:
-  LazyTransfers(LazyTransferOptions options, ResidencyManager& residency, SwapBuffer& swap, CowTracker& cow,
-                RegionDirectory& directory, Statistics& statistics)
-      : options_(options), residency_(residency), swap_(swap), cow_(cow), directory_(directory),
+  LazyTransfers(LazyTransferOptions options, PageMapper& mapper, SwapSlots& slots, CowTracker& cow,
+                RegionDirectory& directory, device::DeviceBackend& backend, Statistics& statistics)
+      : options_(options), mapper_(mapper), slots_(slots), cow_(cow), directory_(directory), backend_(backend),
         statistics_(statistics) {}
 
   // Each of these sets *done to whether it did the piece's work on the host;
@@ -65,15 +66,16 @@ public:
   void countAvoidedLoad(const Region& region, std::uint32_t page);
 
 private:
-  // Whether lazy (host-side) changes to the page could race with in-flight
-  // device work that reaches it.
-  bool inFlight(const PageState& page) const;
-  // Installs `image` as the page's only copy. The new image is acquired by
-  // the caller before the old one goes, so that a failure loses nothing.
-  Status replaceHostImage(Region& region, std::uint32_t page, HostImage image);
+  // Installs `image` as the page's only copy (`slot`: its swap slot, for a
+  // Swap image). The new image is acquired by the caller before the old one
+  // goes, so that a failure loses nothing.
+  Status replaceHostImage(Region& region, std::uint32_t page, HostImage image, SwapSlot slot = {});
   // Gives the page a swap-slot image holding its current content; *slot
   // null when the swap buffer is full.
   Status materializeSwap(Region& region, std::uint32_t page, std::byte** slot);
+  // Copies the page's device content into `slot` and waits for it (the page
+  // must not be pinned by work that writes it).
+  Status readDeviceToSlot(Region& region, std::uint32_t page, std::byte* slot);
   // The piece's source as a copy-on-write image: its edges saved, the rest
   // write-protected (and recorded as read by the page). Nullopt when the
   // source cannot be protected.
@@ -81,10 +83,11 @@ private:
                                     const CowExtent& extent);
 
   LazyTransferOptions options_;
-  ResidencyManager& residency_;
-  SwapBuffer& swap_;
+  PageMapper& mapper_;
+  SwapSlots& slots_;
   CowTracker& cow_;
   RegionDirectory& directory_;
+  device::DeviceBackend& backend_;
   Statistics& statistics_;
 };
 

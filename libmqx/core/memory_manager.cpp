@@ -17,12 +17,15 @@
 #include "core/device_work.hpp"
 #include "core/host_image.hpp"
 #include "core/lazy_transfers.hpp"
+#include "core/page_mapper.hpp"
 #include "core/page_pieces.hpp"
 #include "core/page_store.hpp"
+#include "core/peer_eviction.hpp"
 #include "core/reference_finder.hpp"
 #include "core/region_directory.hpp"
 #include "core/residency_manager.hpp"
 #include "core/swap_buffer.hpp"
+#include "core/swap_slots.hpp"
 #include "trace/trace_span.hpp"
 #include "trace/trace_tracks.hpp"
 
@@ -83,11 +86,15 @@ struct ManagerState {
         budget(sharedBudget ? std::move(sharedBudget)
                             : std::make_shared<LocalDeviceBudget>(
                                   options.deviceMemoryLimit != 0 ? options.deviceMemoryLimit : device.totalMemory())),
-        swap(device, options.swapBufferLimit, options.pinnedSwap), trace(openTrace(options.trace, device)),
-        residency(ResidencyContext{options.residency, backend, *budget, swap, cow, directory, stats, trace.get()},
-                  makeReplacementPolicy(options.policy)),
-        references(options.references, backend, directory), runner(residency, directory, backend, trace.get()),
-        lazy(LazyTransferOptions{options.lazyTransfer}, residency, swap, cow, directory, stats),
+        swap(device, options.swapBufferLimit, options.pinnedSwap), slots(device, swap),
+        trace(openTrace(options.trace, device)), mapper(backend, *budget, slots, cow, stats),
+        peers(std::chrono::milliseconds(options.residency.evictionTimeoutMilliseconds), *budget, stats, trace.get()),
+        residency(
+            ResidencyContext{options.residency, backend, *budget, mapper, slots, directory, peers, stats, trace.get()},
+            makeReplacementPolicy(options.policy)),
+        references(options.references, backend, directory),
+        runner(residency, mapper, peers, directory, backend, trace.get()),
+        lazy(LazyTransferOptions{options.lazyTransfer}, mapper, slots, cow, directory, backend, stats),
         pageSize(roundUp(std::max(options.pageSize, backend.granularity()), backend.granularity())) {}
 
   // Validates that [address, address + bytes) lies inside one managed region.
@@ -101,10 +108,13 @@ struct ManagerState {
   device::DeviceBackend& backend;
   std::shared_ptr<DeviceBudget> budget;
   SwapBuffer swap;
+  SwapSlots slots;
   CowTracker cow;
   RegionDirectory directory;
   Statistics stats;
-  std::unique_ptr<trace::TraceRecorder> trace; // before residency, which records into it
+  std::unique_ptr<trace::TraceRecorder> trace; // before the parts that record into it
+  PageMapper mapper;
+  PeerEviction peers; // evicts for other processes through `residency`
   ResidencyManager residency;
   ReferenceFinder references;
   DeviceWorkRunner runner;
@@ -130,8 +140,9 @@ MemoryManager::~MemoryManager() {
   state_->directory.forEach([&](Region& region) { ids.push_back(region.id); });
   for (RegionId id : ids) {
     Region* region = state_->directory.byId(id);
-    if (Status status = state_->residency.releaseRegion(*region); !ok(status))
+    if (Status status = state_->mapper.releaseRegion(*region); !ok(status))
       log(LogLevel::Error, "region {} not released at exit: {}", id, toString(status));
+    state_->peers.publish(*region); // nothing resident: withdrawn
     if (!region->adopted) (void)state_->backend.release(region->base, region->reservedSize);
     state_->directory.remove(id);
   }
@@ -170,7 +181,7 @@ Status MemoryManager::adopt(DevicePtr base, std::size_t bytes) {
 // device memory runs from host memory).
 Status MemoryManager::admitRegion(std::size_t bytes, std::size_t reserved) {
   auto& s = *state_;
-  const bool largerThanBudget = reserved > s.budget->limit() && !s.residency.mapsHost();
+  const bool largerThanBudget = reserved > s.budget->limit() && !s.mapper.mapsHost();
   if (largerThanBudget || s.directory.totalBytes() + bytes > s.budget->limit() + s.swap.limit()) {
     log(LogLevel::Info, "allocation of {} bytes refused: device budget {} + swap {} , {} allocated", bytes,
         s.budget->limit(), s.swap.limit(), s.directory.totalBytes());
@@ -192,7 +203,10 @@ Status MemoryManager::addRegion(DevicePtr base, std::size_t bytes, std::size_t r
   region->pages.resize((reserved + region->pageSize - 1) / region->pageSize);
   Region& added = *region;
   s.directory.add(std::move(region));
-  if (s.residency.mapsHost()) MQX_TRY(s.residency.mapNewRegion(added));
+  if (s.mapper.mapsHost()) {
+    MQX_TRY(s.mapper.mapNewRegion(added));
+    s.peers.publish(added);
+  }
   return Status::Success;
 }
 
@@ -202,10 +216,12 @@ Status MemoryManager::free(DevicePtr address) {
   Region* region = s.directory.byBase(address);
   if (region == nullptr) return Status::InvalidValue;
   // The driver's free waits for work using the memory; so do we.
-  MQX_TRY(s.residency.waitUnpinned(*region));
+  MQX_TRY(s.residency.waitUnreached(*region));
   for (std::uint32_t i = 0; i < region->pageCount(); ++i)
     s.lazy.countAvoidedLoad(*region, i);
-  MQX_TRY(s.residency.releaseRegion(*region));
+  const Status released = s.mapper.releaseRegion(*region);
+  s.peers.publish(*region); // nothing resident: withdrawn
+  MQX_TRY(released);
   if (!region->adopted) MQX_TRY(s.backend.release(region->base, region->reservedSize));
   s.references.forget(region->id);
   const RegionId gone = region->id;
@@ -425,7 +441,7 @@ Status MemoryManager::launch(const device::KernelLaunch& launch) {
     }
   DeviceWork& work = s.launchWork;
   work.clear();
-  const std::uint64_t now = s.residency.tick();
+  const std::uint64_t now = s.peers.tick();
   for (const auto& reference : references) {
     Region& region = *reference.region;
     region.lastUse = now;
@@ -439,11 +455,11 @@ Status MemoryManager::launch(const device::KernelLaunch& launch) {
       if (writes(reference.access)) work.written.emplace_back(&region, i);
     }
   }
-  if (s.residency.sharesNode()) {
+  if (s.peers.sharesNode()) {
     std::size_t footprint = 0; // what the query's kernels actually use (its demand as it runs)
     for (const auto& reference : references)
       footprint += reference.region->reservedSize;
-    s.residency.observeLaunchFootprint(footprint);
+    s.peers.observeLaunchFootprint(footprint);
   }
   if (span.active()) {
     std::uint64_t referenced = 0;
@@ -453,7 +469,7 @@ Status MemoryManager::launch(const device::KernelLaunch& launch) {
   }
   // A launch whose references are not known may reach any page: with pages
   // on host blocks it runs whatever it touches (docs/architecture.md).
-  if (!referencesComplete && s.residency.mapsHost()) {
+  if (!referencesComplete && s.mapper.mapsHost()) {
     work.reachesEveryPage = true;
     MQX_TRY(s.runner.prepareEveryPage(references, work));
   }
@@ -471,11 +487,11 @@ Status MemoryManager::launchUnknown(StreamHandle stream, const std::function<Sta
   ++s.stats.launches;
   std::vector<RegionReference> references;
   DeviceWork work;
-  if (s.residency.mapsHost()) {
+  if (s.mapper.mapsHost()) {
     work.reachesEveryPage = true;
     MQX_TRY(s.runner.prepareEveryPage(references, work));
   } else {
-    const std::uint64_t now = s.residency.tick();
+    const std::uint64_t now = s.peers.tick();
     s.directory.forEach([&](Region& region) {
       region.lastUse = now;
       for (std::uint32_t i = 0; i < region.pageCount(); ++i) {
@@ -532,14 +548,14 @@ std::size_t MemoryManager::evictForOtherProcess(std::size_t bytes, std::chrono::
     std::unique_lock lock(state_->mutex, std::try_to_lock);
     if (lock.owns_lock()) {
       insideManager = true;
-      const std::size_t freed = state_->residency.evictForOtherProcess(bytes, preferred);
+      const std::size_t freed = state_->peers.evictForOtherProcess(bytes, preferred, state_->residency);
       insideManager = false;
       return freed;
     }
     // An operation of this process yields to an older one with the lock
     // held: the yielding thread evicts for the requester.
-    if (auto freed = state_->residency.handoff().request(bytes, preferred, deadline)) return *freed;
-    if (state_->residency.waitingForOtherProcesses() || std::chrono::steady_clock::now() >= deadline) return 0;
+    if (auto freed = state_->peers.handoff().request(bytes, preferred, deadline)) return *freed;
+    if (state_->peers.waitingForOtherProcesses() || std::chrono::steady_clock::now() >= deadline) return 0;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
 }

@@ -28,7 +28,26 @@ Status refuse(const char* transition, const char* why, const PageState& page) {
   return Status::Unknown;
 }
 
+PreviousImage refusedImage(const char* transition, const char* why, const PageState& page) {
+  return PreviousImage::refused(refuse(transition, why, page));
+}
+
 } // namespace
+
+PreviousImage& PreviousImage::operator=(PreviousImage&& other) noexcept {
+  if (this != &other) {
+    this->~PreviousImage(); // reports an image overwritten before it was handed back
+    status_ = other.status_;
+    image_ = other.take();
+  }
+  return *this;
+}
+
+PreviousImage::~PreviousImage() {
+  if (image_.kind != HostImageKind::None)
+    log(LogLevel::Error, "a page's previous host image ({}) was never handed back: what it held is lost",
+        kindName(image_.kind));
+}
 
 const char* PageStore::inconsistency(const HostImage& host, bool backed, const std::byte* backing, bool deviceValid) {
   if (!deviceValid && host.kind == HostImageKind::None) return "no copy would hold the page's bytes";
@@ -46,7 +65,8 @@ Status PageStore::mappedToDevice(PageState& page) {
   if (const char* why = inconsistency(page.host_, true, nullptr, page.deviceValid_)) return refuse(kName, why, page);
   page.backed_ = true;
   page.backing_ = nullptr;
-  return changed(page);
+  changed(page);
+  return Status::Success;
 }
 
 Status PageStore::unbacked(PageState& page) {
@@ -56,7 +76,8 @@ Status PageStore::unbacked(PageState& page) {
   if (const char* why = inconsistency(page.host_, false, page.backing_, false)) return refuse(kName, why, page);
   page.backed_ = false;
   page.deviceValid_ = false;
-  return changed(page);
+  changed(page);
+  return Status::Success;
 }
 
 Status PageStore::mappedToBacking(PageState& page, std::byte* slot) {
@@ -66,7 +87,8 @@ Status PageStore::mappedToBacking(PageState& page, std::byte* slot) {
   if (page.hostMapped()) return refuse(kName, "the page already maps a host block", page);
   if (const char* why = inconsistency(page.host_, false, slot, page.deviceValid_)) return refuse(kName, why, page);
   page.backing_ = slot;
-  return changed(page);
+  changed(page);
+  return Status::Success;
 }
 
 Status PageStore::released(PageState& page, PageState& previous) {
@@ -76,7 +98,8 @@ Status PageStore::released(PageState& page, PageState& previous) {
   page.backed_ = false;
   page.backing_ = nullptr;
   page.deviceValid_ = false;
-  return changed(page);
+  changed(page);
+  return Status::Success;
 }
 
 Status PageStore::loaded(PageState& page) {
@@ -86,27 +109,29 @@ Status PageStore::loaded(PageState& page) {
   if (page.host_.kind == HostImageKind::None) return refuse(kName, "no host image to load from", page);
   if (const char* why = inconsistency(page.host_, true, page.backing_, true)) return refuse(kName, why, page);
   page.deviceValid_ = true;
-  return changed(page);
+  changed(page);
+  return Status::Success;
 }
 
-Status PageStore::writtenOnDevice(PageState& page, HostImage& previous) {
+PreviousImage PageStore::writtenOnDevice(PageState& page) {
   constexpr const char* kName = "written on device";
-  if (!page.backed_) return refuse(kName, "the page has no device memory", page);
+  if (!page.backed_) return refusedImage(kName, "the page has no device memory", page);
   const HostImage none = HostImage::of(HostImageKind::None);
-  if (const char* why = inconsistency(none, true, page.backing_, true)) return refuse(kName, why, page);
-  previous = std::exchange(page.host_, none);
+  if (const char* why = inconsistency(none, true, page.backing_, true)) return refusedImage(kName, why, page);
+  PreviousImage previous(std::exchange(page.host_, none));
   page.deviceValid_ = true;
-  return changed(page);
+  changed(page);
+  return previous;
 }
 
-Status PageStore::writtenOnBacking(PageState& page, HostImage& previous) {
+PreviousImage PageStore::writtenOnBacking(PageState& page) {
   constexpr const char* kName = "written on backing";
-  if (!page.hostMapped()) return refuse(kName, "the page maps no host block", page);
+  if (!page.hostMapped()) return refusedImage(kName, "the page maps no host block", page);
   if (page.host_.kind == HostImageKind::Swap && page.host_.slot == page.backing_) {
-    previous = HostImage::of(HostImageKind::None); // the block already was the image
-    return changed(page);
+    changed(page);
+    return PreviousImage(HostImage::of(HostImageKind::None)); // the block already was the image
   }
-  return swapImage(page, HostImage::inSwap(page.backing_), kName, previous);
+  return swapImage(page, HostImage::inSwap(page.backing_), kName);
 }
 
 Status PageStore::wroteBack(PageState& page, std::byte* slot) {
@@ -117,17 +142,19 @@ Status PageStore::wroteBack(PageState& page, std::byte* slot) {
   if (const char* why = inconsistency(image, page.backed_, page.backing_, page.deviceValid_))
     return refuse(kName, why, page);
   page.host_ = std::move(image);
-  return changed(page);
+  changed(page);
+  return Status::Success;
 }
 
-Status PageStore::imageReplaced(PageState& page, HostImage image, HostImage& previous) {
+PreviousImage PageStore::imageReplaced(PageState& page, HostImage image) {
   constexpr const char* kName = "image replaced";
-  if (page.pinned()) return refuse(kName, "in-flight work uses the page", page);
-  if (image.kind == HostImageKind::None) return refuse(kName, "the new image holds nothing", page);
-  if (const char* why = inconsistency(image, page.backed_, page.backing_, false)) return refuse(kName, why, page);
-  previous = std::exchange(page.host_, std::move(image));
+  if (page.pinned()) return refusedImage(kName, "in-flight work uses the page", page);
+  if (image.kind == HostImageKind::None) return refusedImage(kName, "the new image holds nothing", page);
+  if (const char* why = inconsistency(image, page.backed_, page.backing_, false)) return refusedImage(kName, why, page);
+  PreviousImage previous(std::exchange(page.host_, std::move(image)));
   page.deviceValid_ = false;
-  return changed(page);
+  changed(page);
+  return previous;
 }
 
 Status PageStore::writtenOnHost(PageState& page) {
@@ -136,37 +163,40 @@ Status PageStore::writtenOnHost(PageState& page) {
   if (page.host_.kind != HostImageKind::Swap) return refuse(kName, "the page has no swap image to write", page);
   if (const char* why = inconsistency(page.host_, page.backed_, page.backing_, false)) return refuse(kName, why, page);
   page.deviceValid_ = false;
-  return changed(page);
+  changed(page);
+  return Status::Success;
 }
 
-Status PageStore::imageCopied(PageState& page, std::byte* slot, HostImage& previous) {
+PreviousImage PageStore::imageCopied(PageState& page, std::byte* slot) {
   constexpr const char* kName = "image copied";
-  if (slot == nullptr) return refuse(kName, "no swap slot given", page);
-  if (page.host_.kind == HostImageKind::None) return refuse(kName, "the page has no host image to copy", page);
-  return swapImage(page, HostImage::inSwap(slot), kName, previous);
+  if (slot == nullptr) return refusedImage(kName, "no swap slot given", page);
+  if (page.host_.kind == HostImageKind::None) return refusedImage(kName, "the page has no host image to copy", page);
+  return swapImage(page, HostImage::inSwap(slot), kName);
 }
 
-Status PageStore::materialized(PageState& page, HostImage& previous) {
+PreviousImage PageStore::materialized(PageState& page) {
   constexpr const char* kName = "materialized";
-  if (!page.pending()) return refuse(kName, "the page is not pending", page);
-  return swapImage(page, HostImage::inSwap(page.backing_), kName, previous);
+  if (!page.pending()) return refusedImage(kName, "the page is not pending", page);
+  return swapImage(page, HostImage::inSwap(page.backing_), kName);
 }
 
-Status PageStore::swapImage(PageState& page, HostImage image, const char* transition, HostImage& previous) {
+PreviousImage PageStore::swapImage(PageState& page, HostImage image, const char* transition) {
   if (const char* why = inconsistency(image, page.backed_, page.backing_, page.deviceValid_))
-    return refuse(transition, why, page);
-  previous = std::exchange(page.host_, std::move(image));
-  return changed(page);
+    return refusedImage(transition, why, page);
+  PreviousImage previous(std::exchange(page.host_, std::move(image)));
+  changed(page);
+  return previous;
 }
 
-Status PageStore::imageDropped(PageState& page, HostImage& previous) {
+PreviousImage PageStore::imageDropped(PageState& page) {
   constexpr const char* kName = "image dropped";
-  if (page.host_.kind == HostImageKind::None) return refuse(kName, "the page has no host image", page);
+  if (page.host_.kind == HostImageKind::None) return refusedImage(kName, "the page has no host image", page);
   const HostImage none = HostImage::of(HostImageKind::None);
   if (const char* why = inconsistency(none, page.backed_, page.backing_, page.deviceValid_))
-    return refuse(kName, why, page);
-  previous = std::exchange(page.host_, none);
-  return changed(page);
+    return refusedImage(kName, why, page);
+  PreviousImage previous(std::exchange(page.host_, none));
+  changed(page);
+  return previous;
 }
 
 Status PageStore::pin(PageState& page) {

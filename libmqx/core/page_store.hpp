@@ -17,18 +17,51 @@
 // write its content (imageReplaced, writtenOnHost).
 //
 // Transitions change state only. Their side effects (mapping, transfers,
-// releasing slots and copy-on-write protection) stay with the caller: the
-// transitions that let go of a host image hand it back (`previous`), for
-// the caller to release what it holds.
+// releasing slots and copy-on-write protection) belong to PageMapper
+// (core/page_mapper.hpp), which makes the mapping transitions itself: the
+// transitions that let go of a host image return it as a PreviousImage,
+// which the caller hands back to the mapper.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "common/status.hpp"
 #include "core/page_state.hpp"
 
 namespace mqx {
+
+// What a transition that lets go of a page's host image returns: the image,
+// whose swap slot or copy-on-write protection is given back only when it is
+// handed back (PageMapper::handBack), or the transition's refusal (nothing
+// changed). Move-only, so that one owner hands it back; one destroyed while
+// it still holds an image is a leak, a bug in mqx, and says so in the log.
+class [[nodiscard]] PreviousImage {
+public:
+  static PreviousImage refused(Status why) {
+    PreviousImage refusal(HostImage::of(HostImageKind::None));
+    refusal.status_ = why;
+    return refusal;
+  }
+  explicit PreviousImage(HostImage image) : image_(std::move(image)) {}
+  PreviousImage(PreviousImage&& other) noexcept : status_(other.status_), image_(other.take()) {}
+  PreviousImage& operator=(PreviousImage&& other) noexcept;
+  PreviousImage(const PreviousImage&) = delete;
+  PreviousImage& operator=(const PreviousImage&) = delete;
+  ~PreviousImage();
+
+  // Success, or why the transition was refused.
+  Status status() const { return status_; }
+  bool accepted() const { return ok(status_); }
+  const HostImage& image() const { return image_; }
+  // Takes the image out, for whoever gives back what it holds.
+  HostImage take() { return std::exchange(image_, HostImage::of(HostImageKind::None)); }
+
+private:
+  Status status_ = Status::Success;
+  HostImage image_;
+};
 
 class PageStore {
 public:
@@ -58,13 +91,12 @@ public:
   // the device copy is valid in stream order.
   [[nodiscard]] static Status loaded(PageState& page);
   // Device work wrote the page in its device memory: the device copy is the
-  // only one. `previous` receives the host image it dropped (kind None if it
-  // had none).
-  [[nodiscard]] static Status writtenOnDevice(PageState& page, HostImage& previous);
+  // only one. Returns the host image it dropped (kind None if it had none).
+  static PreviousImage writtenOnDevice(PageState& page);
   // Device work wrote the page through its host block, which now holds its
-  // bytes (its swap image). `previous` receives the image that the block
-  // replaced (kind None when the block already was the image).
-  [[nodiscard]] static Status writtenOnBacking(PageState& page, HostImage& previous);
+  // bytes (its swap image). Returns the image that the block replaced (kind
+  // None when the block already was the image).
+  static PreviousImage writtenOnBacking(PageState& page);
   // The device copy was written to the swap slot `slot` (a write-back): the
   // dirty page is clean, its image the slot.
   [[nodiscard]] static Status wroteBack(PageState& page, std::byte* slot);
@@ -72,24 +104,24 @@ public:
   // --- Host image ---
 
   // The page's content is now `image` alone (a lazy copy or memset of the
-  // whole page): the device copy is stale. `previous` receives the image it
-  // replaced. The page must not be pinned.
-  [[nodiscard]] static Status imageReplaced(PageState& page, HostImage image, HostImage& previous);
+  // whole page): the device copy is stale. Returns the image it replaced.
+  // The page must not be pinned.
+  static PreviousImage imageReplaced(PageState& page, HostImage image);
   // The host side wrote part of the page's swap image (a lazy copy or memset
   // of part of the page): the device copy is stale. The page must not be
   // pinned.
   [[nodiscard]] static Status writtenOnHost(PageState& page);
   // The image's bytes were copied into the swap slot `slot`, which is now
-  // the image; the device copy stays as it was. `previous` receives the
-  // image it replaced.
-  [[nodiscard]] static Status imageCopied(PageState& page, std::byte* slot, HostImage& previous);
+  // the image; the device copy stays as it was. Returns the image it
+  // replaced.
+  static PreviousImage imageCopied(PageState& page, std::byte* slot);
   // A pending page's image was written into its host block, which is now its
-  // image. `previous` receives the image it replaced.
-  [[nodiscard]] static Status materialized(PageState& page, HostImage& previous);
+  // image. Returns the image it replaced.
+  static PreviousImage materialized(PageState& page);
   // The host image goes and the device copy, which is valid, stays as the
   // only one (the application is about to change a copy-on-write source
-  // whose bytes the device already holds). `previous` receives the image.
-  [[nodiscard]] static Status imageDropped(PageState& page, HostImage& previous);
+  // whose bytes the device already holds). Returns the image.
+  static PreviousImage imageDropped(PageState& page);
 
   // --- Use ---
 
@@ -109,17 +141,14 @@ public:
 
 private:
   // The page's host image becomes `image` (its device state unchanged),
-  // handing the old one back in `previous`; refused as `transition` when
-  // the page would be inconsistent.
-  static Status swapImage(PageState& page, HostImage image, const char* transition, HostImage& previous);
+  // returning the old one; refused as `transition` when the page would be
+  // inconsistent.
+  static PreviousImage swapImage(PageState& page, HostImage image, const char* transition);
   // The end of every transition that changed the page (all but pins and
   // uses): counts it in the page's generation, which a write-back issued
   // ahead checks (PageState::generation). One place, so that a new
   // transition cannot forget it.
-  static Status changed(PageState& page) {
-    ++page.generation_;
-    return Status::Success;
-  }
+  static void changed(PageState& page) { ++page.generation_; }
 };
 
 } // namespace mqx

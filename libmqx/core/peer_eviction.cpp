@@ -4,7 +4,6 @@
 #include <chrono>
 
 #include "common/log.hpp"
-#include "core/residency_manager.hpp"
 #include "trace/trace_span.hpp"
 #include "trace/trace_tracks.hpp"
 
@@ -25,8 +24,8 @@ private:
 };
 
 PeerEviction::PeerEviction(std::chrono::milliseconds evictionTimeout, DeviceBudget& budget, Statistics& statistics,
-                           trace::TraceRecorder* trace, LocalVictims& local)
-    : evictionTimeout_(evictionTimeout), budget_(budget), statistics_(statistics), trace_(trace), local_(local),
+                           trace::TraceRecorder* trace)
+    : evictionTimeout_(evictionTimeout), budget_(budget), statistics_(statistics), trace_(trace),
       peers_(budget.peers()) {}
 
 namespace {
@@ -85,7 +84,8 @@ PeerReclaim PeerEviction::reclaimElsewhere(std::size_t bytes) {
   return peers_->reclaim(bytes);
 }
 
-bool PeerEviction::waitForTurn(std::size_t bytes, std::optional<std::chrono::steady_clock::time_point> giveUpAt) {
+bool PeerEviction::waitForTurn(std::size_t bytes, LocalVictims& local,
+                               std::optional<std::chrono::steady_clock::time_point> giveUpAt) {
   // The older processes may need more than this operation gave back: what
   // this process still holds (its other regions and the earlier content of
   // the regions this operation names, which it reloads after its turn).
@@ -103,8 +103,8 @@ bool PeerEviction::waitForTurn(std::size_t bytes, std::optional<std::chrono::ste
   const auto limit = stallLimit(evictionTimeout_.count());
   auto nextReport = start + limit;
   ProgressWatch watch(limit, peers_->progress());
-  auto evictForOlder = [this](std::size_t bytes, std::uint64_t preferred) {
-    const std::size_t freed = evictForOtherProcess(bytes, preferred);
+  auto evictForOlder = [this, &local](std::size_t bytes, std::uint64_t preferred) {
+    const std::size_t freed = evictForOtherProcess(bytes, preferred, local);
     statistics_.bytesEvictedWhileYielding += freed;
     return freed;
   };
@@ -139,15 +139,15 @@ bool PeerEviction::waitForTurn(std::size_t bytes, std::optional<std::chrono::ste
   return turn;
 }
 
-std::size_t PeerEviction::evictForOtherProcess(std::size_t bytes, RegionId preferred) {
+std::size_t PeerEviction::evictForOtherProcess(std::size_t bytes, RegionId preferred, LocalVictims& local) {
   std::size_t freed = 0;
   trace::TraceSpan span(trace_, "evict for another process", "eviction", trace::kCurrentThreadTrack);
   span.argument("bytes", bytes).argument("preferred_region", preferred);
   // The region the requester chose among every process's, if it is still
   // evictable (its published state may be stale).
-  if (preferred != 0) freed += local_.evictRegionNow(preferred);
+  if (preferred != 0) freed += local.evictRegionNow(preferred);
   while (freed < bytes) {
-    const std::size_t more = local_.evictBestNow();
+    const std::size_t more = local.evictBestNow();
     if (more == 0) break;
     freed += more;
   }

@@ -3,10 +3,12 @@
 // another process's region to evict it, asking the others for anything,
 // yielding an operation to an older process (and evicting for it meanwhile,
 // EvictionHandoff), serving another process's request, and publishing this
-// process's regions for the others' victim selection. ResidencyManager keeps
-// local residency (backing, loads, pins, its own victims) and calls this for
-// everything that crosses a process boundary; without a node every call is
-// free and answers "nothing".
+// process's regions for the others' victim selection, and the logical clock
+// of region uses. ResidencyManager keeps local residency (backing, loads,
+// pins, its own victims) and calls this for everything that crosses a
+// process boundary; MemoryManager owns both and hands this the residency
+// (LocalVictims) where another process's request is served. Without a node
+// every call is free and answers "nothing".
 #pragma once
 
 #include <atomic>
@@ -20,13 +22,12 @@
 #include "core/device_budget.hpp"
 #include "core/eviction_handoff.hpp"
 #include "core/peer_regions.hpp"
+#include "core/region.hpp"
 #include "core/statistics.hpp"
 #include "device/device_backend.hpp"
 #include "trace/trace_recorder.hpp"
 
 namespace mqx {
-
-struct PageUse;
 
 // What PeerEviction needs of the local residency to serve another process:
 // evictions of this process's unpinned data that never wait for device work.
@@ -48,11 +49,13 @@ public:
   // `evictionTimeout` (daemon.eviction_timeout_ms) sets how long a wait for
   // the other processes goes on without progress (stallLimit).
   PeerEviction(std::chrono::milliseconds evictionTimeout, DeviceBudget& budget, Statistics& statistics,
-               trace::TraceRecorder* trace, LocalVictims& local);
+               trace::TraceRecorder* trace);
 
   bool sharesNode() const { return peers_ != nullptr; }
-  // The node-wide logical clock (sharesNode() only).
-  std::uint64_t tick() { return peers_->tick(); }
+  // The logical clock of region uses: the node's when the budget is shared
+  // (so that last uses of different processes compare), else this
+  // process's.
+  std::uint64_t tick() { return peers_ != nullptr ? peers_->tick() : ++clock_; }
   void observeLaunchFootprint(std::size_t bytes) {
     if (peers_ != nullptr) peers_->observeLaunchFootprint(bytes);
   }
@@ -77,18 +80,20 @@ public:
   // Whether an older process waits for memory: this operation must yield.
   bool mustYield() { return peers_ != nullptr && peers_->mustYield(); }
   // A yielding operation (it gave back what it backed for `bytes`): waits
-  // until no older process waits for memory, evicting for them meanwhile
-  // (EvictionHandoff). As long as the node progresses it waits; false (and a
-  // log line naming what it waited for) only when nothing on the node
-  // progressed for stallLimit(daemon.eviction_timeout_ms), or (no log) at
-  // `giveUpAt` when the caller has somewhere else to go (host blocks).
-  bool waitForTurn(std::size_t bytes, std::optional<std::chrono::steady_clock::time_point> giveUpAt = std::nullopt);
+  // until no older process waits for memory, evicting `local` victims for
+  // them meanwhile (EvictionHandoff). As long as the node progresses it
+  // waits; false (and a log line naming what it waited for) only when
+  // nothing on the node progressed for stallLimit(daemon.eviction_timeout_ms),
+  // or (no log) at `giveUpAt` when the caller has somewhere else to go (host
+  // blocks).
+  bool waitForTurn(std::size_t bytes, LocalVictims& local,
+                   std::optional<std::chrono::steady_clock::time_point> giveUpAt = std::nullopt);
 
-  // Another process's request: evicts unpinned victims that the policy
-  // chooses until `bytes` are freed or nothing is left unpinned; never waits
-  // for device work. `preferred` (0 for none) goes first when it is still
-  // evictable. The bytes freed. Called with the manager's lock held.
-  std::size_t evictForOtherProcess(std::size_t bytes, RegionId preferred);
+  // Another process's request: evicts unpinned `local` victims that the
+  // policy chooses until `bytes` are freed or nothing is left unpinned;
+  // never waits for device work. `preferred` (0 for none) goes first when it
+  // is still evictable. The bytes freed. Called with the manager's lock held.
+  std::size_t evictForOtherProcess(std::size_t bytes, RegionId preferred, LocalVictims& local);
   // Lock-free: whether this process is itself waiting for other processes
   // (then it has nothing to give them, and must not be waited for).
   bool waitingForOtherProcesses() const { return waitingForOthers_.load(std::memory_order_acquire); }
@@ -104,8 +109,8 @@ private:
   DeviceBudget& budget_;
   Statistics& statistics_;
   trace::TraceRecorder* trace_;
-  LocalVictims& local_;
-  PeerRegions* peers_; // the budget's, when shared with other processes
+  PeerRegions* peers_;      // the budget's, when shared with other processes
+  std::uint64_t clock_ = 0; // tick() without a node
   std::atomic<bool> waitingForOthers_{false};
   EvictionHandoff handoff_;
 };

@@ -46,7 +46,13 @@ struct Region {
 
   std::size_t backedBytes() const;
   std::size_t dirtyBytes() const;
-  bool anyPinned() const;
+};
+
+// One page that an operation needs on the device, and how it uses it.
+struct PageUse {
+  Region* region = nullptr;
+  std::uint32_t page = 0;
+  Access access = Access::Both;
 };
 
 // Identifies one page of one region, stable across directory changes.

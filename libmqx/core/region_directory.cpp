@@ -19,12 +19,6 @@ std::size_t Region::dirtyBytes() const {
   return bytes;
 }
 
-bool Region::anyPinned() const {
-  for (const auto& page : pages)
-    if (page.pinned()) return true;
-  return false;
-}
-
 Region& RegionDirectory::add(std::unique_ptr<Region> region) {
   lowest_ = lowest_ == 0 ? region->base : std::min(lowest_, region->base);
   highest_ = std::max(highest_, region->base + region->size);

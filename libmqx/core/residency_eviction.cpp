@@ -1,15 +1,14 @@
 // ResidencyManager's eviction half (docs/architecture.md decision 8, paper
 // §4 and §6): choosing victims among this process's regions and the
 // published regions of other processes, writing dirty pages back to the
-// swap buffer and mapping host blocks under the pages that leave device
-// memory. Residency (backing, loads, pins) is in residency_manager.cpp.
+// swap buffer, and having the page mapper map host blocks under the pages
+// that leave device memory. Residency (backing, loads, pins) is in
+// residency_manager.cpp.
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <optional>
 
 #include "common/log.hpp"
-#include "core/page_store.hpp"
 #include "core/residency_manager.hpp"
 #include "trace/trace_span.hpp"
 #include "trace/trace_tracks.hpp"
@@ -21,29 +20,63 @@ bool contains(const std::vector<RegionId>& ids, RegionId id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
 }
 
+// The write-backs an eviction issued into its slots. On an early return the
+// slots go back (their SwapSlots go out of scope) only once the
+// device-to-host stream has passed the copies; when that cannot be waited
+// for, they are lost rather than reused while a copy may still write them.
+class WriteBacksInFlight {
+public:
+  WriteBacksInFlight(device::DeviceBackend& backend, StreamHandle toHost) : backend_(backend), toHost_(toHost) {}
+  WriteBacksInFlight(const WriteBacksInFlight&) = delete;
+  WriteBacksInFlight& operator=(const WriteBacksInFlight&) = delete;
+  ~WriteBacksInFlight() {
+    // A slot a page took (committed) needs nothing more.
+    if (std::ranges::none_of(slots_, [](const SwapSlot* slot) { return static_cast<bool>(*slot); })) return;
+    if (Status waited = backend_.synchronize(toHost_); !ok(waited)) {
+      log(LogLevel::Error, "waiting for the write-backs of a failed eviction: {}; their slots are not reused",
+          toString(waited));
+      for (SwapSlot* slot : slots_)
+        slot->abandon();
+    }
+  }
+  void issued(SwapSlot& slot) { slots_.push_back(&slot); }
+
+private:
+  device::DeviceBackend& backend_;
+  StreamHandle toHost_;
+  std::vector<SwapSlot*> slots_;
+};
+
 } // namespace
+
+bool ResidencyManager::evictable(const PageState& page) {
+  return page.backed() && !mapper_.mayBeReached(page, PageAccess::Remap);
+}
+
+bool ResidencyManager::mayBeReached(const Region& region) {
+  return std::ranges::any_of(region.pages,
+                             [&](const PageState& page) { return mapper_.mayBeReached(page, PageAccess::Remap); });
+}
 
 std::vector<ResidencyManager::Victim> ResidencyManager::candidates(const std::vector<RegionId>& keep,
                                                                    std::vector<EvictionCandidate>* out) {
   std::vector<Victim> victims;
-  // In-flight work that may reach every page: none may be remapped.
-  if (mapsHost() && everyPageReachable()) return victims;
   const bool pageGranular = context_.options.evictionGranularity == EvictionGranularity::Page;
   context_.directory.forEach([&](Region& region) {
     if (contains(keep, region.id)) return;
     if (pageGranular) {
       for (std::uint32_t i = 0; i < region.pageCount(); ++i) {
         const PageState& page = region.pages[i];
-        if (!page.backed() || page.pinned()) continue;
+        if (!evictable(page)) continue;
         out->push_back({victims.size(), region.pageMappedBytes(i), page.dirty() ? region.pageDataBytes(i) : 0,
                         page.lastUse(), page.useCount()});
         victims.push_back({&region, {i}});
       }
       return;
     }
-    // Region granularity (the paper): a region is swappable when none of
-    // its pages is in use.
-    if (region.anyPinned()) return;
+    // Region granularity (the paper): a region is swappable when no
+    // in-flight work may reach any of its pages.
+    if (mayBeReached(region)) return;
     Victim victim{&region, {}};
     for (std::uint32_t i = 0; i < region.pageCount(); ++i)
       if (region.pages[i].backed()) victim.pages.push_back(i);
@@ -64,7 +97,7 @@ Status ResidencyManager::evictOne(const std::vector<RegionId>& keep, std::size_t
     // the same policy among their published regions too (their last uses are
     // on the node clock, like ours).
     std::vector<PeerCandidate> peers;
-    peerEviction_.collect(*refused, &peers);
+    peers_.collect(*refused, &peers);
     const std::size_t local = list.size();
     for (std::size_t i = 0; i < peers.size(); ++i) {
       list.push_back(peers[i].inputs);
@@ -73,11 +106,11 @@ Status ResidencyManager::evictOne(const std::vector<RegionId>& keep, std::size_t
     if (!list.empty()) {
       const std::uint64_t choice = list[policy_->chooseVictim(list)].id;
       if (choice >= local) {
-        if (ok(peerEviction_.evictAt(peers[choice - local], bytes, refused))) return Status::Success;
+        if (ok(peers_.evictAt(peers[choice - local], bytes, refused))) return Status::Success;
         continue; // its owner freed nothing: choose again without it
       }
       MQX_TRY(evict(victims[choice]));
-      publish(*victims[choice].region);
+      peers_.publish(*victims[choice].region);
       return Status::Success;
     }
     if (pending_.empty()) return Status::NotFound;
@@ -101,13 +134,13 @@ std::size_t ResidencyManager::evictRegionNow(RegionId id) {
   if (region == nullptr) return 0;
   const bool pageGranular = context_.options.evictionGranularity == EvictionGranularity::Page;
   Victim victim{region, {}};
-  if (pageGranular || !region->anyPinned())
+  if (pageGranular || !mayBeReached(*region))
     for (std::uint32_t i = 0; i < region->pageCount(); ++i)
-      if (region->pages[i].backed() && !region->pages[i].pinned()) victim.pages.push_back(i);
+      if (evictable(region->pages[i])) victim.pages.push_back(i);
   const std::size_t size = victimBytes(victim);
   std::size_t freed = 0;
   if (!victim.pages.empty() && ok(evict(victim))) freed = size;
-  publish(*region);
+  peers_.publish(*region);
   return freed;
 }
 
@@ -119,7 +152,7 @@ std::size_t ResidencyManager::evictBestNow() {
   const Victim& victim = victims[list[policy_->chooseVictim(list)].id];
   const std::size_t size = victimBytes(victim);
   if (!ok(evict(victim))) return 0;
-  publish(*victim.region);
+  peers_.publish(*victim.region);
   return size;
 }
 
@@ -138,30 +171,27 @@ Status ResidencyManager::evict(const Victim& victim) {
   // Every slot first: a full swap buffer fails the eviction before any copy.
   // Where pages map host blocks, a clean page without a swap image needs a
   // block to map too (it is then pending: its image is written there before
-  // any launch reaches it).
+  // any launch reaches it). A slot no page took by the end goes back, on
+  // every path out of here.
   std::vector<WriteBack> writeBacks;
   std::vector<WriteBack> blocks; // clean pages' new host blocks
-  ++stateVersion_;
+  const bool mapsHost = mapper_.mapsHost();
   for (std::uint32_t index : victim.pages) {
-    if (mapsHost()) MQX_TRY(adoptBlock(region, index));
+    if (mapsHost) MQX_TRY(mapper_.adoptBlock(region, index));
     const PageState& page = region.pages[index];
-    const bool needsBlock =
-        mapsHost() && !page.dirty() &&
-        (page.host().kind != HostImageKind::Swap || context_.swap.blockOf(page.host().slot) == nullptr);
+    const bool needsBlock = mapsHost && !page.dirty() &&
+                            (page.host().kind != HostImageKind::Swap || slots_.blockOf(page.host().slot) == nullptr);
     if (!page.dirty() && !needsBlock) continue;
     // A dirty page's slot: a block if one can be had, else pageable memory
     // (the page is then left unmapped: see leaveUnmapped). A clean page
     // without a block stays unmapped likewise.
-    std::byte* slot = acquireSlot(region.pageMappedBytes(index), false, !page.dirty());
-    if (slot == nullptr && !page.dirty()) continue;
-    if (slot == nullptr) {
-      for (const auto* list : {&writeBacks, &blocks})
-        for (const WriteBack& done : *list)
-          context_.swap.release(done.slot, region.pageMappedBytes(done.index));
-      log(LogLevel::Warn, "swap buffer full ({} bytes): cannot evict", context_.swap.limit());
+    SwapSlot slot = slots_.acquire(region.pageMappedBytes(index), false, !page.dirty());
+    if (!slot && !page.dirty()) continue;
+    if (!slot) {
+      log(LogLevel::Warn, "swap buffer full ({} bytes): cannot evict", slots_.limit());
       return Status::OutOfMemory;
     }
-    (page.dirty() ? writeBacks : blocks).push_back(WriteBack{index, slot, {}});
+    (page.dirty() ? writeBacks : blocks).push_back(WriteBack{index, std::move(slot), {}});
   }
   // The write-backs as one span on the D2H track, from the first copy's
   // issue to the last one's completion (they run back to back).
@@ -177,9 +207,11 @@ Status ResidencyManager::evict(const Victim& victim) {
   // write-back is done while the later ones still run: unmapping (about
   // 0.04 ms per page on an H100, bench/gpu/vmm_costs.cpp) then hides behind
   // the copies instead of following all of them.
+  WriteBacksInFlight inFlight(backend, toHost); // after writeBacks: gone before their slots
   for (WriteBack& writeBack : writeBacks) {
-    MQX_TRY(backend.copyToHost(writeBack.slot, region.pageAddress(writeBack.index),
-                               region.pageDataBytes(writeBack.index), toHost, context_.swap.pinned()));
+    MQX_TRY(backend.copyToHost(writeBack.slot.get(), region.pageAddress(writeBack.index),
+                               region.pageDataBytes(writeBack.index), toHost, slots_.pinned()));
+    inFlight.issued(writeBack.slot);
     MQX_TRY(backend.enqueueFence(toHost, &writeBack.done));
   }
   // Clean pages give their device memory back while the write-backs run,
@@ -191,40 +223,39 @@ Status ResidencyManager::evict(const Victim& victim) {
   // call per page would double an eviction's time, one call after the last
   // write-back would add the whole mapping to it.
   constexpr std::size_t kMappingBatchBytes = 64u << 20;
-  std::vector<PageBacking> backings;
+  std::vector<BlockForPage> backings;
   std::size_t batchBytes = 0;
   for (std::uint32_t index : victim.pages) {
     PageState& page = region.pages[index];
     if (page.dirty()) continue;
     stats.bytesDroppedClean += page.deviceValid() ? region.pageDataBytes(index) : 0;
-    std::byte* backing = page.host().kind == HostImageKind::Swap ? page.host().slot : nullptr;
-    for (const WriteBack& block : blocks)
-      if (block.index == index) backing = block.slot;
-    if (page.host().kind == HostImageKind::Swap && backing != page.host().slot) { // a pageable image moves to its block
-      std::memcpy(backing, page.host().slot, region.pageDataBytes(index));
-      HostImage pageable;
-      MQX_TRY(PageStore::imageCopied(page, backing, pageable));
-      quarantine(pageable.slot, region.pageMappedBytes(index));
+    BlockForPage backing{index, page.host().kind == HostImageKind::Swap ? page.host().slot : nullptr, {}};
+    for (WriteBack& block : blocks)
+      if (block.index == index) backing.newBlock = std::move(block.slot);
+    if (page.host().kind == HostImageKind::Swap && backing.newBlock) { // a pageable image moves to its block
+      backing.image = backing.newBlock.get();
+      MQX_TRY(mapper_.copyImageTo(region, index, std::move(backing.newBlock)));
     }
     MQX_TRY(releaseDevicePage(region, index));
-    backings.push_back(PageBacking{index, backing});
+    backings.push_back(std::move(backing));
   }
-  for (const WriteBack& writeBack : writeBacks) {
+  for (WriteBack& writeBack : writeBacks) {
     MQX_TRY(backend.waitFence(writeBack.done));
-    MQX_TRY(PageStore::wroteBack(region.pages[writeBack.index], writeBack.slot));
+    std::byte* slot = writeBack.slot.get();
+    MQX_TRY(mapper_.wroteBack(region.pages[writeBack.index], std::move(writeBack.slot)));
     stats.bytesWrittenBack += region.pageDataBytes(writeBack.index);
     stats.bytesToHost += region.pageDataBytes(writeBack.index);
     MQX_TRY(releaseDevicePage(region, writeBack.index));
-    backings.push_back(PageBacking{writeBack.index, writeBack.slot});
+    backings.push_back(BlockForPage{writeBack.index, slot, {}});
     batchBytes += region.pageMappedBytes(writeBack.index);
     if (batchBytes >= kMappingBatchBytes && &writeBack != &writeBacks.back()) {
-      MQX_TRY(mapBackings(region, backings));
+      MQX_TRY(mapper_.mapBlocks(region, backings));
       backings.clear();
       batchBytes = 0;
     }
   }
   writing.reset();
-  MQX_TRY(mapBackings(region, backings));
+  MQX_TRY(mapper_.mapBlocks(region, backings));
   ++stats.evictions;
   stats.evictionNanoseconds += static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count());
@@ -235,41 +266,8 @@ Status ResidencyManager::evict(const Victim& victim) {
 }
 
 Status ResidencyManager::releaseDevicePage(Region& region, std::uint32_t index) {
-  MQX_TRY(context_.backend.unmap(region.pageAddress(index), region.pageMappedBytes(index)));
-  context_.budget.release(region.pageMappedBytes(index));
-  MQX_TRY(PageStore::unbacked(region.pages[index]));
+  MQX_TRY(mapper_.unmapFromDevice(region, index));
   ++context_.statistics.pagesEvicted;
-  return Status::Success;
-}
-
-Status ResidencyManager::mapBackings(Region& region, std::span<const PageBacking> backings) {
-  if (!mapsHost()) return Status::Success;
-  // Adjacent pages in address order, so that the backend sets access once
-  // per run.
-  std::vector<PageBacking> sorted(backings.begin(), backings.end());
-  std::ranges::sort(sorted, {}, &PageBacking::index);
-  std::vector<device::HostMapping> batch;
-  std::vector<PageBacking> batched;
-  for (const PageBacking& backing : sorted) {
-    const device::HostBlock* block = backing.slot != nullptr ? context_.swap.blockOf(backing.slot) : nullptr;
-    if (block != nullptr) {
-      batch.push_back(device::HostMapping{region.pageAddress(backing.index), *block});
-      batched.push_back(backing);
-    } else if (Status status = mapToHost(region, backing.index); !ok(status)) {
-      leaveUnmapped(status);
-    }
-  }
-  if (batch.empty()) return Status::Success;
-  if (Status status = context_.backend.mapHostBlocks(batch); !ok(status)) {
-    leaveUnmapped(status);
-    return Status::Success;
-  }
-  ++stateVersion_;
-  for (const PageBacking& backing : batched) {
-    PageState& page = region.pages[backing.index];
-    MQX_TRY(PageStore::mappedToBacking(page, backing.slot));
-    if (page.pending()) ++pendingPagesMade_;
-  }
   return Status::Success;
 }
 

@@ -1,11 +1,9 @@
 #include "core/residency_manager.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <optional>
 
 #include "common/log.hpp"
-#include "core/host_image.hpp"
 #include "core/load_batch.hpp"
 #include "core/page_store.hpp"
 #include "trace/trace_span.hpp"
@@ -26,9 +24,8 @@ std::uint64_t nanosecondsSince(std::chrono::steady_clock::time_point start) {
 } // namespace
 
 ResidencyManager::ResidencyManager(ResidencyContext context, std::unique_ptr<ReplacementPolicy> policy)
-    : context_(context), policy_(std::move(policy)),
-      peerEviction_(std::chrono::milliseconds(context.options.evictionTimeoutMilliseconds), context.budget,
-                    context.statistics, context.trace, *this) {}
+    : context_(context), mapper_(context.mapper), slots_(context.slots), peers_(context.peers),
+      policy_(std::move(policy)) {}
 
 Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandle stream) {
   trace::TraceSpan span(context_.trace, "make resident", "residency", trace::kCurrentThreadTrack);
@@ -41,10 +38,7 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
     const PageState& page = use.region->pages[use.page];
     return page.backed() && (page.deviceValid() || !reads(use.access));
   };
-  if (std::ranges::all_of(uses, inPlace)) {
-    ++stateVersion_;
-    return orderAfterLoads(stream);
-  }
+  if (std::ranges::all_of(uses, inPlace)) return orderAfterLoads(stream);
   const auto start = std::chrono::steady_clock::now();
   std::vector<RegionId> keep;
   std::size_t needed = 0;
@@ -52,9 +46,8 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
     if (!contains(keep, use.region->id)) keep.push_back(use.region->id);
     needed += use.region->pages[use.page].backed() ? 0 : use.region->pageMappedBytes(use.page);
   }
-  ++stateVersion_;
   // Pages that map host blocks: what gets no device memory runs from there.
-  const bool hostFallback = mapsHost();
+  const bool hostFallback = mapper_.mapsHost();
   if (needed > context_.budget.limit() && !hostFallback) { // can never fit at once
     log(LogLevel::Info,
         "an operation needs {} bytes of device memory at once; the budget is "
@@ -82,7 +75,7 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
     newlyBacked.clear();
     ++context_.statistics.launchYields;
     const auto turnBy = hostFallback ? std::optional(fallbackAt) : std::nullopt;
-    const bool turn = peerEviction_.waitForTurn(needed, turnBy);
+    const bool turn = peers_.waitForTurn(needed, *this, turnBy);
     if ((!turn || std::chrono::steady_clock::now() >= fallbackAt) && hostFallback) {
       // Pages that get no device memory run from their host blocks: slower,
       // never refused.
@@ -98,19 +91,17 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
   for (const auto& use : uses) {
     PageState& page = use.region->pages[use.page];
     if (!page.backed()) { // runs from its host block
-      if (reads(use.access)) MQX_TRY(materialize(*use.region, use.page));
+      if (reads(use.access)) MQX_TRY(mapper_.materialize(*use.region, use.page));
       continue;
     }
     if (reads(use.access) && !page.deviceValid()) {
-      MQX_TRY(PageStore::loaded(page)); // refused without a host image: never both copies gone
+      MQX_TRY(mapper_.loaded(page)); // refused without a host image: never both copies gone
       loads.add(use.region->pageAddress(use.page), page.host(), use.region->pageDataBytes(use.page));
     }
   }
   LoadSources read;
-  const Status issued =
-      loads.issue(context_.backend, context_.swap.pinned(), context_.statistics, context_.trace, read);
-  sourceReadsInFlight_ = sourceReadsInFlight_ || read.applicationBuffers;
-  loadsInFlight_ = loadsInFlight_ || read.swapSlots;
+  const Status issued = loads.issue(context_.backend, slots_.pinned(), context_.statistics, context_.trace, read);
+  mapper_.loadsIssued(read);
   MQX_TRY(issued);
   auto& backend = context_.backend;
   const StreamHandle toDevice = backend.transferStream(device::TransferDirection::ToDevice);
@@ -146,7 +137,7 @@ void ResidencyManager::forgetStream(StreamHandle stream) { std::erase(streamsAft
 
 void ResidencyManager::traceUsage() {
   context_.trace->record(trace::counterEvent("device budget used", "bytes", context_.budget.used()));
-  context_.trace->record(trace::counterEvent("swap buffer used", "bytes", context_.swap.usedBytes()));
+  context_.trace->record(trace::counterEvent("swap buffer used", "bytes", slots_.usedBytes()));
 }
 
 Status ResidencyManager::backAll(std::span<const PageUse> uses, const std::vector<RegionId>& keep,
@@ -157,10 +148,10 @@ Status ResidencyManager::backAll(std::span<const PageUse> uses, const std::vecto
     // A page that in-flight work may reach through its host block is
     // remapped only once that work is done: this operation waits for it
     // (device memory is worth it), unless it already runs from host blocks.
-    if (page.hostMapped() && (page.pinned() || everyPageReachable())) {
+    if (page.hostMapped() && mapper_.mayBeReached(page, PageAccess::Remap)) {
       if (hostFallback) continue;
       ++context_.statistics.fenceWaits;
-      while ((page.pinned() || everyPageReachable()) && !pending_.empty()) {
+      while (mapper_.mayBeReached(page, PageAccess::Remap) && !pending_.empty()) {
         MQX_TRY(context_.backend.waitFence(pending_.front().fence));
         poll();
       }
@@ -173,102 +164,11 @@ Status ResidencyManager::backAll(std::span<const PageUse> uses, const std::vecto
   return Status::Success;
 }
 
-void ResidencyManager::reachesEveryPage(const device::Fence& fence) {
-  ++reachAllCount_;
-  // Fences of one slot (stream) are reached in order: the newest stands for
-  // the older ones, so the list holds one fence per stream at most, however
-  // many launches a program makes without anyone asking.
-  for (device::Fence& known : reachAll_)
-    if (known.slot == fence.slot) {
-      known.value = std::max(known.value, fence.value);
-      return;
-    }
-  reachAll_.push_back(fence);
-}
-
-bool ResidencyManager::everyPageReachable() {
-  std::erase_if(reachAll_, [&](const device::Fence& fence) { return context_.backend.fenceReached(fence); });
-  return !reachAll_.empty();
-}
-
-Status ResidencyManager::mapToHost(Region& region, std::uint32_t index) {
-  PageState& page = region.pages[index];
-  MQX_TRY(adoptBlock(region, index));
-  const bool ownSlot = page.host().kind == HostImageKind::Swap;
-  std::byte* slot = ownSlot ? page.host().slot : acquireSlot(region.pageMappedBytes(index), true, true);
-  const device::HostBlock* block = slot != nullptr ? context_.swap.blockOf(slot) : nullptr;
-  if (block == nullptr) {
-    // No log here: the callers leave the page unmapped and say so once per
-    // process (leaveUnmapped); a line per page would flood the log.
-    if (slot != nullptr && !ownSlot) context_.swap.release(slot, region.pageMappedBytes(index));
-    return Status::OutOfMemory;
-  }
-  if (Status status = context_.backend.mapHost(region.pageAddress(index), *block); !ok(status)) {
-    if (!ownSlot) context_.swap.release(slot, region.pageMappedBytes(index));
-    return status;
-  }
-  MQX_TRY(PageStore::mappedToBacking(page, slot));
-  ++stateVersion_;
-  if (page.pending()) ++pendingPagesMade_;
-  return Status::Success;
-}
-
-Status ResidencyManager::mapNewRegion(Region& region) {
-  for (std::uint32_t i = 0; i < region.pageCount(); ++i) {
-    const std::size_t pageBytes = region.pageMappedBytes(i);
-    Status status = Status::OutOfMemory;
-    if (context_.budget.tryAcquire(pageBytes)) {
-      status = context_.backend.map(region.pageAddress(i), pageBytes);
-      if (ok(status))
-        MQX_TRY(PageStore::mappedToDevice(region.pages[i]));
-      else
-        context_.budget.release(pageBytes);
-    }
-    if (!ok(status)) status = mapToHost(region, i);
-    if (!ok(status)) leaveUnmapped(status); // backed at its first use, as without host blocks
-  }
-  noteStateChange();
-  publish(region);
-  return Status::Success;
-}
-
-Status ResidencyManager::adoptBlock(Region& region, std::uint32_t index) {
-  PageState& page = region.pages[index];
-  if (page.host().kind != HostImageKind::Swap || context_.swap.blockOf(page.host().slot) != nullptr)
-    return Status::Success;
-  // A swap image in pageable memory (no block could be had when it was
-  // made) moves to a block, which the page can map; if none can be had
-  // either, the image stays and the page keeps its device memory.
-  std::byte* block = acquireSlot(region.pageMappedBytes(index), true, true);
-  if (block == nullptr) return Status::Success;
-  std::memcpy(block, page.host().slot, region.pageDataBytes(index));
-  HostImage pageable;
-  MQX_TRY(PageStore::imageCopied(page, block, pageable));
-  quarantine(pageable.slot, region.pageMappedBytes(index));
-  return Status::Success;
-}
-
-Status ResidencyManager::materialize(Region& region, std::uint32_t index) {
-  PageState& page = region.pages[index];
-  if (!page.pending()) return Status::Success;
-  // Written by the CPU: the page is not backed, and no in-flight work
-  // reaches a pending page (every launch that may reach it materializes it
-  // first, and lazy writes happen only to pages no work reaches).
-  readHostImage(page.host(), 0, region.pageDataBytes(index), page.backing());
-  context_.statistics.bytesCopiedOnHost += region.pageDataBytes(index);
-  HostImage previous;
-  MQX_TRY(PageStore::materialized(page, previous));
-  releaseHostImage(region, index, previous);
-  return Status::Success;
-}
-
 Status ResidencyManager::unbackUnloaded(Region& region, std::uint32_t index) {
   // Backed by the launch that yields, before any load: nothing to keep.
-  MQX_TRY(context_.backend.unmap(region.pageAddress(index), region.pageMappedBytes(index)));
-  context_.budget.release(region.pageMappedBytes(index));
-  MQX_TRY(PageStore::unbacked(region.pages[index]));
-  if (mapsHost())
-    if (Status status = mapToHost(region, index); !ok(status)) leaveUnmapped(status);
+  MQX_TRY(mapper_.unmapFromDevice(region, index));
+  if (mapper_.mapsHost())
+    if (Status status = mapper_.mapToHost(region, index); !ok(status)) mapper_.leaveUnmapped(status);
   return Status::Success;
 }
 
@@ -276,30 +176,10 @@ Status ResidencyManager::back(Region& region, std::uint32_t index, const std::ve
   const std::size_t bytes = region.pageMappedBytes(index);
   std::vector<PeerCandidate> refused; // other processes' regions whose owners freed nothing
   for (;;) {
-    if (context_.budget.tryAcquire(bytes)) {
-      // A page on its host block leaves it first (no in-flight work reaches
-      // it: backAll checked); its block stays as its swap image if it holds
-      // the page's bytes, else it goes back to the swap buffer.
-      PageState& page = region.pages[index];
-      std::byte* backing = page.backing();
-      if (backing != nullptr) MQX_TRY(context_.backend.unmap(region.pageAddress(index), bytes));
-      Status status = context_.backend.map(region.pageAddress(index), bytes);
-      if (ok(status)) {
-        MQX_TRY(PageStore::mappedToDevice(page));
-        const bool image = page.host().kind == HostImageKind::Swap && page.host().slot == backing;
-        if (backing != nullptr && !image) context_.swap.release(backing, bytes);
-        return Status::Success;
-      }
-      if (backing != nullptr) {
-        const device::HostBlock* block = context_.swap.blockOf(backing);
-        Status restored =
-            block != nullptr ? context_.backend.mapHost(region.pageAddress(index), *block) : Status::Unknown;
-        if (!ok(restored)) {
-          log(LogLevel::Error, "a page lost its host mapping: {}", toString(restored));
-          return restored;
-        }
-      }
-      context_.budget.release(bytes);
+    if (BudgetReservation reservation = mapper_.reserve(bytes)) {
+      // A page on its host block leaves it (no in-flight work reaches it:
+      // backAll asked).
+      const Status status = mapper_.mapToDevice(region, index, std::move(reservation));
       if (status != Status::OutOfMemory) return status;
       // The device is fuller than our budget says (other users, or
       // fragmentation): evict something and retry, as the paper's two-round
@@ -314,7 +194,7 @@ Status ResidencyManager::back(Region& region, std::uint32_t index, const std::ve
       // Only the answer decides: checking mustYield() again here raced with
       // the older process getting its memory, and failed this operation
       // with out of memory although it only had to retry.
-      switch (peerEviction_.reclaimElsewhere(bytes)) {
+      switch (peers_.reclaimElsewhere(bytes)) {
       case PeerReclaim::Freed: continue;
       case PeerReclaim::MustYield: return Status::NotReady;     // makeResident yields
       case PeerReclaim::NoProgress: return Status::OutOfMemory; // logged with what it waited for
@@ -326,16 +206,6 @@ Status ResidencyManager::back(Region& region, std::uint32_t index, const std::ve
     }
     MQX_TRY(evicted);
   }
-}
-
-void ResidencyManager::waitForSourceReads() {
-  if (!sourceReadsInFlight_) return;
-  auto& backend = context_.backend;
-  // A failed wait is a broken context (its error is sticky): the program's
-  // next CUDA call reports it.
-  if (Status waited = backend.synchronize(backend.transferStream(device::TransferDirection::ToDevice)); !ok(waited))
-    log(LogLevel::Error, "waiting for the loads that read the program's buffers: {}", toString(waited));
-  sourceReadsInFlight_ = false;
 }
 
 template <typename Function>
@@ -388,48 +258,8 @@ void ResidencyManager::unpin(const PendingWork& work) {
   });
 }
 
-void ResidencyManager::quarantine(std::byte* slot, std::size_t bytes) {
-  auto& backend = context_.backend;
-  device::Fence fence;
-  if (!loadsInFlight_ ||
-      !ok(backend.enqueueFence(backend.transferStream(device::TransferDirection::ToDevice), &fence))) {
-    if (loadsInFlight_)
-      if (Status waited = backend.synchronize(backend.transferStream(device::TransferDirection::ToDevice));
-          !ok(waited)) {
-        // A load may still read the slot: it is kept (lost), never reused.
-        log(LogLevel::Error, "waiting for loads before a slot is reused: {}; the slot is not reused", toString(waited));
-        return;
-      }
-    context_.swap.release(slot, bytes);
-    return;
-  }
-  quarantine_.push_back({fence, slot, bytes});
-}
-
-std::byte* ResidencyManager::acquireSlot(std::size_t bytes, bool overLimit, bool needBlock) {
-  std::byte* slot = context_.swap.acquire(bytes, false, needBlock);
-  if (slot == nullptr && !quarantine_.empty()) {
-    reclaimQuarantine(true);
-    slot = context_.swap.acquire(bytes, false, needBlock);
-  }
-  if (slot == nullptr && overLimit) slot = context_.swap.acquire(bytes, true, needBlock);
-  return slot;
-}
-
-void ResidencyManager::reclaimQuarantine(bool wait) {
-  std::erase_if(quarantine_, [&](const QuarantinedSlot& entry) {
-    if (wait)
-      if (Status waited = context_.backend.waitFence(entry.fence); !ok(waited))
-        log(LogLevel::Error, "waiting for a quarantined slot's loads: {}", toString(waited)); // it stays quarantined
-    if (!context_.backend.fenceReached(entry.fence)) return false;
-    context_.swap.release(entry.slot, entry.bytes);
-    return true;
-  });
-  if (quarantine_.empty() && wait) loadsInFlight_ = false;
-}
-
 void ResidencyManager::poll() {
-  reclaimQuarantine(false);
+  slots_.reclaim(false);
   // Fences of different streams complete out of order, those of one stream
   // in order: past a stream's first unreached fence, its later ones are not
   // reached either. This keeps a launch's poll at one check per stream.
@@ -448,12 +278,15 @@ void ResidencyManager::poll() {
   if (!writesAhead_.empty()) finishWritesAhead();
 }
 
-Status ResidencyManager::waitUnpinned(const Region& region) {
+Status ResidencyManager::waitUnreached(const Region& region) {
   poll();
-  // Work that may reach every page reaches this region too.
-  while (mapsHost() && everyPageReachable())
-    MQX_TRY(context_.backend.waitFence(reachAll_.front()));
-  while (region.anyPinned()) {
+  while (mayBeReached(region)) {
+    // Launches that may reach every page first, then the work that pinned
+    // the region's pages, oldest first.
+    if (mapper_.everyPageReachable()) {
+      MQX_TRY(mapper_.waitForEveryPageWork());
+      continue;
+    }
     if (pending_.empty()) return Status::Unknown; // pins without pending work: a bug
     MQX_TRY(context_.backend.waitFence(pending_.front().fence));
     poll();
@@ -466,73 +299,9 @@ Status ResidencyManager::waitAll() {
     MQX_TRY(context_.backend.waitFence(pending_.front().fence));
     poll();
   }
-  reclaimQuarantine(true);
-  waitForSourceReads();
+  slots_.reclaim(true);
+  mapper_.waitForSourceReads();
   return Status::Success;
-}
-
-void ResidencyManager::leaveUnmapped(Status why) {
-  // No host block to be had (the system refuses to pin more memory): the
-  // page is left unmapped, as where the device cannot map host memory at all
-  // (docs/architecture.md, decision 2). Its bytes are safe in its image; a
-  // kernel that reaches it unforeseen faults. Said once per process.
-  if (warnedUnmapped_) return;
-  warnedUnmapped_ = true;
-  log(LogLevel::Warn, "no host block for a page that is not resident ({}): such pages stay unmapped", toString(why));
-}
-
-Status ResidencyManager::readDeviceToSlot(Region& region, std::uint32_t index, std::byte* slot) {
-  auto& backend = context_.backend;
-  const StreamHandle toHost = backend.transferStream(device::TransferDirection::ToHost);
-  MQX_TRY(backend.order(backend.transferStream(device::TransferDirection::ToDevice), toHost));
-  MQX_TRY(
-      backend.copyToHost(slot, region.pageAddress(index), region.pageDataBytes(index), toHost, context_.swap.pinned()));
-  device::Fence done;
-  MQX_TRY(backend.enqueueFence(toHost, &done));
-  MQX_TRY(backend.waitFence(done));
-  context_.statistics.bytesToHost += region.pageDataBytes(index);
-  return Status::Success;
-}
-
-Status ResidencyManager::releaseRegion(Region& region) {
-  // Every page's host image first, then its mappings: the region goes, and
-  // so does each page's host block.
-  std::vector<PageState> previous(region.pageCount());
-  for (std::uint32_t index = 0; index < region.pageCount(); ++index) {
-    MQX_TRY(PageStore::released(region.pages[index], previous[index]));
-    releaseImageHeld(region, index, previous[index].host(), previous[index].backing());
-  }
-  // Every page lets go, whatever one unmap says: the region is gone either way.
-  FirstFailure unmapped;
-  for (std::uint32_t index = 0; index < region.pageCount(); ++index) {
-    const PageState& page = previous[index];
-    if (page.hostMapped()) {
-      unmapped.note(context_.backend.unmap(region.pageAddress(index), region.pageMappedBytes(index)));
-      context_.swap.release(page.backing(), region.pageMappedBytes(index));
-    }
-    if (!page.backed()) continue;
-    unmapped.note(context_.backend.unmap(region.pageAddress(index), region.pageMappedBytes(index)));
-    context_.budget.release(region.pageMappedBytes(index));
-  }
-  publish(region); // nothing resident: withdrawn
-  return unmapped.status();
-}
-
-void ResidencyManager::releaseHostImage(const Region& region, std::uint32_t index, const HostImage& image) {
-  releaseImageHeld(region, index, image, region.pages[index].backing());
-}
-
-void ResidencyManager::releaseImageHeld(const Region& region, std::uint32_t index, const HostImage& image,
-                                        const std::byte* backing) {
-  if (image.kind == HostImageKind::None) return;
-  if (image.kind == HostImageKind::CowSource) {
-    waitForSourceReads();
-    const std::size_t bytes = image.protectedBytes(region.pageDataBytes(index));
-    context_.cow.unprotect(image.protectedStart(), bytes, PageKey{region.id, index});
-  } else if (image.kind == HostImageKind::Swap && image.slot != backing) {
-    quarantine(image.slot, region.pageMappedBytes(index));
-  } // a page's host block stays mapped under it (until the region goes)
-  ++stateVersion_;
 }
 
 } // namespace mqx

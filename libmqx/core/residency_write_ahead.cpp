@@ -22,7 +22,6 @@
 #include <numeric>
 
 #include "common/log.hpp"
-#include "core/page_store.hpp"
 #include "core/residency_manager.hpp"
 #include "trace/trace_span.hpp"
 #include "trace/trace_tracks.hpp"
@@ -39,14 +38,15 @@ void ResidencyManager::writeBackAhead() {
   // followed the last such launch. A program whose unknown launches are rare
   // (a graph now and then) resumes after them.
   const std::uint32_t quiet = context_.options.writeBackAheadQuietOperations;
-  if (reachAllCount_ != reachAllCountSeen_) {
-    reachAllCountSeen_ = reachAllCount_;
-    operationsSinceReachAll_ = 0;
-  } else if (operationsSinceReachAll_ < quiet) {
-    ++operationsSinceReachAll_;
+  const std::uint64_t everyPageLaunches = mapper_.everyPageLaunches();
+  if (everyPageLaunches != everyPageLaunchesSeen_) {
+    everyPageLaunchesSeen_ = everyPageLaunches;
+    operationsSinceEveryPageLaunch_ = 0;
+  } else if (operationsSinceEveryPageLaunch_ < quiet) {
+    ++operationsSinceEveryPageLaunch_;
   }
   if (!evictedSinceWriteAhead_ || context_.options.writeBackAheadFraction <= 0) return;
-  if (operationsSinceReachAll_ < quiet) return;
+  if (operationsSinceEveryPageLaunch_ < quiet) return;
   evictedSinceWriteAhead_ = false;
   std::vector<EvictionCandidate> list;
   const std::vector<Victim> victims = candidates({}, &list); // none while work may reach every page
@@ -75,28 +75,23 @@ void ResidencyManager::writeBackAhead() {
         ready += slotBytes;
         continue;
       }
-      // No waiting for a slot here (acquireSlot may wait for loads), and
+      // No waiting for a slot here (SwapSlots::acquire may wait for loads), and
       // room left for twice the target: a page written ahead keeps its slot
       // while resident, and a nearly full swap buffer is the evictions' own
       // (a dirty victim that finds no slot cannot be evicted). Past that the
       // evictions write back as before.
-      if (context_.swap.usedBytes() + slotBytes + 2 * target > context_.swap.limit()) break;
-      std::byte* slot = context_.swap.acquire(slotBytes, false, mapsHost());
-      if (slot == nullptr) break;
+      if (slots_.usedBytes() + slotBytes + 2 * target > slots_.limit()) break;
+      SwapSlot slot = slots_.acquireFree(slotBytes, mapper_.mapsHost());
+      if (!slot) break;
       if (!ordered) { // loads into these pages ran on the other copy stream
-        if (!ok(backend.order(backend.transferStream(device::TransferDirection::ToDevice), toHost))) {
-          context_.swap.release(slot, slotBytes);
-          break;
-        }
+        if (!ok(backend.order(backend.transferStream(device::TransferDirection::ToDevice), toHost))) break;
         ordered = true;
       }
       const std::size_t dataBytes = region.pageDataBytes(index);
-      if (!ok(backend.copyToHost(slot, region.pageAddress(index), dataBytes, toHost, context_.swap.pinned()))) {
-        context_.swap.release(slot, slotBytes);
-        break;
-      }
+      if (!ok(backend.copyToHost(slot.get(), region.pageAddress(index), dataBytes, toHost, slots_.pinned()))) break;
       issued.push_back({region.id, index});
-      entries.push_back({{region.id, index}, slot, slotBytes, dataBytes, page.generation(), reachAllCount_, {}});
+      entries.push_back(
+          {{region.id, index}, std::move(slot), slotBytes, dataBytes, page.generation(), everyPageLaunches, {}});
       ready += slotBytes;
     }
   }
@@ -110,44 +105,46 @@ void ResidencyManager::writeBackAhead() {
       // The copies may still write the slots: they are kept (lost), never reused.
       log(LogLevel::Error, "waiting for writes ahead without a fence: {}; their slots are not reused",
           toString(waited));
-      return;
+      for (WriteAhead& entry : entries)
+        entry.slot.abandon();
     }
-    for (const WriteAhead& entry : entries)
-      context_.swap.release(entry.slot, entry.slotBytes);
-    return;
+    return; // the slots go back with `entries`
   }
   for (WriteAhead& entry : entries) {
     entry.done = done;
     writeAheadBytes_ += entry.slotBytes;
     context_.statistics.bytesWrittenAhead += entry.dataBytes;
     context_.statistics.bytesToHost += entry.dataBytes;
-    writesAhead_.push_back(entry);
+    writesAhead_.push_back(std::move(entry));
   }
   span.argument("pages", entries.size()).argument("in_flight_bytes", writeAheadBytes_);
 }
 
 void ResidencyManager::finishWritesAhead() {
   std::vector<Region*> cleaned; // published once each below
-  std::erase_if(writesAhead_, [&](const WriteAhead& entry) {
-    if (!context_.backend.fenceReached(entry.done)) return false;
+  std::size_t running = 0;      // entries whose copy still runs, kept in front
+  for (WriteAhead& entry : writesAhead_) {
+    if (!context_.backend.fenceReached(entry.done)) {
+      if (&entry != &writesAhead_[running]) writesAhead_[running] = std::move(entry);
+      ++running;
+      continue;
+    }
     writeAheadBytes_ -= entry.slotBytes;
     Region* region = context_.directory.byId(entry.page.region);
     PageState* page =
         region != nullptr && entry.page.page < region->pageCount() ? &region->pages[entry.page.page] : nullptr;
     const bool unchanged = page != nullptr && page->generation() == entry.generation &&
-                           entry.reachAllCount == reachAllCount_ && page->dirty() && page->backed();
-    if (unchanged && ok(PageStore::wroteBack(*page, entry.slot))) {
-      ++stateVersion_; // a resident page with a host image (prepareEveryPage)
+                           entry.everyPageLaunches == mapper_.everyPageLaunches() && page->dirty() && page->backed();
+    if (unchanged && ok(mapper_.wroteBack(*page, std::move(entry.slot)))) {
       if (std::ranges::find(cleaned, region) == cleaned.end()) cleaned.push_back(region);
-      return true;
+      continue;
     }
-    context_.statistics.bytesWrittenAheadStale += entry.dataBytes;
-    context_.swap.release(entry.slot, entry.slotBytes);
-    return true;
-  });
+    context_.statistics.bytesWrittenAheadStale += entry.dataBytes; // its slot goes back with the entry
+  }
+  writesAhead_.erase(writesAhead_.begin() + static_cast<std::ptrdiff_t>(running), writesAhead_.end());
   // Their dirty bytes changed: CDR's e (paper §4.2), once per region.
   for (Region* region : cleaned)
-    publish(*region);
+    peers_.publish(*region);
 }
 
 } // namespace mqx

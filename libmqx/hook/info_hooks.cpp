@@ -3,7 +3,6 @@
 // describe managed regions as allocations.
 #include "hook/hook_declarations.hpp"
 #include "hook/hook_support.hpp"
-#include "hook/node_membership.hpp"
 #include "hook/pointer_attributes.hpp"
 
 using namespace mqx;
@@ -27,17 +26,21 @@ bool managedPointer(CUdeviceptr address, ManagedPointer* pointer) {
 } // namespace
 
 MQX_EXPORT CUresult cuInit(unsigned flags) {
-  // A query started before its admission stays off the GPU until admitted.
-  if (!passQueryAdmissionGate()) return CUDA_ERROR_NOT_PERMITTED;
-  CUresult result = callReal(&DriverApi::cuInit, flags);
+  // Start-up before the driver starts: a bad configuration is reported now,
+  // at the program's start, and a query started before its admission stays
+  // off the GPU until admitted.
   Runtime& runtime = Runtime::instance();
+  switch (runtime.start()) {
+  case Runtime::Start::Ready: break;
+  case Runtime::Start::BadConfiguration: return CUDA_ERROR_NOT_INITIALIZED;
+  case Runtime::Start::NotAdmitted: return CUDA_ERROR_NOT_PERMITTED;
+  }
+  CUresult result = callReal(&DriverApi::cuInit, flags);
   if (result != CUDA_SUCCESS) {
     const DriverApi* api = runtime.driver();
     runtime.noDevice(api != nullptr ? api->describe("cuInit", result) : "no CUDA driver");
-    return result;
   }
-  // A bad configuration is reported now, at the program's start.
-  return runtime.configure() ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+  return result;
 }
 
 MQX_EXPORT CUresult cuMemGetInfo_v2(size_t* freeBytes, size_t* totalBytes) {

@@ -7,7 +7,6 @@
 
 #include "hook/export.hpp"
 #include "hook/hook_support.hpp"
-#include "hook/node_membership.hpp"
 #include "ipc/admission_client.hpp"
 
 using namespace mqx;
@@ -53,7 +52,7 @@ MQX_EXPORT int mqx_declare_resizable_by_name(const char* name) {
 // CUDA_ERROR_INVALID_VALUE for seconds that are not positive and finite.
 MQX_EXPORT int mqx_node_declare_operator(double seconds, std::uint64_t bytes) {
   if (!(seconds > 0) || seconds > 1e300) return CUDA_ERROR_INVALID_VALUE;
-  ipc::AdmissionClient* admission = nodeAdmission();
+  ipc::AdmissionClient* admission = Runtime::instance().nodeAdmission();
   if (admission == nullptr) return CUDA_SUCCESS;
   try {
     admission->declareOperator(seconds, bytes);

@@ -11,7 +11,6 @@
 #include "common/log.hpp"
 #include "embedded/runtime_options.hpp"
 #include "hook/host_memory_hooks.hpp"
-#include "hook/node_membership.hpp"
 #include "ipc/admission_client.hpp"
 #include "ipc/launch_tuning_client.hpp"
 #include "ipc/node_membership.hpp"
@@ -24,22 +23,6 @@ using device::cuda::CudaBackendOptions;
 using device::cuda::DriverApi;
 
 namespace {
-
-// Membership of mqxd's node, when one runs (docs/daemon.md), for one device
-// of the node, and the admission client of the query this process runs for
-// (its demand). Leaked on purpose like the Runtime: the budget it backs is
-// used until exit. A process joins once per device it manages (each device
-// has its own budget on the node); the join of device 0 may come first from
-// the advice API (mqx_declare_operator may come before the process's first
-// CUDA call), and it is the one the advice API talks through.
-struct NodeJoin {
-  std::shared_ptr<ipc::NodeMembership> membership;
-  std::shared_ptr<ipc::AdmissionClient> queryAdmission;
-};
-std::mutex nodeJoinMutex;
-std::array<NodeJoin*, DeviceManagers::kMaxDevices> nodeJoins{}; // under nodeJoinMutex
-std::array<bool, DeviceManagers::kMaxDevices> nodeJoinTried{};  // under nodeJoinMutex
-NodeJoin* adviceJoin = nullptr;                                 // the first join; under nodeJoinMutex
 
 // How the node names the device of `ordinal`: its UUID as nvidia-smi -L
 // prints it (mqxd lists the node's GPUs by it), or "" (the node's first
@@ -56,90 +39,105 @@ std::string nodeDeviceName(const DriverApi& api, int ordinal) {
       b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
-NodeJoin* joinNode(const Config& config, const DriverApi* api, int ordinal) {
-  std::lock_guard lock(nodeJoinMutex);
+} // namespace
+
+Runtime& Runtime::instance() {
+  // Leaked on purpose: hooks may run after static destructors.
+  static Runtime* runtime = new Runtime();
+  return *runtime;
+}
+
+Runtime::Start Runtime::start() {
+  std::call_once(startOnce_, [this] { started_ = startOnce(); });
+  return started_;
+}
+
+Runtime::Start Runtime::startOnce() {
+  try {
+    config_ = loadConfig();
+  } catch (const std::exception& error) {
+    state_.store(State::Failed, std::memory_order_release);
+    log(LogLevel::Error, "{}: refusing to run unmanaged; CUDA calls fail with CUDA_ERROR_NOT_INITIALIZED",
+        error.what());
+    return Start::BadConfiguration;
+  }
+  setLogLevel(config_.logLevel);
+  manageProgramVmm_.store(config_.manageProgramVmm, std::memory_order_release);
+  // A query started before its admission stays off the GPU until admitted,
+  // and is shown the device mqxd placed it on before the driver starts (it
+  // reads CUDA_VISIBLE_DEVICES in cuInit). Any other process passes at once.
+  const ipc::AdmissionGateOutcome gate = ipc::passAdmissionGate(config_.daemonInstance);
+  if (!gate.admitted) {
+    log(LogLevel::Error, "the query was not admitted ({}): this process does not use the GPU", gate.refusal);
+    return Start::NotAdmitted;
+  }
+  return Start::Ready;
+}
+
+Runtime::NodeJoin* Runtime::joinNode(const DriverApi* api, int ordinal) {
+  std::lock_guard lock(nodeMutex_);
   if (ordinal < 0 || ordinal >= DeviceManagers::kMaxDevices) return nullptr;
-  if (nodeJoinTried[ordinal]) return nodeJoins[ordinal];
-  nodeJoinTried[ordinal] = true;
-  ipc::NodeOptions options = embedded::nodeOptions(config);
+  if (nodeJoinTried_[ordinal]) return nodeJoins_[ordinal].get();
+  nodeJoinTried_[ordinal] = true;
+  ipc::NodeOptions options = embedded::nodeOptions(config_);
   if (api != nullptr) options.device = nodeDeviceName(*api, ordinal);
   try {
     auto membership =
         ipc::NodeMembership::connect(options, ipc::NodeMembership::Role::Memory, program_invocation_short_name);
     if (membership == nullptr) return nullptr;
-    auto admission = std::make_shared<ipc::AdmissionClient>(membership, embedded::admissionOptions(config));
-    NodeJoin* join = new NodeJoin{std::move(membership), std::move(admission)};
-    nodeJoins[ordinal] = join;
-    if (adviceJoin == nullptr) adviceJoin = join;
-    // A process that never activates leaves at exit too (leave() is
-    // idempotent: activation's exit handler calls it as well).
-    std::atexit([] {
-      std::lock_guard lock(nodeJoinMutex);
-      for (NodeJoin* join : nodeJoins)
-        if (join != nullptr) join->membership->leave();
-    });
-    return join;
+    auto admission = std::make_shared<ipc::AdmissionClient>(membership, embedded::admissionOptions(config_));
+    nodeJoins_[ordinal] = std::make_unique<NodeJoin>(NodeJoin{std::move(membership), std::move(admission)});
+    if (adviceJoin_ == nullptr) adviceJoin_ = nodeJoins_[ordinal].get();
+    registerExitHandler(); // a process that never activates leaves at exit too
+    return nodeJoins_[ordinal].get();
   } catch (const std::exception& error) {
     log(LogLevel::Warn, "cannot join mqxd's node for device {} ({}); managing its memory alone", ordinal, error.what());
     return nullptr;
   }
 }
 
-} // namespace
-
-bool passQueryAdmissionGate() {
-  static std::once_flag once;
-  static bool admitted = true;
-  std::call_once(once, [] {
-    if (!ipc::awaitedAdmissionFromEnvironment()) return; // not started before admission: no configuration read
-    // Before the driver starts: it reads CUDA_VISIBLE_DEVICES in cuInit.
-    ipc::AdmissionGateOutcome gate;
-    try {
-      gate = ipc::passAdmissionGate(loadConfig().daemonInstance);
-    } catch (const std::exception& error) {
-      gate.refusal = error.what();
-    }
-    if (!gate.admitted) {
-      log(LogLevel::Error, "the query was not admitted ({}): this process does not use the GPU", gate.refusal);
-      admitted = false;
-    }
-  });
-  return admitted;
-}
-
-ipc::AdmissionClient* nodeAdmission() {
-  // The advice API's way in: the configuration is read here once (a bad one
-  // is reported by the hooks; the declaration is then a no-op).
-  static std::once_flag configured;
-  static Config config;
-  static bool valid = false;
-  std::call_once(configured, [] {
-    try {
-      config = loadConfig();
-      valid = true;
-    } catch (const std::exception& error) {
-      log(LogLevel::Warn, "{}: not joining mqxd's node for the advice API", error.what());
-    }
-  });
+ipc::AdmissionClient* Runtime::nodeAdmission() {
+  if (start() != Start::Ready) return nullptr;
   {
-    std::lock_guard lock(nodeJoinMutex);
-    if (adviceJoin != nullptr || !valid) return adviceJoin != nullptr ? adviceJoin->queryAdmission.get() : nullptr;
+    std::lock_guard lock(nodeMutex_);
+    if (adviceJoin_ != nullptr) return adviceJoin_->queryAdmission.get();
   }
   // Before the first activation: device 0, the device mqx-run placed the
   // query on (it exports CUDA_VISIBLE_DEVICES). The driver names it once
   // initialised; cuInit is what the program's first CUDA call does anyway.
-  if (!passQueryAdmissionGate()) return nullptr;
-  const DriverApi* api = Runtime::instance().driver();
+  const DriverApi* api = driver();
   if (api != nullptr && api->cuInit(0) != CUDA_SUCCESS) api = nullptr;
-  joinNode(config, api, 0);
-  std::lock_guard lock(nodeJoinMutex);
-  return adviceJoin != nullptr ? adviceJoin->queryAdmission.get() : nullptr;
+  joinNode(api, 0);
+  std::lock_guard lock(nodeMutex_);
+  return adviceJoin_ != nullptr ? adviceJoin_->queryAdmission.get() : nullptr;
 }
 
-Runtime& Runtime::instance() {
-  // Leaked on purpose: hooks may run after static destructors.
-  static Runtime* runtime = new Runtime();
-  return *runtime;
+void Runtime::registerExitHandler() {
+  // Registered by the first activation after cudart's own exit handler, so
+  // that it runs before cudart tears the context down; registered earlier
+  // (the advice API joined first) it runs after. Either is safe: it only
+  // reads counters, writes the traces and leaves the node (the context's
+  // memory goes with the process; budget calls after leave() are ignored).
+  std::call_once(exitHandlerOnce_, [] { std::atexit(exitHandler); });
+}
+
+void Runtime::exitHandler() {
+  Runtime& runtime = instance();
+  runtime.managers_.forEach([](int ordinal, MemoryManager& manager) {
+    try {
+      log(LogLevel::Info, "statistics of device {}: {}", ordinal, manager.statistics().toJson());
+    } catch (...) {
+    }
+    manager.finishTrace();
+  });
+  {
+    std::lock_guard lock(runtime.nodeMutex_);
+    for (const auto& join : runtime.nodeJoins_)
+      if (join != nullptr) join->membership->leave();
+  }
+  // Set once, under mutex_, which is not taken here: a thread stopped
+  // inside an activation must not hold up the exit.
+  if (runtime.launchTuningClient_ != nullptr) runtime.launchTuningClient_->leave();
 }
 
 void Runtime::captureEnded() noexcept {
@@ -171,29 +169,6 @@ void Runtime::passThrough(const std::string& why) {
 
 void Runtime::noDevice(const std::string& why) { passThrough(why); }
 
-bool Runtime::configureLocked() {
-  if (configured_) return state() != State::Failed;
-  configured_ = true;
-  try {
-    config_ = loadConfig();
-    setLogLevel(config_.logLevel);
-    manageProgramVmm_.store(config_.manageProgramVmm, std::memory_order_release);
-    return true;
-  } catch (const std::exception& error) {
-    state_.store(State::Failed, std::memory_order_release);
-    log(LogLevel::Error,
-        "{}: refusing to run unmanaged; CUDA calls fail with "
-        "CUDA_ERROR_NOT_INITIALIZED",
-        error.what());
-    return false;
-  }
-}
-
-bool Runtime::configure() {
-  std::lock_guard lock(mutex_);
-  return configureLocked();
-}
-
 Runtime::ManagedDevice Runtime::device(int ordinal) const noexcept {
   if (ordinal < 0 || ordinal >= DeviceManagers::kMaxDevices) return {};
   return ManagedDevice{backends_[ordinal].load(std::memory_order_acquire), managers_.on(ordinal),
@@ -223,10 +198,10 @@ MemoryManager* Runtime::activate() {
   if (api->cuCtxGetCurrent(&context) != CUDA_SUCCESS || context == nullptr) return nullptr; // stay as we are
   if (api->cuCtxGetDevice(&device) != CUDA_SUCCESS || device < 0 || device >= DeviceManagers::kMaxDevices)
     return nullptr;
+  if (start() != Start::Ready) return nullptr;
   std::lock_guard lock(mutex_);
   if (MemoryManager* manager = managers_.on(device)) return manager;
   if ((state() != State::Pending && state() != State::Active) || refused_[device]) return nullptr;
-  if (!configureLocked()) return nullptr;
   return activateLocked(*api, device);
 }
 
@@ -255,7 +230,7 @@ MemoryManager* Runtime::activateLocked(const DriverApi& api, CUdevice device) {
   // Joins the node for this device: its device memory then comes from the
   // device's budget on the node and other processes on the device may ask
   // it to evict. No node: alone.
-  NodeJoin* join = joinNode(config_, &api, device);
+  NodeJoin* join = joinNode(&api, device);
   ManagerOptions managerOptions = embedded::managerOptions(config_);
   // Only the first device's manager write-protects host memory: two
   // managers protecting one page could each lift the other's protection
@@ -287,21 +262,7 @@ MemoryManager* Runtime::activateLocked(const DriverApi& api, CUdevice device) {
       storage.backend->deviceName(), config_.deviceMemoryLimit >> 20, config_.pageSize >> 10,
       toString(config_.replacement));
   if (join != nullptr) startLaunchTuning(api, device, join->membership->device());
-  if (!first) return manager;
-  // Registered after cudart's own exit handler, so it runs before cudart
-  // tears the context down; it only reads counters (and leaves the node:
-  // the context's memory goes with the process).
-  std::atexit([] {
-    Runtime& runtime = Runtime::instance();
-    runtime.logStatisticsAtExit();
-    runtime.managers().forEach([](int, MemoryManager& manager) { manager.finishTrace(); });
-    {
-      std::lock_guard lock(nodeJoinMutex);
-      for (NodeJoin* join : nodeJoins)
-        if (join != nullptr) join->membership->leave();
-    }
-    if (auto& tuner = runtime.launchTuningClient_) tuner->leave();
-  });
+  registerExitHandler();
   return manager;
 }
 
@@ -342,15 +303,6 @@ void Runtime::declareResizable(const std::string& name) {
   declaredNames_.push_back(name);
   for (auto& storage : devices_)
     if (storage.tuning != nullptr) storage.tuning->launches().declareName(name);
-}
-
-void Runtime::logStatisticsAtExit() {
-  managers_.forEach([](int ordinal, MemoryManager& manager) {
-    try {
-      log(LogLevel::Info, "statistics of device {}: {}", ordinal, manager.statistics().toJson());
-    } catch (...) {
-    }
-  });
 }
 
 } // namespace mqx::hook

@@ -1,7 +1,16 @@
 // Runtime: the one piece of global mutable state of libmqx.so. It owns the
-// real driver's entry points, the configuration, and for each device the
-// process manages a CUDA backend and a MemoryManager (docs/interposer.md,
-// "Several devices"), and knows whether this process is managed at all.
+// real driver's entry points, the configuration, the process's membership
+// of mqxd's node, and for each device the process manages a CUDA backend and
+// a MemoryManager (docs/interposer.md, "Several devices"), and knows whether
+// this process is managed at all.
+//
+// Start-up (start()) is one path, run once by whichever entry comes first:
+// cuInit, an allocation-like call, or the advice API. It reads the
+// configuration (the only read: a bad one makes the process Failed, with one
+// error line naming the key), then, for a query started before its
+// admission, waits at the admission gate (ipc/query_admission_gate.hpp)
+// before the driver starts. The first node join or activation registers the
+// one exit handler (exitHandler()).
 //
 // States: Pending (nothing decided yet) -> Active (a manager exists) or
 // PassThrough (no driver, no GPU, no usable device: every call goes to the
@@ -32,6 +41,11 @@
 #include "hook/program_allocations.hpp"
 #include "ipc/launch_tuning_client.hpp"
 #include "ipc/manager_on_node.hpp"
+
+namespace mqx::ipc {
+class AdmissionClient;
+class NodeMembership;
+} // namespace mqx::ipc
 
 namespace mqx::hook {
 
@@ -74,9 +88,19 @@ public:
   // (look at state()).
   MemoryManager* activate();
 
-  // Called after a successful cuInit: reads the configuration early so that
-  // a bad one is reported at start. False when it is bad (state Failed).
-  bool configure();
+  // Start-up, once per process (later calls answer what the first found):
+  // Ready; BadConfiguration (state Failed); or NotAdmitted, a query started
+  // before its admission that will not be admitted: the process must not
+  // use the GPU.
+  enum class Start { Ready, BadConfiguration, NotAdmitted };
+  Start start();
+
+  // The advice API's way to the node (mqx_node_declare_operator): the
+  // admission client of the query this process runs for. Joins the node for
+  // device 0 on the first call if activation has not (a query declares its
+  // plan before its first CUDA call). Null when no mqxd runs for this user
+  // and instance, or start-up did not end Ready.
+  ipc::AdmissionClient* nodeAdmission();
 
   // cuInit failed: nothing will be managed; logged once.
   void noDevice(const std::string& why);
@@ -98,11 +122,26 @@ private:
     std::unique_ptr<device::cuda::CudaLaunchTuning> tuning;
   };
 
+  // Membership of mqxd's node for one device of the node, and the admission
+  // client of the query this process runs for (its demand). Kept until exit:
+  // the budget it backs is used until then.
+  struct NodeJoin {
+    std::shared_ptr<ipc::NodeMembership> membership;
+    std::shared_ptr<ipc::AdmissionClient> queryAdmission;
+  };
+
   Runtime() = default;
+  Start startOnce();
   MemoryManager* activateLocked(const device::cuda::DriverApi& api, CUdevice device);
-  bool configureLocked();
   void passThrough(const std::string& why);
-  void logStatisticsAtExit();
+  // Joins the node for the device of `ordinal` (named by its UUID when the
+  // driver `api` can tell), once per device; null when no node runs or the
+  // join failed (said).
+  NodeJoin* joinNode(const device::cuda::DriverApi* api, int ordinal);
+  // At exit (registered once, by the first join or activation): logs the
+  // statistics, finishes the traces, leaves the node and the launch service.
+  static void exitHandler();
+  void registerExitHandler();
   // Launch tuning on device `ordinal` of the node device `nodeDevice` (the
   // process's one LaunchTuningClient, connected on the first call).
   void startLaunchTuning(const device::cuda::DriverApi& api, int ordinal, std::uint32_t nodeDevice);
@@ -137,8 +176,16 @@ private:
   std::atomic<int> visibleDevices_{0};                      // cuDeviceGetCount at the first activation
   std::once_flag driverOnce_;
   const device::cuda::DriverApi* driver_ = nullptr; // set once, under driverOnce_
-  bool configured_ = false;
-  Config config_;
+  std::once_flag startOnce_;
+  Start started_ = Start::Ready; // start()'s answer, set once under startOnce_
+  Config config_;                // read once, under startOnce_
+  std::once_flag exitHandlerOnce_;
+  // The node joins: one per device the process manages; the first (device 0
+  // when the advice API joins before any activation) is the advice API's.
+  std::mutex nodeMutex_; // after mutex_ when both are held
+  std::array<std::unique_ptr<NodeJoin>, DeviceManagers::kMaxDevices> nodeJoins_; // under nodeMutex_
+  std::array<bool, DeviceManagers::kMaxDevices> nodeJoinTried_{};                // under nodeMutex_
+  NodeJoin* adviceJoin_ = nullptr;                                               // under nodeMutex_
   device::cuda::DriverApi driverStorage_;
   std::array<std::atomic<device::cuda::CudaLaunchTuning*>, DeviceManagers::kMaxDevices> tunings_{};
   std::shared_ptr<ipc::LaunchTuningClient> launchTuningClient_; // under mutex_; to leave at exit

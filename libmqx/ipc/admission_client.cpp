@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "ipc/client_records.hpp"
 #include "ipc/messages.hpp"
 #include "ipc/node_snapshot.hpp"
 
@@ -56,11 +57,7 @@ bool AdmissionClient::declareDemand(std::uint64_t weightedDemand, std::uint64_t 
   if (member.slot() == kNoSlot || !member.inJoiningProcess()) return false;
   BoundedNodeLock lock(member.node(), options_.nodeLockTimeout);
   if (!lock.held()) return false;
-  ClientRecord& record = member.node().clients[member.slot()];
-  if (record.pid != getpid()) return false;
-  record.weightedDemand = weightedDemand;
-  record.peakDemand = peakDemand;
-  return true;
+  return ClientRecords(member.node()).declareDemand(member.slot(), getpid(), weightedDemand, peakDemand);
 }
 
 bool AdmissionClient::waitForAdmission(std::uint64_t weightedDemand, std::uint64_t peakDemand) {
@@ -85,11 +82,8 @@ AdmissionClient::Admission AdmissionClient::waitForAdmission(std::uint64_t weigh
   {
     BoundedNodeLock lock(node, options_.nodeLockTimeout);
     if (!lock.held()) return Admission::NodeLocked;
-    ClientRecord& record = node.clients[slot];
-    if (record.pid != getpid()) return Admission::Reclaimed;
-    record.weightedDemand = weightedDemand;
-    record.peakDemand = peakDemand;
-    record.admissionRequested = 1; // the last store: the demand above is what admission sees
+    if (!ClientRecords(node).requestAdmission(slot, getpid(), weightedDemand, peakDemand))
+      return Admission::Reclaimed;
   }
   Message request = Message::of(MessageKind::AdmissionRequest, getpid(), slot);
   request.weightedDemand = weightedDemand;
@@ -109,18 +103,17 @@ AdmissionClient::Admission AdmissionClient::waitForAdmission(std::uint64_t weigh
     {
       BoundedNodeLock lock(node, options_.nodeLockTimeout);
       if (!lock.held()) return Admission::NodeLocked;
-      ClientRecord& record = node.clients[slot];
-      if (record.pid != getpid() || record.state == ClientState::Free) return Admission::Reclaimed;
-      record.heartbeatNs = monotonicNanoseconds();
-      if (record.state == ClientState::Running) return Admission::Admitted;
+      ClientRecords records(node);
+      if (!records.beat(slot, getpid())) return Admission::Reclaimed;
+      if (records[slot].state == ClientState::Running) return Admission::Admitted;
       if (!processAlive(node.daemonPid)) return Admission::DaemonGone;
       if (wait.timeout && now - start >= *wait.timeout) {
         // Withdrawn under the lock: mqxd admits only records that ask.
-        record.admissionRequested = 0;
+        records.withdrawAdmissionRequest(slot, getpid());
         return Admission::TimedOut;
       }
     }
-    if (wait.poll) wait.poll();
+    if (wait.poll && !wait.poll()) return Admission::Stopped;
     if (wait.report && now >= nextReport) {
       nextReport = now + wait.reportInterval;
       std::string reason = admissionWaitReason();
@@ -179,12 +172,7 @@ AdmissionClient::requestPlacement(std::uint64_t weightedDemand, std::uint64_t pe
   {
     BoundedNodeLock lock(node, options_.nodeLockTimeout);
     if (!lock.held()) return std::nullopt;
-    ClientRecord& record = node.clients[slot];
-    if (record.pid != getpid() || record.state != ClientState::Waiting) return std::nullopt;
-    record.weightedDemand = weightedDemand;
-    record.peakDemand = peakDemand;
-    record.placeOnArrival = 1;
-    record.admissionRequested = 1; // the last store: the demand above is what placement and admission see
+    if (!ClientRecords(node).requestPlacement(slot, getpid(), weightedDemand, peakDemand)) return std::nullopt;
   }
   Message request = Message::of(MessageKind::AdmissionRequest, getpid(), slot);
   request.weightedDemand = weightedDemand;
@@ -197,10 +185,9 @@ AdmissionClient::requestPlacement(std::uint64_t weightedDemand, std::uint64_t pe
     {
       BoundedNodeLock lock(node, options_.nodeLockTimeout);
       if (!lock.held()) return std::nullopt;
-      ClientRecord& record = node.clients[slot];
-      if (record.pid != getpid() || record.state == ClientState::Free) return std::nullopt;
-      record.heartbeatNs = monotonicNanoseconds();
-      device = record.device;
+      ClientRecords records(node);
+      if (!records.beat(slot, getpid())) return std::nullopt;
+      device = records[slot].device;
       if (device == kAnyDevice && !processAlive(node.daemonPid)) return std::nullopt;
     }
     if (device < node.deviceCount && device < kMaxDevices)

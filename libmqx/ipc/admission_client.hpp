@@ -65,22 +65,24 @@ public:
   // calls `report` with one line saying why the query waits and for whom
   // (describeAdmissionWait) once it has waited 0.2 s, then every
   // `reportInterval` (after the first 12, an unchanged reason only every 12
-  // intervals). `poll` runs at least every `pollInterval` and may throw to
-  // end the wait (mqx.Client: Python's signals); the caller then withdraws
-  // the query by leaving the node.
+  // intervals). `poll` runs at least every `pollInterval`; when it answers
+  // false the wait ends (Stopped: mqx-run's program ended meanwhile). It may
+  // also throw (mqx.Client: Python's signals). Either way the caller then
+  // withdraws the query by leaving the node.
   enum class Admission {
     Admitted,
     DaemonGone,
     TimedOut,
     Reclaimed,  // the record is no longer this process's (mqxd reclaimed it)
     NodeLocked, // a live process kept the node's lock past nodeLockTimeout
+    Stopped,    // `poll` ended the wait
   };
   struct AdmissionWait {
     std::optional<std::chrono::milliseconds> timeout; // none: no limit
     std::chrono::milliseconds reportInterval{5000};
     std::function<void(const std::string& why)> report;
     std::chrono::milliseconds pollInterval{200};
-    std::function<void()> poll;
+    std::function<bool()> poll; // false: stop waiting
   };
   Admission waitForAdmission(std::uint64_t weightedDemand, std::uint64_t peakDemand, const AdmissionWait& wait);
   // Why the query still waits (describeAdmissionWait), for the last words of

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/log.hpp"
+#include "ipc/client_records.hpp"
 #include "ipc/query_admission_gate.hpp"
 
 namespace mqx::ipc {
@@ -124,30 +125,16 @@ std::shared_ptr<NodeMembership> NodeMembership::connect(const NodeOptions& optio
 bool NodeMembership::claimRecord(const std::string& name) {
   NodeState& node = this->node();
   RobustLock lock(node.lock);
-  for (std::uint32_t i = 0; i < kMaxClients; ++i) {
-    ClientRecord& record = node.clients[i];
-    if (record.state != ClientState::Free) continue;
-    record.pid = joinedAs_;
-    record.budgetHeld = 0;
-    record.observedPeak = 0;
-    record.weightedDemand = 0;
-    record.peakDemand = 0;
-    record.heartbeatNs = monotonicNanoseconds();
-    record.querySlot = role_ == Role::Memory ? querySlotFromEnvironment(node) : kNoSlot;
-    record.blockedOnMemory = 0;
-    record.admissionRequested = 0;
-    record.device = device_;
-    record.activity = ClientActivity{};
-    node.published[i].clear();
-    record.arrival = node.nextArrival++;
-    std::memset(record.name, 0, sizeof record.name);
-    std::memcpy(record.name, name.data(), std::min(name.size(), sizeof record.name - 1));
-    // The state last: until this store the record is free to everyone.
-    record.state = role_ == Role::Memory ? ClientState::Memory : ClientState::Waiting;
-    slot_ = i;
-    return true;
-  }
-  return false;
+  ClientRecords::Claim claim;
+  claim.pid = joinedAs_;
+  claim.role = role_ == Role::Memory ? ClientState::Memory : ClientState::Waiting;
+  claim.querySlot = role_ == Role::Memory ? querySlotFromEnvironment(node) : kNoSlot;
+  claim.device = device_;
+  claim.name = name;
+  const auto slot = ClientRecords(node).claim(claim);
+  if (!slot) return false;
+  slot_ = *slot;
+  return true;
 }
 
 NodeMembership::~NodeMembership() { leave(); }
@@ -195,12 +182,8 @@ void NodeMembership::retire(const Message& notice) {
   if (slot_ == kNoSlot || !inJoiningProcess() || lost()) return;
   {
     RobustLock lock(node().lock);
-    ClientRecord& record = node().clients[slot_];
-    if (record.pid == getpid()) {
-      if (record.budgetHeld != 0)
-        log(LogLevel::Debug, "leaving the node with {} bytes still held; given back", record.budgetHeld);
-      node().retire(record);
-    }
+    if (const auto held = ClientRecords(node()).leave(slot_, getpid()); held && *held != 0)
+      log(LogLevel::Debug, "leaving the node with {} bytes still held; given back", *held);
   }
   slot_ = kNoSlot;
   sendTo(names_.daemonQueue, notice);
@@ -228,8 +211,7 @@ void NodeMembership::publishActivity() {
   }
   if (!activity) return; // busy: the next pass publishes
   RobustLock lock(node().lock);
-  ClientRecord& record = node().clients[slot_];
-  if (record.pid == getpid() && record.state == ClientState::Memory) record.activity = *activity;
+  ClientRecords(node()).publishActivity(slot_, getpid(), *activity);
 }
 
 void NodeMembership::serveEvictions() {
@@ -249,7 +231,7 @@ void NodeMembership::serveEvictionsUntilStopped() {
     if (!checkNode()) return;
     {
       RobustLock lock(node().lock);
-      node().clients[slot_].heartbeatNs = monotonicNanoseconds();
+      ClientRecords(node()).beat(slot_, getpid());
     }
     // The activity with the heartbeat, at most every 100 ms however many
     // requests arrive.
@@ -311,8 +293,7 @@ bool NodeMembership::skipStoppedHolder(pid_t pid, std::uint64_t held) {
 void NodeMembership::setBlocked(bool blocked) {
   if (slot_ == kNoSlot || lost()) return; // left the node: nobody waits for this record
   RobustLock lock(node().lock);
-  ClientRecord& record = node().clients[slot_];
-  if (record.pid == getpid()) record.blockedOnMemory = blocked ? 1 : 0;
+  ClientRecords(node()).setBlockedOnMemory(slot_, getpid(), blocked);
 }
 
 bool NodeMembership::mustYield() {

@@ -119,8 +119,15 @@ std::string describeAdmissionWait(const NodeSnapshot& node, std::uint32_t slot, 
       else if (stoppedProcess[client.slot] != 0)
         stopped = fmt::format("; its process {} is STOPPED: kill -CONT {} resumes it", stoppedProcess[client.slot],
                               stoppedProcess[client.slot]);
-      holders.emplace_back(demand, fmt::format("'{}' (pid {}{}){} demand {}, holds {}", client.name, client.pid,
-                                               stopped, on(client), mib(demand), mib(held[client.slot])));
+      // Under adaptive, mqxd counts a query that declares nothing by what it
+      // measures of it (docs/daemon.md), not by the 0 in its record.
+      const bool declaresNothing =
+          admission == AdmissionKind::Adaptive && client.weightedDemand == 0 && client.peakDemand == 0;
+      holders.emplace_back(
+          demand,
+          fmt::format("'{}' (pid {}{}){} {}, holds {}", client.name, client.pid, stopped, on(client),
+                      declaresNothing ? std::string("declares no demand") : fmt::format("demand {}", mib(demand)),
+                      mib(held[client.slot])));
     } else if (client.state == ClientState::Memory && client.querySlot == kNoSlot && client.budgetHeld != 0 &&
                overlaps(candidates, client.device)) {
       holders.emplace_back(client.budgetHeld,
@@ -134,12 +141,20 @@ std::string describeAdmissionWait(const NodeSnapshot& node, std::uint32_t slot, 
   std::sort(holders.begin(), holders.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::string why;
   const std::uint64_t need = byPeak ? self->peakDemand : self->weightedDemand;
+  // Under adaptive, mqxd counts a query that declares nothing as its whole
+  // device until one of its name is measured (docs/daemon.md, "Queries that
+  // declare nothing"); "it needs 0 (it fits)" would say the opposite.
+  const bool undeclared = admission == AdmissionKind::Adaptive && self->weightedDemand == 0 && self->peakDemand == 0;
+  const std::string undeclaredWhy =
+      "it declares no demand, and mqxd counts it as its whole device until a query of its name is measured";
   if (!severalDevices) {
     const std::uint64_t capacity = node.devices.empty() ? node.capacity : node.devices[0].capacity;
     const std::uint64_t running = runningDemand.empty() ? 0 : runningDemand[0];
     if (admission == AdmissionKind::Fix) {
       why =
           fmt::format("{} of at most {} queries run (admission fix)", runningCount.empty() ? 0 : runningCount[0], fixN);
+    } else if (undeclared) {
+      why = undeclaredWhy;
     } else {
       const std::uint64_t free = capacity > running ? capacity - running : 0;
       why = fmt::format("it needs {} ({} demand), {} of the node's {} are free", mib(need),
@@ -150,9 +165,9 @@ std::string describeAdmissionWait(const NodeSnapshot& node, std::uint32_t slot, 
                    : " (it fits)";
     }
   } else {
-    why = admission == AdmissionKind::Fix
-              ? fmt::format("at most {} queries run on a device (admission fix)", fixN)
-              : fmt::format("it needs {} ({} demand)", mib(need), byPeak ? "peak" : "weighted");
+    why = admission == AdmissionKind::Fix ? fmt::format("at most {} queries run on a device (admission fix)", fixN)
+          : undeclared                    ? undeclaredWhy
+                       : fmt::format("it needs {} ({} demand)", mib(need), byPeak ? "peak" : "weighted");
     why += candidates == kAnyDevice ? "; on the node's devices: " : "; on the device it asked for: ";
     bool first = true;
     for (const DeviceSnapshot& device : node.devices) {
@@ -165,7 +180,7 @@ std::string describeAdmissionWait(const NodeSnapshot& node, std::uint32_t slot, 
         const std::uint64_t running = runningDemand[device.index];
         const std::uint64_t free = device.capacity > running ? device.capacity - running : 0;
         why += fmt::format("{} {} of {} free{}", device.identity, mib(free), mib(device.capacity),
-                           need <= free ? " (it fits)" : "");
+                           need <= free && !undeclared ? " (it fits)" : "");
       }
     }
   }

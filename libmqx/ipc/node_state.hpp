@@ -16,6 +16,11 @@
 // show it (docs/hardening.md, "Client activity"). A record that is freed
 // (its client left or died) folds its counters into `retiredActivity`: the
 // node's totals never go back.
+//
+// The client records, and the node's counters that go with their claims and
+// frees (nextArrival, reclaimedBytes, deadClients, retiredActivity), are
+// written only by ClientRecords (client_records.hpp), through its named
+// transitions; everyone else reads them.
 #pragma once
 
 #include <sys/types.h>
@@ -162,15 +167,6 @@ struct NodeState {
   }
   // The identity of `device` ("" for an index the node does not have).
   std::string identityOf(std::uint32_t device) const;
-  // Frees `record` (its client left or died), keeping its activity counters
-  // in the node's totals. Call with `lock` held. (A process killed between
-  // these stores counts its activity twice; the record's state, the store
-  // that matters, is the last.)
-  void retire(ClientRecord& record) {
-    retiredActivity.addCounters(record.activity);
-    record.activity = ClientActivity{};
-    record.state = ClientState::Free;
-  }
 };
 
 // FNV-1a over the header's fields (magic, version, layoutBytes, daemonPid,

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "ipc/admission_client.hpp"
+#include "ipc/client_records.hpp"
 #include "ipc/node_membership.hpp"
 
 namespace mqx::ipc {
@@ -12,10 +13,9 @@ namespace {
 
 // This process's record, or null once it left the node (or in a forked child,
 // which inherits the parent's client but not its right to the record).
-ClientRecord* ownRecord(NodeMembership& membership) {
-  if (membership.slot() == kNoSlot) return nullptr;
-  ClientRecord& record = membership.node().clients[membership.slot()];
-  return record.pid == getpid() && record.state == ClientState::Memory ? &record : nullptr;
+const ClientRecord* ownRecord(NodeMembership& membership) {
+  const ClientRecord* record = ClientRecords(membership.node()).ownedBy(membership.slot(), getpid());
+  return record != nullptr && record->state == ClientState::Memory ? record : nullptr;
 }
 
 // `onNode()`, unless the node is lost (or found lost by it: its lock is no
@@ -50,11 +50,7 @@ bool SharedDeviceBudget::tryAcquire(std::size_t bytes) {
         if (!membership_->checkNode()) throw NodeLockUnusable("the segment is damaged");
         NodeState& node = membership_->node();
         RobustLock lock(node.lock);
-        ClientRecord* record = ownRecord(*membership_);
-        const std::uint32_t device = membership_->device();
-        if (record == nullptr || node.usedBytes(device) + bytes > node.capacityOf(device)) return false;
-        record->budgetHeld += bytes; // one store: nothing to repair if killed here
-        return true;
+        return ClientRecords(node).acquireBudget(membership_->slot(), getpid(), bytes);
       },
       [&] { return heldAlone_.load() + bytes <= limitAlone_; });
   if (taken) heldAlone_ += bytes;
@@ -68,8 +64,7 @@ void SharedDeviceBudget::release(std::size_t bytes) {
       [&] {
         NodeState& node = membership_->node();
         RobustLock lock(node.lock);
-        if (ClientRecord* record = ownRecord(*membership_))
-          record->budgetHeld -= std::min<std::uint64_t>(bytes, record->budgetHeld);
+        ClientRecords(node).releaseBudget(membership_->slot(), getpid(), bytes);
       },
       [] {});
 }
@@ -93,7 +88,7 @@ std::size_t SharedDeviceBudget::held() const {
       [&]() -> std::size_t {
         NodeState& node = membership_->node();
         RobustLock lock(node.lock);
-        ClientRecord* record = ownRecord(*membership_);
+        const ClientRecord* record = ownRecord(*membership_);
         return record != nullptr ? record->budgetHeld : 0;
       },
       [&]() -> std::size_t { return heldAlone_.load(); });

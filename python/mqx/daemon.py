@@ -42,7 +42,7 @@ class Daemon:
 
     def __init__(
         self,
-        admission: Optional[str] = "weight",
+        admission: Optional[str] = None,
         fix_n: int = 2,
         capacity: Optional[str | int] = None,
         instance: Optional[str] = None,

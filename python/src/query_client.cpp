@@ -88,7 +88,10 @@ double QueryClient::requestAdmission(std::optional<std::uint64_t> weightedDemand
     if (timeoutSeconds)
       wait.timeout = std::chrono::ceil<std::chrono::milliseconds>(std::chrono::duration<double>(*timeoutSeconds));
     wait.pollInterval = kSignalInterval;
-    wait.poll = [this] { checkPythonSignals(); };
+    wait.poll = [this] {
+      checkPythonSignals(); // a pending signal's exception ends the wait
+      return true;
+    };
     switch (client->waitForAdmission(weightedDemand_, peakDemand_, wait)) {
     case ipc::AdmissionClient::Admission::Admitted:
       admitted_ = true;
@@ -102,6 +105,7 @@ double QueryClient::requestAdmission(std::optional<std::uint64_t> weightedDemand
     case ipc::AdmissionClient::Admission::Reclaimed:
       throw MqxError("mqx: mqxd reclaimed the record of query '" + name_ + "'");
     case ipc::AdmissionClient::Admission::NodeLocked: throw MqxError(lockHeldTooLong());
+    case ipc::AdmissionClient::Admission::Stopped: break; // poll never answers false
     }
     throw MqxError("mqx: unknown admission outcome");
   } catch (...) {

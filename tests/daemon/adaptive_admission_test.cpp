@@ -25,6 +25,9 @@ struct Model {
   std::function<double(unsigned)> evictionShare = [](unsigned) { return 0.0; };
   double costPerEviction = 0.004; // seconds
   unsigned backlog = 64;          // queries that want to run (the rest wait)
+  // Admission does not stop running queries: above a lowered limit, one
+  // leaves every this many seconds (0: at once).
+  double secondsPerDeparture = 0;
 };
 
 struct Trajectory {
@@ -44,10 +47,19 @@ Trajectory simulate(const Model& model, int windows, unsigned seed, double noise
   double now = 0;
   (void)run.controller.observe({now, counters, 0, 0});
   const int samplesPerWindow = static_cast<int>(std::lround(options.windowSeconds / step));
+  unsigned running = 0;
+  double lastDeparture = 0;
   for (int window = 0; window < windows; ++window) {
     for (int i = 0; i < samplesPerWindow; ++i) {
       now += step;
-      const unsigned running = std::min(run.controller.limit(), model.backlog);
+      const unsigned wanted = std::min(run.controller.limit(), model.backlog);
+      if (wanted >= running || model.secondsPerDeparture == 0) {
+        running = wanted;
+        lastDeparture = now;
+      } else if (now - lastDeparture >= model.secondsPerDeparture - 1e-9) {
+        --running;
+        lastDeparture = now;
+      }
       const unsigned waiting = model.backlog > running ? model.backlog - running : 0;
       launches += model.throughput(running) * step * jitter(random);
       evictionSeconds += model.evictionShare(running) * running * step * jitter(random);
@@ -116,6 +128,21 @@ TEST(AdaptiveAdmission, TheDecreaseHalvesAndNeverGoesBelowOne) {
   const Trajectory run = simulate(model, 3, 1, 0.0, options);
   EXPECT_EQ(run.limits[0], 2u); // ceil(3 × 0.5)
   EXPECT_EQ(run.controller.limit(), 1u) << "never below 1";
+}
+
+// Running queries leave only as they end: the window after a decrease still
+// runs the old number and evicts as much. That is the last decrease's doing,
+// so the limit does not fall again (on the H100 it went 4 -> 2 -> 1 so).
+TEST(AdaptiveAdmission, ADecreaseIsNotRepeatedBeforeItTakesEffect) {
+  AdaptiveOptions options;
+  options.initialLimit = 4;
+  Model model = saturating(4);
+  model.evictionShare = [](unsigned n) { return n >= 4 ? 0.06 : 0.0; }; // 0.24 of the device at 4
+  model.secondsPerDeparture = 3;
+  const Trajectory run = simulate(model, 6, 1, 0.0, options);
+  EXPECT_EQ(run.limits[0], 2u) << "4 evicted 0.24 of the time";
+  EXPECT_EQ(run.limits[1], 2u) << "4 still ran: the decrease had not taken effect";
+  EXPECT_GE(*std::min_element(run.limits.begin(), run.limits.end()), 2u);
 }
 
 TEST(AdaptiveAdmission, StaysBelowWhereQueriesThrash) {

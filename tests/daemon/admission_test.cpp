@@ -87,6 +87,28 @@ protected:
     return std::find(lines.begin(), lines.end(), line) - lines.begin();
   }
 
+  // Two jobs of one program, `name`, that declare nothing, under the default's
+  // rule (the paper's weight counts them 0) on a 100 MiB node: each holds
+  // `mib` for `ms` milliseconds; the second arrives while the first waits or
+  // runs. Returns the log of their starts and ends ("start a" ... "end b").
+  std::vector<std::string> twoUndeclaredJobs(const std::string& name, int mib, int ms) {
+    environment_["MQX_DAEMON_CAPACITY"] = "100MiB";
+    environment_["MQX_DAEMON_ADMISSION"] = "adaptive";
+    environment_["MQX_DAEMON_UNDECLARED_SETTLE_MS"] = "300";
+    startDaemon();
+    auto job = [&](const std::string& tag) {
+      return run({"--name", name, "--", SIM_CLIENT_PATH, "gate", "/bin/sh", "-c",
+                  "echo start " + tag + " >> " + log_ + "; " + SIM_CLIENT_PATH + " hold-budget " +
+                      std::to_string(mib << 20) + " " + std::to_string(ms) + " && echo end " + tag + " >> " + log_});
+    };
+    auto a = job("a");
+    waitUntilArrived(name);
+    auto b = job("b");
+    EXPECT_EQ(a->wait(20s), 0);
+    EXPECT_EQ(b->wait(20s), 0);
+    return events();
+  }
+
   std::vector<std::string> plans_;
   std::string log_ = "/tmp/mqx-admission-log-" + std::to_string(getpid()) + "-" +
                      std::to_string(reinterpret_cast<std::uintptr_t>(this));
@@ -180,6 +202,24 @@ TEST_F(Admission, RunningQueryDemandIsUpdatedByWhatItHolds) {
   EXPECT_EQ(holder->wait(10s), 0);
   EXPECT_EQ(other->wait(10s), 0);
   EXPECT_EQ(events().size(), 2u);
+}
+
+// A query that declares nothing and was never learned counts as its whole
+// device until what its processes hold stops growing (UndeclaredDemand):
+// two 60 MiB jobs on a 100 MiB node run one after the other, not both at
+// once (each would count 0 at arrival).
+TEST_F(Admission, UndeclaredJobsOfOneProgramThatCannotShareTheDeviceRunOneAfterTheOther) {
+  const auto lines = twoUndeclaredJobs("job", 60, 1500);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_LT(indexOf(lines, "end a"), indexOf(lines, "start b")) << "60 + 60 MiB do not fit in 100 MiB";
+}
+
+// Once a running job's working set is measured, a waiting job of the same
+// program is counted at that size: small ones then share the device.
+TEST_F(Admission, UndeclaredJobsOfOneProgramShareTheDeviceOnceOneIsMeasuredSmall) {
+  const auto lines = twoUndeclaredJobs("small", 10, 3000);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_LT(indexOf(lines, "start b"), indexOf(lines, "end a")) << "10 + 10 MiB fit: b need not wait for a's end";
 }
 
 TEST_F(Admission, PostponedQueryIsAdmittedWhenARunningQueryDemandDrops) {

@@ -121,6 +121,22 @@ ipc::NodeSnapshot twoDevices(std::uint32_t waitingFor) {
   return node;
 }
 
+// Under adaptive, a query that declares nothing is not said to "need 0 and
+// fit": mqxd counts it as its whole device until one of its name is measured.
+TEST(NodeDevices, TheAdmissionWaitOfAnUndeclaredQuerySaysHowMqxdCountsIt) {
+  auto node = twoDevices(0);
+  node.clients[1].weightedDemand = node.clients[1].peakDemand = 0;
+  const std::string adaptive = ipc::describeAdmissionWait(node, 1, AdmissionKind::Adaptive, 2);
+  EXPECT_NE(adaptive.find("it declares no demand, and mqxd counts it as its whole device"), std::string::npos)
+      << adaptive;
+  EXPECT_EQ(adaptive.find("(it fits)"), std::string::npos) << adaptive;
+  node.clients[0].weightedDemand = node.clients[0].peakDemand = 0; // the holder declares nothing either
+  const std::string holder = ipc::describeAdmissionWait(node, 1, AdmissionKind::Adaptive, 2);
+  EXPECT_NE(holder.find("'holder' (pid 999999999) on sim-0 declares no demand, holds"), std::string::npos) << holder;
+  const std::string weight = ipc::describeAdmissionWait(node, 1, AdmissionKind::Weight, 2);
+  EXPECT_NE(weight.find("it needs 0.0 MiB (weighted demand)"), std::string::npos) << weight;
+}
+
 TEST(NodeDevices, TheAdmissionWaitNamesEachDeviceTheQueryMayRunOn) {
   const std::string anywhere = ipc::describeAdmissionWait(twoDevices(ipc::kAnyDevice), 1, AdmissionKind::Weight, 2);
   EXPECT_NE(anywhere.find("it needs 16.0 MiB (weighted demand); on the node's devices: sim-0 8.0 MiB of 32.0 MiB "

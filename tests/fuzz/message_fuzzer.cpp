@@ -25,6 +25,7 @@
 #include <string>
 
 #include "config/config.hpp"
+#include "ipc/client_records.hpp"
 #include "ipc/message_queue.hpp"
 #include "ipc/shared_segment.hpp"
 #include "node_daemon.hpp"
@@ -63,24 +64,30 @@ struct Harness {
     std::remove(historyFile.c_str());
   }
 
+  // Through the records' own transitions, as their processes and mqxd
+  // would make them.
   void resetRecords() {
     NodeState& node = segment->state();
     RobustLock lock(node.lock);
-    for (auto& record : node.clients)
-      record = ClientRecord{};
-    const ClientState states[kRecords] = {ClientState::Waiting, ClientState::Running, ClientState::Memory,
-                                          ClientState::Memory};
+    ClientRecords records(node);
+    for (std::uint32_t i = 0; i < kRecords; ++i)
+      records.leave(i, kFirstPid + static_cast<pid_t>(i));
+    const ClientState roles[kRecords] = {ClientState::Waiting, ClientState::Waiting, ClientState::Memory,
+                                         ClientState::Memory};
+    constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
     for (std::uint32_t i = 0; i < kRecords; ++i) {
-      ClientRecord& record = node.clients[i];
-      record.state = states[i];
-      record.pid = kFirstPid + static_cast<pid_t>(i);
-      record.arrival = i + 1;
-      record.weightedDemand = record.peakDemand = std::uint64_t{1} << 20;
-      record.budgetHeld = states[i] == ClientState::Memory ? std::uint64_t{2} << 20 : 0;
-      record.querySlot = i == 2 ? 1 : kNoSlot;
-      record.device = 0; // the node's only device
-      std::snprintf(record.name, sizeof record.name, "q%u", i);
+      const pid_t pid = kFirstPid + static_cast<pid_t>(i);
+      const std::string name = "q" + std::to_string(i);
+      ClientRecords::Claim claim;
+      claim.pid = pid;
+      claim.role = roles[i];
+      claim.querySlot = i == 2 ? 1 : kNoSlot;
+      claim.device = 0; // the node's only device
+      claim.name = name;
+      if (records.claim(claim) != i || !records.declareDemand(i, pid, kMiB, kMiB)) std::abort();
+      if (roles[i] == ClientState::Memory && !records.acquireBudget(i, pid, 2 * kMiB)) std::abort();
     }
+    if (!records.requestAdmission(1, kFirstPid + 1, kMiB, kMiB) || !records.admit(1, 0)) std::abort(); // running
   }
 };
 

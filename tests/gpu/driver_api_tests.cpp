@@ -296,6 +296,24 @@ void pointerQueries() {
   CU_OK(cuMemGetInfo(&free, &total));
   GPU_CHECK(free <= total);
   if (mqxActive()) GPU_CHECK_EQ(total, deviceLimit());
+  // Boolean attributes are written as wide as the driver writes them (the
+  // driver's answer for pinned host memory, never mqx's, is the reference):
+  // a narrower answer leaves the caller's upper bytes as they were.
+  void* pinned = nullptr;
+  CU_OK(cuMemAllocHost(&pinned, 4096));
+  for (const CUpointer_attribute flag : {CU_POINTER_ATTRIBUTE_IS_MANAGED, CU_POINTER_ATTRIBUTE_MAPPED}) {
+    unsigned driver = 0xaaaaaaaau;
+    unsigned ours = 0xaaaaaaaau;
+    CU_OK(cuPointerGetAttribute(&driver, flag, reinterpret_cast<CUdeviceptr>(pinned)));
+    CU_OK(cuPointerGetAttribute(&ours, flag, data));
+    GPU_CHECK_EQ(driver >> 8 == 0xaaaaaau, ours >> 8 == 0xaaaaaau);
+    ours = 0xaaaaaaaau;
+    void* value[] = {&ours};
+    CUpointer_attribute one[] = {flag};
+    CU_OK(cuPointerGetAttributes(1, one, value, data));
+    GPU_CHECK_EQ(driver >> 8 == 0xaaaaaau, ours >> 8 == 0xaaaaaau);
+  }
+  CU_OK(cuMemFreeHost(pinned));
   CU_OK(cuMemFree(data));
 }
 
@@ -550,6 +568,12 @@ void programVmm() {
   access.location = properties.location;
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   CU_OK(cuMemSetAccess(range, piece * count, &access, 1));
+  // A process that sees several devices keeps its own VMM with the driver
+  // (docs/interposer.md: peer access cannot follow moving pages): then
+  // nothing is paged and exporting works, as natively.
+  int devices = 0;
+  CU_OK(cuDeviceGetCount(&devices));
+  const bool managed = mqxActive() && devices == 1;
   const long long evictionsBefore = mqxActive() ? mqxStatistic("evictions") : 0;
   const std::size_t n = piece / 4;
   for (std::size_t k = 0; k < count; ++k)
@@ -558,11 +582,12 @@ void programVmm() {
     add(range + k * piece, n, 1);
   for (std::size_t k = 0; k < count; ++k)
     expectPattern(download(range + k * piece, n), 60 + static_cast<std::uint32_t>(k), 1);
-  if (mqxActive()) GPU_CHECK(mqxStatistic("evictions") > evictionsBefore);
+  if (managed) GPU_CHECK(mqxStatistic("evictions") > evictionsBefore);
+  if (mqxActive() && !managed) GPU_CHECK_EQ(mqxStatistic("evictions"), evictionsBefore);
   int descriptor = -1;
   const CUresult exported =
       cuMemExportToShareableHandle(&descriptor, handles[0], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
-  GPU_CHECK_EQ(static_cast<int>(exported), static_cast<int>(mqxActive() ? CUDA_ERROR_NOT_SUPPORTED : CUDA_SUCCESS));
+  GPU_CHECK_EQ(static_cast<int>(exported), static_cast<int>(managed ? CUDA_ERROR_NOT_SUPPORTED : CUDA_SUCCESS));
   if (exported == CUDA_SUCCESS) close(descriptor);
   for (std::size_t k = 0; k < count; ++k) {
     CU_OK(cuMemUnmap(range + k * piece, piece));

@@ -163,6 +163,7 @@ TEST_F(Metrics, EachDeviceIsShownUnderItsDeviceLabel) {
   environment_["MQX_DAEMON_METRICS_INTERVAL_MS"] = "20";
   environment_["MQX_BACKEND_KIND"] = "sim";
   environment_["MQX_SIM_DEVICES"] = "2";
+  environment_["MQX_DAEMON_ADMISSION"] = "adaptive"; // mqxd's default: its limit is shown per device
   environment_.erase("CUDA_VISIBLE_DEVICES");
   startDaemon();
   auto holder = client({"hold-budget", std::to_string(8 << 20), "0"}, {{"MQX_SIM_DEVICE", "sim-1"}});
@@ -196,6 +197,12 @@ TEST_F(Metrics, EachDeviceIsShownUnderItsDeviceLabel) {
   EXPECT_EQ(m.value("mqx_device_running_weighted_demand_bytes{device=\"sim-0\",index=\"0\"}"), 12 << 20);
   EXPECT_EQ(m.value("mqx_device_running_weighted_demand_bytes{device=\"sim-1\",index=\"1\"}"), 20 << 20);
   EXPECT_EQ(m.types.at("mqx_device_queries_placed_total"), "counter");
+  // Adaptive admission: each device's limit, from its initial value, and no
+  // eviction priced yet.
+  for (const char* device : {"device=\"sim-0\",index=\"0\"", "device=\"sim-1\",index=\"1\""}) {
+    EXPECT_EQ(m.value("mqx_device_admission_limit{" + std::string(device) + "}"), 2) << device;
+    EXPECT_EQ(m.value("mqx_device_eviction_seconds{" + std::string(device) + "}"), 0) << device;
+  }
   std::map<std::string, std::string> deviceOf; // client name -> its device label
   for (const auto& labels : m.labelSets)
     if (labels.count("name") != 0 && labels.count("device") != 0) deviceOf[labels.at("name")] = labels.at("device");

@@ -120,6 +120,9 @@ def test_weight_admits_in_arrival_order_without_overtaking(start_node):
     # threads started together may ask in either order; CI once saw c first).
     assert wait_for(lambda: states(node).get("b") == "waiting"), states(node)
     wait_c = Admission(c)
+    # c has joined and asked (a loaded machine may take longer than any fixed
+    # sleep), then mqxd has had several passes to admit it wrongly.
+    assert wait_for(lambda: states(node).get("c") == "waiting"), states(node)
     time.sleep(0.5)
     assert states(node) == {"a": "running", "b": "waiting", "c": "waiting"}
     released = time.monotonic()
@@ -159,6 +162,7 @@ def test_fix_n_runs_at_most_n_queries(start_node):
     a.request_admission(timeout=10)
     b.request_admission(timeout=10)
     wait_c = Admission(c)
+    assert wait_for(lambda: states(node).get("c") == "waiting"), states(node)
     time.sleep(0.4)
     assert not wait_c.done()
     assert states(node) == {"a": "running", "b": "running", "c": "waiting"}
@@ -176,6 +180,7 @@ def test_demand_updates_admit_and_postpone(start_node):
     big.request_admission(timeout=10)
     small = mqx.Client("small", weighted="50MiB", peak="50MiB", instance=node.instance)
     wait_small = Admission(small)
+    assert wait_for(lambda: "small" in states(node)), states(node)
     time.sleep(0.4)
     assert states(node)["small"] == "waiting", "80 + 50 MiB exceed 100 MiB"
     # The running query needs less now: the postponed one fits.

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -453,20 +454,36 @@ VariantTotals runVariant(const Config& config, const std::string& name, std::uin
                          bool expectEvictions = true, StreamOrder streamOrder = StreamOrder::SynchronizeOnSwitch) {
   const int count = sequencesPerVariant();
   if (const char* seed = std::getenv("MQX_DIFFERENTIAL_FIRST_SEED")) firstSeed = std::strtoull(seed, nullptr, 10);
+  // MQX_DIFFERENTIAL_STATISTICS=FILE appends each sequence's counters to
+  // FILE, so that a change that must not alter what is loaded and evicted
+  // can compare them before and after. Compare a variant's sums: one
+  // sequence's counters vary from run to run (when the stream threads reach
+  // their fences, where malloc places the host buffers).
+  std::FILE* statisticsFile = nullptr;
+  if (const char* path = std::getenv("MQX_DIFFERENTIAL_STATISTICS")) statisticsFile = std::fopen(path, "a");
   VariantTotals totals;
+  bool failed = false;
   for (int i = 0; i < count; ++i) {
     const std::uint64_t seed = firstSeed + static_cast<std::uint64_t>(i);
     Sequence sequence(config, seed, streamOrder);
     std::string error = sequence.run(120);
     EXPECT_TRUE(error.empty()) << "variant " << name << ", seed " << seed << ": " << error
                                << " (rerun: MQX_DIFFERENTIAL_SEQUENCES=1 MQX_DIFFERENTIAL_FIRST_SEED=" << seed << ")";
-    if (!error.empty()) return totals;
+    if (!error.empty()) {
+      failed = true;
+      break;
+    }
     const Statistics statistics = sequence.statistics();
+    if (statisticsFile != nullptr)
+      std::fprintf(statisticsFile, "%s %llu %s\n", name.c_str(), static_cast<unsigned long long>(seed),
+                   statistics.toJson().c_str());
     totals.evictions += statistics.evictions;
     totals.bytesWrittenAhead += statistics.bytesWrittenAhead;
     totals.bytesWrittenAheadStale += statistics.bytesWrittenAheadStale;
     totals.bytesDroppedClean += statistics.bytesDroppedClean;
   }
+  if (statisticsFile != nullptr) std::fclose(statisticsFile);
+  if (failed) return totals;
   // The footprint is ~3x the device: if nothing was evicted the test proved
   // nothing.
   if (expectEvictions) {

@@ -54,7 +54,7 @@ import time
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 REPOSITORY = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPOSITORY / "python"))
@@ -498,34 +498,42 @@ def open_system(
     policies: Optional[str] = None,
     seeds: Optional[Sequence[int]] = None,
     rates: Optional[Sequence[float]] = None,
+    progress: Optional[Callable[[dict], None]] = None,
 ) -> dict:
     """The open system under each admission policy; with several `seeds` or `rates`, one
-    configuration per (rate, seed) over the same solo runs and plans ("configurations")."""
+    configuration per (rate, seed) over the same solo runs and plans ("configurations").
+    `progress`, if given, receives what has run so far after every policy's run (marked
+    "partial"), so that a call cut short keeps it."""
     alone = solo_mqx(setup, queries, capacity)
     chosen = admissions(policies)
     configurations = []
+    common = {
+        "queries": list(queries),
+        "count": count,
+        "capacity": capacity,
+        "peaks_mb": {q: _peak_mb(alone[q].stdout) for q in queries},
+        "repeat": setup.repeat,
+    }
+
+    def configuration(at_rate: float, at_seed: int, rows: list) -> dict:
+        return {
+            "rate_per_s": at_rate,
+            "seed": at_seed,
+            "gpu_fraction": fraction_summary([run for row in rows for run in row["runs"]]),
+            "policies": rows,
+        }
+
     with tempfile.TemporaryDirectory(prefix="ssb-plans-") as directory:
         plans = {q: _plan_file(Path(directory), alone[q]) for q in queries}
         commands = [setup.command(q, plan=plans[q]) for q in queries]
         for at_rate in rates or [rate]:
             for at_seed in seeds or [seed]:
-                rows = [open_run(setup, commands, label, admission, fix_n, at_rate, count, at_seed, capacity) for label, admission, fix_n in chosen]
-                configurations.append(
-                    {
-                        "rate_per_s": at_rate,
-                        "seed": at_seed,
-                        "gpu_fraction": fraction_summary([run for row in rows for run in row["runs"]]),
-                        "policies": rows,
-                    }
-                )
-    peaks_alone = {q: _peak_mb(alone[q].stdout) for q in queries}
-    common = {
-        "queries": list(queries),
-        "count": count,
-        "capacity": capacity,
-        "peaks_mb": peaks_alone,
-        "repeat": setup.repeat,
-    }
+                rows = []
+                for label, admission, fix_n in chosen:
+                    rows.append(open_run(setup, commands, label, admission, fix_n, at_rate, count, at_seed, capacity))
+                    if progress:
+                        progress({**common, "partial": True, "configurations": configurations + [configuration(at_rate, at_seed, rows)]})
+                configurations.append(configuration(at_rate, at_seed, rows))
     if len(configurations) == 1:
         return {**common, **configurations[0]}
     return {**common, "configurations": configurations}

@@ -72,6 +72,7 @@ std::size_t CudaBackend::freeMemory() const {
 }
 
 Status CudaBackend::reserve(std::size_t bytes, DevicePtr* base) {
+  if (bytes == 0 || bytes % granularity_ != 0 || base == nullptr) return Status::InvalidValue;
   ContextGuard guard(api_, context_);
   return mappings_.reserve(bytes, granularity_, base);
 }
@@ -82,6 +83,7 @@ Status CudaBackend::release(DevicePtr base, std::size_t bytes) {
 }
 
 Status CudaBackend::map(DevicePtr address, std::size_t bytes) {
+  if (bytes == 0 || address % granularity_ != 0 || bytes % granularity_ != 0) return Status::InvalidValue;
   ContextGuard guard(api_, context_);
   return mappings_.map(address, bytes);
 }
@@ -93,6 +95,7 @@ Status CudaBackend::unmap(DevicePtr address, std::size_t bytes) {
 
 Status CudaBackend::createHostBlocks(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks) {
   if (!hostBlocksSupported_) return Status::NotSupported;
+  if (bytes == 0 || count == 0 || bytes % granularity_ != 0 || blocks == nullptr) return Status::InvalidValue;
   ContextGuard guard(api_, context_);
   return hostBlocks_.create(bytes, count, blocks);
 }
@@ -103,6 +106,10 @@ void CudaBackend::destroyHostBlocks(const std::vector<HostBlock>& blocks) {
 }
 
 Status CudaBackend::mapHostBlocks(std::span<const HostMapping> mappings) {
+  // All or none: every mapping is checked before any is made.
+  for (const HostMapping& mapping : mappings)
+    if (mapping.block.bytes == 0 || mapping.address % granularity_ != 0 || mapping.block.bytes % granularity_ != 0)
+      return Status::InvalidValue;
   ContextGuard guard(api_, context_);
   return mappings_.mapHostBlocks(mappings, hostBlocks_.deviceAccess());
 }

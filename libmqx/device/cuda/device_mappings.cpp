@@ -1,5 +1,6 @@
 #include "device/cuda/device_mappings.hpp"
 
+#include <iterator>
 #include <vector>
 
 #include "common/log.hpp"
@@ -77,7 +78,17 @@ Status DeviceMappings::mapOnto(DevicePtr address, std::size_t bytes, std::size_t
   return Status::Success;
 }
 
+bool DeviceMappings::overlapsLocked(DevicePtr address, std::size_t bytes) const {
+  auto next = mappings_.lower_bound(address);
+  if (next != mappings_.end() && next->first < address + bytes) return true;
+  return next != mappings_.begin() && std::prev(next)->first + std::prev(next)->second.bytes > address;
+}
+
 Status DeviceMappings::map(DevicePtr address, std::size_t bytes) {
+  {
+    std::lock_guard lock(mutex_);
+    if (overlapsLocked(address, bytes)) return Status::InvalidValue;
+  }
   auto physical = std::make_shared<Physical>();
   CUmemAllocationProp prop = allocationProperties();
   CUresult result = createPhysical(api_, bytes, prop, &physical->memory);

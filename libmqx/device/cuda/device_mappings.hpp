@@ -37,6 +37,8 @@ public:
   Status reserve(std::size_t bytes, std::size_t alignment, DevicePtr* base);
   // Unmaps what is still mapped inside, then frees the range.
   Status release(DevicePtr base, std::size_t bytes);
+  // InvalidValue, before anything is allocated, when part of the range is
+  // mapped already.
   Status map(DevicePtr address, std::size_t bytes);
   // Maps host blocks (HostBlocks) under their addresses, all or none, with
   // one cuMemSetAccess per run of adjacent blocks; the blocks stay their
@@ -60,6 +62,8 @@ private:
   };
 
   CUmemAllocationProp allocationProperties() const;
+  // Whether a mapping lies in [address, address + bytes). Call with mutex_ held.
+  bool overlapsLocked(DevicePtr address, std::size_t bytes) const;
   Status mapOnto(DevicePtr address, std::size_t bytes, std::size_t offset, const std::shared_ptr<Physical>& physical);
   // Unmaps `start`'s mapping and maps back its parts outside [cutBegin, cutEnd).
   Status cut(DevicePtr start, DevicePtr cutBegin, DevicePtr cutEnd);

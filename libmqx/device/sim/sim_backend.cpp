@@ -253,7 +253,10 @@ std::size_t SimBackend::hostMappedBytes() const {
   return hostMapped_;
 }
 
-void SimBackend::injectFaults(const SimFaults& faults) { faults_ = faults; }
+void SimBackend::injectFaults(const SimFaults& faults) {
+  faults_ = faults;
+  failingCopyToHost_ = faults.failCopyToHostAt != 0 ? copiesToHost_.load() + faults.failCopyToHostAt : 0;
+}
 
 void SimBackend::maybeKillInTransfer(TransferDirection direction) {
   const bool toHost = direction == TransferDirection::ToHost;
@@ -347,6 +350,7 @@ Status SimBackend::copyToHost(void* destination, DevicePtr source, std::size_t b
   if (target == nullptr) return Status::InvalidHandle;
   if (destination == nullptr || !rangeMapped(source, bytes)) return Status::InvalidValue;
   maybeKillInTransfer(TransferDirection::ToHost);
+  if (failingCopyToHost_ != 0 && copiesToHost_.load() == failingCopyToHost_) return Status::IllegalAddress;
   target->enqueue([=, this] {
     std::memcpy(destination, toPointer(source), bytes);
     charge(bytes, copyBandwidth_, &SimTransferTotals::bytesToHost, &SimTransferTotals::secondsToHost);

@@ -58,13 +58,15 @@ struct SimTransferTotals {
 };
 
 // Faults a test injects into the simulated device (tests/faults): pinned
-// host memory refused, or the process SIGKILLed inside its Nth transfer in a
+// host memory refused, the process SIGKILLed inside its Nth transfer in a
 // direction (a copy to the host is an eviction's write-back, a copy to the
-// device a load). Zero: never.
+// device a load), or the Nth copy to the host after injectFaults refused
+// with IllegalAddress (the core's failure paths). Zero: never.
 struct SimFaults {
   bool failHostAllocations = false;
   std::uint64_t killAtCopyToHost = 0;
   std::uint64_t killAtCopyToDevice = 0;
+  std::uint64_t failCopyToHostAt = 0;
 };
 
 class SimBackend final : public DeviceBackend {
@@ -186,6 +188,7 @@ private:
   void maybeKillInTransfer(TransferDirection direction);
   SimFaults faults_;
   std::atomic<std::uint64_t> copiesToHost_{0}, copiesToDevice_{0}, hostAllocationsRefused_{0};
+  std::uint64_t failingCopyToHost_ = 0; // copiesToHost_'s value that fails (SimFaults::failCopyToHostAt)
 };
 
 } // namespace mqx::device

@@ -8,6 +8,8 @@
 #include <array>
 #include <cstddef>
 #include <limits>
+#include <type_traits>
+#include <utility>
 
 namespace mqx {
 namespace {
@@ -29,14 +31,26 @@ Snapshot snapshot(const PageState& page) {
 
 class PageStoreTest : public ::testing::Test {
 protected:
+  // The image a transition let go of, taken out as the page mapper takes it
+  // (the test owns what it held).
+  static HostImage taken(PreviousImage previous) {
+    EXPECT_EQ(previous.status(), Status::Success);
+    return previous.take();
+  }
+  // Why a transition that lets go of an image was refused; it hands back
+  // nothing.
+  static Status refusal(PreviousImage previous) {
+    EXPECT_EQ(previous.image().kind, HostImageKind::None);
+    return previous.status();
+  }
+
   std::byte* slot(std::size_t i) { return slots_[i].data(); }
 
   // A page whose only copy is on the device.
   PageState dirtyPage() {
     PageState page;
     EXPECT_EQ(PageStore::mappedToDevice(page), Status::Success);
-    HostImage previous;
-    EXPECT_EQ(PageStore::writtenOnDevice(page, previous), Status::Success);
+    EXPECT_EQ(taken(PageStore::writtenOnDevice(page)).kind, HostImageKind::Zero);
     return page;
   }
   // A page evicted to `block`, which it maps and which holds its bytes.
@@ -81,12 +95,10 @@ TEST_F(PageStoreTest, ALoadMakesTheDeviceCopyValidBesideTheImage) {
 TEST_F(PageStoreTest, AWriteOnTheDeviceDropsTheHostImage) {
   PageState page;
   ASSERT_EQ(PageStore::mappedToDevice(page), Status::Success);
-  HostImage previous;
-  ASSERT_EQ(PageStore::imageReplaced(page, HostImage::filled(4, 0xABCD), previous), Status::Success);
-  EXPECT_EQ(previous.kind, HostImageKind::Zero);
-  ASSERT_EQ(PageStore::writtenOnDevice(page, previous), Status::Success);
-  EXPECT_EQ(previous.kind, HostImageKind::Fill);
-  EXPECT_EQ(previous.pattern, 0xABCDU);
+  EXPECT_EQ(taken(PageStore::imageReplaced(page, HostImage::filled(4, 0xABCD))).kind, HostImageKind::Zero);
+  const HostImage fill = taken(PageStore::writtenOnDevice(page));
+  EXPECT_EQ(fill.kind, HostImageKind::Fill);
+  EXPECT_EQ(fill.pattern, 0xABCDU);
   EXPECT_TRUE(page.dirty());
 }
 
@@ -112,24 +124,20 @@ TEST_F(PageStoreTest, EvictionWritesBackUnbacksAndMapsTheSlot) {
 TEST_F(PageStoreTest, APendingPageGetsItsBytesInItsBlock) {
   PageState page = pendingPage(slot(0));
   EXPECT_TRUE(page.pending());
-  HostImage previous;
-  ASSERT_EQ(PageStore::materialized(page, previous), Status::Success);
-  EXPECT_EQ(previous.kind, HostImageKind::Zero);
+  EXPECT_EQ(taken(PageStore::materialized(page)).kind, HostImageKind::Zero);
   EXPECT_FALSE(page.pending());
   EXPECT_EQ(page.host().slot, slot(0));
 }
 
 TEST_F(PageStoreTest, AWriteThroughTheBlockMakesTheBlockTheImage) {
   PageState pending = pendingPage(slot(0));
-  HostImage previous;
-  ASSERT_EQ(PageStore::writtenOnBacking(pending, previous), Status::Success);
-  EXPECT_EQ(previous.kind, HostImageKind::Zero); // for the caller to release
+  EXPECT_EQ(taken(PageStore::writtenOnBacking(pending)).kind, HostImageKind::Zero); // for the caller to release
   EXPECT_EQ(pending.host().kind, HostImageKind::Swap);
   EXPECT_EQ(pending.host().slot, slot(0));
 
   PageState onBlock = pageOnBlock(slot(1));
-  ASSERT_EQ(PageStore::writtenOnBacking(onBlock, previous), Status::Success);
-  EXPECT_EQ(previous.kind, HostImageKind::None); // the block already was the image: nothing to release
+  // The block already was the image: nothing to release.
+  EXPECT_EQ(taken(PageStore::writtenOnBacking(onBlock)).kind, HostImageKind::None);
   EXPECT_EQ(onBlock.host().slot, slot(1));
 }
 
@@ -137,10 +145,8 @@ TEST_F(PageStoreTest, ALazyPartialWriteMakesTheDeviceCopyStale) {
   PageState page;
   ASSERT_EQ(PageStore::mappedToDevice(page), Status::Success);
   ASSERT_EQ(PageStore::loaded(page), Status::Success);
-  HostImage previous;
-  ASSERT_EQ(PageStore::imageCopied(page, slot(0), previous), Status::Success);
+  EXPECT_EQ(taken(PageStore::imageCopied(page, slot(0))).kind, HostImageKind::Zero);
   EXPECT_TRUE(page.deviceValid()); // a copy of the image: the device copy is as valid as before
-  EXPECT_EQ(previous.kind, HostImageKind::Zero);
   ASSERT_EQ(PageStore::writtenOnHost(page), Status::Success);
   EXPECT_FALSE(page.deviceValid());
   EXPECT_EQ(page.host().slot, slot(0));
@@ -149,11 +155,9 @@ TEST_F(PageStoreTest, ALazyPartialWriteMakesTheDeviceCopyStale) {
 TEST_F(PageStoreTest, DroppingTheImageKeepsTheValidDeviceCopy) {
   PageState page;
   ASSERT_EQ(PageStore::mappedToDevice(page), Status::Success);
-  HostImage previous;
-  ASSERT_EQ(PageStore::imageReplaced(page, HostImage::inBuffer(slot(2)), previous), Status::Success);
+  EXPECT_EQ(taken(PageStore::imageReplaced(page, HostImage::inBuffer(slot(2)))).kind, HostImageKind::Zero);
   ASSERT_EQ(PageStore::loaded(page), Status::Success);
-  ASSERT_EQ(PageStore::imageDropped(page, previous), Status::Success);
-  EXPECT_EQ(previous.kind, HostImageKind::CowSource);
+  EXPECT_EQ(taken(PageStore::imageDropped(page)).kind, HostImageKind::CowSource);
   EXPECT_TRUE(page.dirty());
 }
 
@@ -214,8 +218,7 @@ TEST_F(PageStoreTest, APinnedPageGetsNoHostSideWrite) {
   ASSERT_EQ(PageStore::wroteBack(page, slot(0)), Status::Success);
   ASSERT_EQ(PageStore::pin(page), Status::Success);
   const Snapshot before = snapshot(page);
-  HostImage previous;
-  EXPECT_EQ(PageStore::imageReplaced(page, HostImage::of(HostImageKind::Zero), previous), Status::Unknown);
+  EXPECT_EQ(refusal(PageStore::imageReplaced(page, HostImage::of(HostImageKind::Zero))), Status::Unknown);
   EXPECT_EQ(PageStore::writtenOnHost(page), Status::Unknown);
   EXPECT_EQ(snapshot(page), before);
 }
@@ -223,24 +226,22 @@ TEST_F(PageStoreTest, APinnedPageGetsNoHostSideWrite) {
 TEST_F(PageStoreTest, NoTransitionLeavesThePageWithoutACopy) {
   PageState page = dirtyPage();
   const Snapshot dirty = snapshot(page);
-  HostImage previous;
-  EXPECT_EQ(PageStore::imageReplaced(page, HostImage::of(HostImageKind::None), previous), Status::Unknown);
-  EXPECT_EQ(PageStore::imageDropped(page, previous), Status::Unknown); // it has no image to drop
+  EXPECT_EQ(refusal(PageStore::imageReplaced(page, HostImage::of(HostImageKind::None))), Status::Unknown);
+  EXPECT_EQ(refusal(PageStore::imageDropped(page)), Status::Unknown); // it has no image to drop
   EXPECT_EQ(snapshot(page), dirty);
 
   PageState unloaded;
   ASSERT_EQ(PageStore::mappedToDevice(unloaded), Status::Success);
   const Snapshot stale = snapshot(unloaded);
-  EXPECT_EQ(PageStore::imageDropped(unloaded, previous), Status::Unknown); // the device copy is not valid
+  EXPECT_EQ(refusal(PageStore::imageDropped(unloaded)), Status::Unknown); // the device copy is not valid
   EXPECT_EQ(snapshot(unloaded), stale);
 }
 
 TEST_F(PageStoreTest, DeviceTransitionsNeedDeviceMemory) {
   PageState page;
   const Snapshot before = snapshot(page);
-  HostImage previous;
   EXPECT_EQ(PageStore::loaded(page), Status::Unknown);
-  EXPECT_EQ(PageStore::writtenOnDevice(page, previous), Status::Unknown);
+  EXPECT_EQ(refusal(PageStore::writtenOnDevice(page)), Status::Unknown);
   EXPECT_EQ(PageStore::unbacked(page), Status::Unknown);
   EXPECT_EQ(snapshot(page), before);
 
@@ -274,10 +275,9 @@ TEST_F(PageStoreTest, APageMapsOneThingAndItsSwapImageIsItsBlock) {
   PageState onBlock = pageOnBlock(slot(0));
   const Snapshot mapped = snapshot(onBlock);
   EXPECT_EQ(PageStore::mappedToBacking(onBlock, slot(1)), Status::Unknown); // already maps a block
-  HostImage previous;
   // A swap image elsewhere than the block it maps.
-  EXPECT_EQ(PageStore::imageReplaced(onBlock, HostImage::inSwap(slot(1)), previous), Status::Unknown);
-  EXPECT_EQ(PageStore::imageCopied(onBlock, slot(1), previous), Status::Unknown);
+  EXPECT_EQ(refusal(PageStore::imageReplaced(onBlock, HostImage::inSwap(slot(1)))), Status::Unknown);
+  EXPECT_EQ(refusal(PageStore::imageCopied(onBlock, slot(1))), Status::Unknown);
   EXPECT_EQ(snapshot(onBlock), mapped);
 
   PageState swapped = dirtyPage();
@@ -291,15 +291,14 @@ TEST_F(PageStoreTest, APageMapsOneThingAndItsSwapImageIsItsBlock) {
 TEST_F(PageStoreTest, HostBlockTransitionsNeedABlockOrAPendingPage) {
   PageState page;
   const Snapshot before = snapshot(page);
-  HostImage previous;
-  EXPECT_EQ(PageStore::writtenOnBacking(page, previous), Status::Unknown);
-  EXPECT_EQ(PageStore::materialized(page, previous), Status::Unknown);
+  EXPECT_EQ(refusal(PageStore::writtenOnBacking(page)), Status::Unknown);
+  EXPECT_EQ(refusal(PageStore::materialized(page)), Status::Unknown);
   EXPECT_EQ(PageStore::writtenOnHost(page), Status::Unknown); // no swap image to write
   EXPECT_EQ(snapshot(page), before);
 
   PageState onBlock = pageOnBlock(slot(0));
   const Snapshot mapped = snapshot(onBlock);
-  EXPECT_EQ(PageStore::materialized(onBlock, previous), Status::Unknown); // not pending
+  EXPECT_EQ(refusal(PageStore::materialized(onBlock)), Status::Unknown); // not pending
   EXPECT_EQ(snapshot(onBlock), mapped);
 }
 
@@ -319,6 +318,33 @@ TEST_F(PageStoreTest, InconsistencyNamesEachBrokenInvariant) {
   EXPECT_EQ(PageStore::inconsistency(HostImage::inSwap(slot(0)), false, slot(0), false), nullptr);
   EXPECT_EQ(PageStore::inconsistency(zero, false, slot(0), false), nullptr); // pending
   EXPECT_EQ(PageStore::inconsistency(none, true, nullptr, true), nullptr);   // dirty
+}
+
+} // namespace
+} // namespace mqx
+
+namespace mqx {
+namespace {
+
+TEST(PreviousImageTest, MovesItsImageToOneOwner) {
+  std::array<std::byte, 16> slot{};
+  PreviousImage first(HostImage::inSwap(slot.data()));
+  EXPECT_TRUE(first.accepted());
+  PreviousImage second = std::move(first);
+  EXPECT_EQ(first.image().kind, HostImageKind::None); // NOLINT(bugprone-use-after-move): moved from holds nothing
+  EXPECT_EQ(second.image().slot, slot.data());
+  const HostImage image = second.take();
+  EXPECT_EQ(image.kind, HostImageKind::Swap);
+  EXPECT_EQ(second.image().kind, HostImageKind::None);
+}
+
+TEST(PreviousImageTest, ARefusalCarriesItsStatusAndNoImage) {
+  const PreviousImage refused = PreviousImage::refused(Status::Unknown);
+  EXPECT_FALSE(refused.accepted());
+  EXPECT_EQ(refused.status(), Status::Unknown);
+  EXPECT_EQ(refused.image().kind, HostImageKind::None);
+  static_assert(!std::is_copy_constructible_v<PreviousImage>);
+  static_assert(std::is_nothrow_move_constructible_v<PreviousImage>);
 }
 
 } // namespace
