@@ -56,6 +56,14 @@ function(mqx_install_package)
          DESTINATION \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/systemd/user\")
   ")
   install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} FILES_MATCHING PATTERN "*.md")
+  # Slurm (docs/cluster.md, "Slurm"): the wrappers for users, the Prolog,
+  # TaskProlog and slurm.conf lines for the administrator.
+  install(PROGRAMS ${CMAKE_SOURCE_DIR}/deploy/slurm/mqx-sbatch ${CMAKE_SOURCE_DIR}/deploy/slurm/mqx-srun
+          DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(PROGRAMS ${CMAKE_SOURCE_DIR}/deploy/slurm/prolog ${CMAKE_SOURCE_DIR}/deploy/slurm/task-prolog
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/mqx/slurm)
+  install(FILES ${CMAKE_SOURCE_DIR}/deploy/slurm/slurm-mqx.conf.in ${CMAKE_SOURCE_DIR}/deploy/slurm/slurm.env.example
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/mqx/slurm)
 endfunction()
 
 # mqx_debian_package(): `cpack -G DEB` in the build folder makes mqx_<version>_<arch>.deb

@@ -129,7 +129,10 @@ include_dirs_without() {
 # sets rc, and out/err (its stdout and stderr).
 run_install_deps() {
   rc=0
-  env "$@" "$repo/scripts/install-deps" > "$scratch/out" 2> "$scratch/err" || rc=$?
+  # XDG_CACHE_HOME: a failed optional install is remembered there, not in $HOME.
+  # MQX_DEPS_SKIP_OPTIONAL: Slurm and munge, optional, are not these cases'
+  # business (a machine without them would ask apt-get for them).
+  env XDG_CACHE_HOME="$scratch/cache" MQX_DEPS_SKIP_OPTIONAL=1 "$@" "$repo/scripts/install-deps" > "$scratch/out" 2> "$scratch/err" || rc=$?
   err=$(cat "$scratch/err")
   echo "install-deps exited $rc; stderr:"
   sed 's/^/  | /' "$scratch/err"

@@ -16,7 +16,8 @@ prefix=$scratch/prefix
 cmake --install "$build" --prefix "$prefix" > "$scratch/install.log" 2>&1 || { cat "$scratch/install.log"; fail "cmake --install"; }
 for path in bin/mqxd bin/mqx-run lib/libmqx_advice.so include/mqx/advice.h etc/mqx/mqx.toml \
             lib/cmake/mqx/mqxConfig.cmake lib/cmake/mqx/mqxConfigVersion.cmake share/doc/mqx/README.md \
-            lib/systemd/user/mqxd.service; do
+            lib/systemd/user/mqxd.service bin/mqx-sbatch bin/mqx-srun share/mqx/slurm/prolog share/mqx/slurm/task-prolog \
+            share/mqx/slurm/slurm-mqx.conf.in; do
   [ -e "$prefix/$path" ] || fail "not installed: $path"
 done
 if [ -e "$build/lib/libmqx.so" ]; then

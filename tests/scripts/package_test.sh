@@ -23,7 +23,8 @@ grep -q '^Depends: .*libc6' <<<"$control" || fail "no dependencies: $control"
 
 dpkg -x "$package" "$scratch/root" || fail "dpkg -x"
 for path in usr/bin/mqxd usr/bin/mqx-run usr/lib/libmqx_advice.so usr/include/mqx/advice.h etc/mqx/mqx.toml \
-            usr/lib/systemd/user/mqxd.service; do
+            usr/lib/systemd/user/mqxd.service usr/bin/mqx-sbatch usr/bin/mqx-srun usr/share/mqx/slurm/prolog \
+            usr/share/mqx/slurm/task-prolog; do
   [ -e "$scratch/root/$path" ] || fail "not in the package: $path"
 done
 [ ! -e "$scratch/root/usr/etc" ] || fail "configuration under /usr/etc: Debian's is in /etc"

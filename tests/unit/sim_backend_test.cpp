@@ -7,6 +7,9 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <vector>
+
+#include <time.h>
 
 #include "device/sim/sim_backend.hpp"
 
@@ -146,6 +149,36 @@ TEST(SimBackend, ChargesTransfersAtTheConfiguredBandwidth) {
   EXPECT_NEAR(totals.secondsToDevice, (1 << 20) / 1e9, 1e-9);
   EXPECT_EQ(backend.unmap(base, 1 << 20), Status::Success);
   EXPECT_EQ(backend.release(base, 1 << 20), Status::Success);
+}
+
+// In real time a transfer sleeps its charged time; a fence wait behind it
+// must sleep too, not spin: several query processes of a simulated node
+// would otherwise keep the host's cores busy while their devices "work".
+TEST(SimBackend, ARealTimeFenceWaitSleepsInsteadOfSpinning) {
+  SimBackendOptions options = smallDevice();
+  options.copyBandwidthGBps = 0.005; // 1 MiB: about 210 ms
+  options.realtime = true;
+  SimBackend backend(options);
+  DevicePtr base = 0;
+  ASSERT_EQ(backend.reserve(1 << 20, &base), Status::Success);
+  ASSERT_EQ(backend.map(base, 1 << 20), Status::Success);
+  std::vector<std::uint8_t> host(1 << 20, 1);
+  const auto wallStart = std::chrono::steady_clock::now();
+  ASSERT_EQ(backend.copyToDevice(base, host.data(), host.size(), 0, true), Status::Success);
+  Fence fence;
+  ASSERT_EQ(backend.enqueueFence(0, &fence), Status::Success);
+  timespec cpuStart{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpuStart);
+  ASSERT_EQ(backend.waitFence(fence), Status::Success);
+  timespec cpuEnd{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpuEnd);
+  const double waitedSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wallStart).count();
+  const double cpuSeconds = double(cpuEnd.tv_sec - cpuStart.tv_sec) + double(cpuEnd.tv_nsec - cpuStart.tv_nsec) / 1e9;
+  EXPECT_GE(waitedSeconds, 0.2);
+  // A yielding loop spends most of the wait on the CPU (in sched_yield).
+  EXPECT_LT(cpuSeconds, 0.02) << "waited " << waitedSeconds << " s";
+  backend.unmap(base, 1 << 20);
+  backend.release(base, 1 << 20);
 }
 
 } // namespace

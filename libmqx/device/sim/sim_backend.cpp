@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -459,7 +460,10 @@ Status SimBackend::enqueueFence(StreamHandle stream, Fence* fence) {
     std::lock_guard lock(mutex_);
     value = ++streams_.at(stream).nextFence;
   }
-  target->enqueue([this, slot, value] { fenceWords_[slot].store(value, std::memory_order_release); });
+  target->enqueue([this, slot, value] {
+    fenceWords_[slot].store(value, std::memory_order_release);
+    fenceWords_[slot].notify_all();
+  });
   *fence = Fence{slot, value};
   return Status::Success;
 }
@@ -470,8 +474,24 @@ bool SimBackend::fenceReached(const Fence& fence) {
 
 Status SimBackend::waitFence(const Fence& fence) {
   if (fence.slot >= kMaxFenceSlots) return Status::InvalidValue;
-  while (!fenceReached(fence))
-    std::this_thread::yield();
+  if (!realtime_) {
+    // The device takes no time: a yield is the shortest wait.
+    while (!fenceReached(fence))
+      std::this_thread::yield();
+    return Status::Success;
+  }
+  // In real time a fence waits behind transfers that sleep their charged
+  // time. Yielding in a loop would keep a core busy all along (the host's
+  // cores, not the simulated device, would bind); sleeping in steps would
+  // return up to a step late, and every query's fence waits would add that
+  // to its device time (the adaptive admission's smoke test saw the default
+  // over-admit with 1 ms steps). So the wait blocks until the stream's
+  // worker stores the fence's value and wakes it (std::atomic wait and
+  // notify, a futex): no core spent, no wake-up later than the fence.
+  std::atomic<std::uint64_t>& word = fenceWords_[fence.slot];
+  for (std::uint64_t seen = word.load(std::memory_order_acquire); seen < fence.value;
+       seen = word.load(std::memory_order_acquire))
+    word.wait(seen, std::memory_order_acquire);
   return Status::Success;
 }
 
