@@ -26,6 +26,7 @@ std::optional<double> AdaptiveAdmission::throughputAt(unsigned n, double now) co
 void AdaptiveAdmission::forgetEstimates() {
   for (Level& level : levels_)
     level = Level{};
+  unitChanged_ = true;
 }
 
 std::optional<AdaptiveDecision> AdaptiveAdmission::observe(const AdaptiveSample& sample) {
@@ -54,6 +55,7 @@ std::optional<AdaptiveDecision> AdaptiveAdmission::observe(const AdaptiveSample&
   windowStart_ = sample.seconds;
   startCounters_ = sample.counters;
   runningSeconds_ = waitingSeconds_ = atLimitSeconds_ = 0;
+  unitChanged_ = false;
   return decision;
 }
 
@@ -114,6 +116,7 @@ AdaptiveDecision AdaptiveAdmission::decide(double now, double window, const Devi
   // (forgetEstimates). A level measured in the old unit against one in the
   // new would look like a step that paid ten times over.
   if (!workLearned) return finish(limit_, "no query has finished yet: its work is not known");
+  if (unitChanged_) return finish(limit_, "the window began before the first query's work was learned");
   // A window without launches (the running queries' processes still
   // starting, or all waiting for memory) says nothing about a level.
   if (delta.launches == 0) return finish(limit_, "no launches in the window");
@@ -132,15 +135,16 @@ AdaptiveDecision AdaptiveAdmission::decide(double now, double window, const Devi
   if (here && below && x < xBelow * (1 + options_.gain))
     return finish(limit_ - 1,
                   fmt::format("{:.3f} queries/s at {}, no gain over {:.3f} at {}", x, limit_, xBelow, limit_ - 1));
-  // Grow only with room: evicting more than half the share that halves the
-  // limit, the running queries' working sets barely fit and one more would
-  // push the node over (Denning's load control; the band between the two
-  // thresholds is the controller's hysteresis). On the simulated device the
-  // default evicted 0.04-0.07 of the time at 2 running, where FIX-2 was
-  // best, and each step to 3 or 4 evicted twice as much.
-  if (d.evictionShare > 0.5 * options_.evictionShare)
-    return finish(limit_, fmt::format("eviction share {:.3f}: no room for one more (grows below {:.3f})",
-                                      d.evictionShare, 0.5 * options_.evictionShare));
+  // Grow only with room: a node that evicts beyond noise has no memory for
+  // another working set, and one more query only adds evictions (Denning's
+  // load control; the band up to evictionShare is the controller's
+  // hysteresis). On the simulated device (admission-grid-sim-9d0e8ac) the
+  // default evicted 0.00-0.03 of the time at 2 running, where FIX-2 was the
+  // best policy, and every step to 3 evicted 0.09-0.11 and came back; on the
+  // H100 (b242294) FIX-2 did not evict at all and FIX-3 0.05 of the time.
+  if (d.evictionShare > options_.growthEvictionShare)
+    return finish(limit_, fmt::format("eviction share {:.3f}: no room for one more (grows at {:.3f} at most)",
+                                      d.evictionShare, options_.growthEvictionShare));
   if (congestedAt_ >= 0 && now - congestedAt_ <= options_.memorySeconds && limit_ + 1 >= congestedLimit_)
     return finish(limit_, fmt::format("{} evicted too much {:.0f} s ago", congestedLimit_, now - congestedAt_));
   if (here && above && xAbove < x * (1 + options_.gain))

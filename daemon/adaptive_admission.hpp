@@ -48,6 +48,10 @@ struct AdaptiveOptions {
   unsigned initialLimit = 2;
   unsigned maxLimit = 16;
   double evictionShare = 0.08; // eviction seconds per second above which the limit halves
+  // ... above which it does not grow: evicting at all beyond noise, the
+  // running queries' working sets no longer fit and one more only adds
+  // evictions (Denning's load control).
+  double growthEvictionShare = 0.01;
   double gain = 0.1;           // relative throughput gain a step up must bring
   double decrease = 0.5;       // the multiplicative decrease
   double memorySeconds = 60.0; // a level's throughput estimate is forgotten after this
@@ -136,6 +140,7 @@ private:
   double runningSeconds_ = 0; // ∫ running dt
   double waitingSeconds_ = 0; // time with a query waiting
   double atLimitSeconds_ = 0; // time with running ≥ limit
+  bool unitChanged_ = false;  // forgetEstimates() in this window: its work is in two units
 };
 
 } // namespace mqx::daemon

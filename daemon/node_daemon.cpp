@@ -76,6 +76,7 @@ AdaptiveOptions adaptiveOptionsOf(const Config& config) {
   options.maxLimit = std::max(config.adaptiveMaxLimit, 1u);
   options.evictionShare = config.adaptiveEvictionShare;
   options.gain = config.adaptiveGain;
+  options.growthEvictionShare = config.adaptiveGrowthEvictionShare;
   return options;
 }
 

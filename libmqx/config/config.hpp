@@ -62,8 +62,9 @@ struct Config {
   unsigned adaptiveWindowMilliseconds = 2000; // one control decision per window
   unsigned adaptiveInitialLimit = 2;          // queries per device before anything is measured
   unsigned adaptiveMaxLimit = 16;
-  double adaptiveEvictionShare = 0.08; // eviction seconds per second of the device above which the limit halves
-  double adaptiveGain = 0.1;           // the throughput gain a step up must bring to be kept
+  double adaptiveEvictionShare = 0.08;       // eviction seconds per second of the device above which the limit halves
+  double adaptiveGrowthEvictionShare = 0.01; // ... above which the limit does not grow
+  double adaptiveGain = 0.1;                 // the throughput gain a step up must bring to be kept
   // A query that declares nothing counts as its whole device until what its
   // processes hold has not grown for this long (docs/daemon.md).
   unsigned undeclaredSettleMilliseconds = 2000;

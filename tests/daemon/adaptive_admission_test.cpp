@@ -197,14 +197,42 @@ TEST(AdaptiveAdmission, ForgetsAndProbesAgainWhenTheWorkloadChanges) {
   EXPECT_GE(controller.limit(), 4u);
 }
 
-TEST(AdaptiveAdmission, DoesNotGrowWhileItEvictsNearTheThreshold) {
+TEST(AdaptiveAdmission, DoesNotGrowWhileItEvicts) {
   // Throughput would rise with every query, but at 2 running the device
-  // already evicts 0.05 of the time (between half the threshold and the
-  // threshold): no room for a third.
+  // already evicts 0.05 of the time (above growthEvictionShare, below the
+  // share that halves the limit): no room for a third.
   Model model{[](unsigned n) { return 100.0 * n; }};
   model.evictionShare = [](unsigned n) { return n >= 2 ? 0.025 : 0.0; };
   const Trajectory run = simulate(model, 30, 1);
   EXPECT_EQ(*std::max_element(run.limits.begin(), run.limits.end()), 2u);
+}
+
+TEST(AdaptiveAdmission, AWindowInTwoUnitsEstimatesNothing) {
+  // The first query's work is learned mid-window: that window's work is
+  // partly in nominal runs, and neither it nor a level is used.
+  AdaptiveAdmission controller{AdaptiveOptions{}};
+  DeviceCounters counters;
+  double now = 0;
+  (void)controller.observe({now, counters, 0, 0});
+  std::optional<AdaptiveDecision> decision;
+  for (int sample = 0; sample < 20; ++sample) {
+    now += 0.1;
+    counters.launches += 10;
+    counters.work += sample < 10 ? 0.001 : 0.05;
+    if (sample == 10) controller.forgetEstimates();
+    decision = controller.observe({now, counters, 2, 5});
+  }
+  ASSERT_TRUE(decision.has_value());
+  EXPECT_EQ(decision->limit, 2u) << decision->why;
+  EXPECT_FALSE(controller.throughputAt(2, now).has_value());
+  // The next window, all in the new unit, is an estimate.
+  for (int sample = 0; sample < 20; ++sample) {
+    now += 0.1;
+    counters.launches += 10;
+    counters.work += 0.05;
+    (void)controller.observe({now, counters, 2, 5});
+  }
+  EXPECT_TRUE(controller.throughputAt(2, now).has_value());
 }
 
 TEST(AdaptiveAdmission, AWindowOfFewLaunchesWaitsForMore) {
