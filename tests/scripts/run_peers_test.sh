@@ -35,7 +35,8 @@ cat > "$scratch/earlier.json" <<'JSON'
  "workloads": {"matrix": {"runs": [
   {"fraction": 0.9, "footprint_bytes": 15461882265,
    "native": {"status": "ok", "tensors": 230, "steps": 10, "fill_s": 0.2, "steps_s": 1.0, "total_s": 1.5, "checksum": 1.5},
-   "mqx": {"status": "ok", "tensors": 230, "steps": 10, "fill_s": 0.2, "steps_s": 1.0, "total_s": 1.6, "checksum": 1.5}},
+   "mqx": {"status": "ok", "tensors": 230, "steps": 10, "fill_s": 0.2, "steps_s": 1.0, "total_s": 1.6, "checksum": 1.5,
+           "mqx_statistics": {"fence_waits": 30, "bytes_written_back": 2000000000, "bytes_dropped_clean": 1000000000}}},
   {"fraction": 1.5, "footprint_bytes": 25769803776,
    "native": {"status": "out of memory"},
    "mqx": {"status": "stopped"}}]}}}
@@ -47,7 +48,10 @@ import json, sys
 rows = json.load(open(sys.argv[1]))["workloads"]["matrix"]["runs"]
 assert rows[0]["checksums_agree"] and abs(rows[0]["ratios"]["mqx_vs_native"] - 1.6 / 1.5) < 1e-9, rows[0]
 assert rows[1]["limit"]["limit_s"] > rows[0]["limit"]["limit_s"] > 0, rows
+# Drains per GB that left the device: 30 fence waits over 2 GB written back and 1 GB dropped clean.
+assert abs(rows[0]["drains"]["mqx"]["fence_waits_per_GB"] - 10.0) < 1e-9, rows[0]["drains"]
 PY
+grep -q "30 fence waits, 10.0/GB evicted" <<<"$out" || fail "--summarize printed no drains per GB: $out"
 sed 's/"total_s": 1.6, "checksum": 1.5/"total_s": 1.6, "checksum": 2.5/' "$scratch/earlier.json" > "$scratch/differ.json"
 out=$("$run_peers" --summarize "$scratch/differ.json" --out "$scratch/summary.json" 2>&1); rc=$?
 [ "$rc" = 1 ] && grep -q "DIFFER" <<<"$out" || fail "--summarize with differing checksums: exit $rc, $out"
