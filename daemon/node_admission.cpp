@@ -95,6 +95,15 @@ void NodeDaemon::observeQueries() {
   }
 }
 
+void NodeDaemon::countQueryLaunches(RunningQuery& query, std::uint64_t launches) {
+  // The launches since the last count are the part of the query's run they
+  // are (QueryWork), done on the device it was placed on.
+  if (launches <= query.launches) return;
+  if (query.device < deviceCounters_.size())
+    deviceCounters_[query.device].work += work_.workOf(query.name, launches - query.launches);
+  query.launches = launches;
+}
+
 void NodeDaemon::observeAdmission() {
   // Sampled every liveness interval; the controllers decide once a window.
   NodeState& node = segment_->state();
@@ -106,22 +115,14 @@ void NodeDaemon::observeAdmission() {
     // live ones published. A client's last counters (published as it
     // leaves) are only in the retired part; counting deltas of live records
     // lost them, most of a short query's launches on the simulated device.
-    std::vector<DeviceCounters> totals(devices_.size());
-    auto add = [](DeviceCounters& to, const ClientActivity& activity) {
-      to.launches += activity.launches;
-      to.evictions += activity.evictions;
-      to.evictionNanoseconds += activity.evictionNanoseconds;
-      to.bytesMoved += activity.bytesToDevice + activity.bytesToHost;
-    };
-    for (std::uint32_t device = 0; device < devices_.size(); ++device)
-      add(totals[device], node.retiredOnDevice[device]);
+    std::vector<ClientActivity> totals(node.retiredOnDevice, node.retiredOnDevice + devices_.size());
     // Each running query's launches: its members that left plus the live ones.
     std::array<std::uint64_t, kMaxClients> queryLaunches{};
     for (std::uint32_t i = 0; i < kMaxClients; ++i) {
       const ClientRecord& record = node.clients[i];
       if (record.state == ClientState::Running) queryLaunches[i] += record.memberLaunches;
       if (record.state == ClientState::Memory && record.device < devices_.size()) {
-        add(totals[record.device], record.activity);
+        totals[record.device].addCounters(record.activity);
         if (record.querySlot < kMaxClients) queryLaunches[record.querySlot] += record.activity.launches;
       }
       if (record.state == ClientState::Running && record.device < devices_.size()) ++running[record.device];
@@ -131,21 +132,17 @@ void NodeDaemon::observeAdmission() {
       }
     }
     for (std::uint32_t device = 0; device < devices_.size(); ++device) {
-      const double work = deviceCounters_[device].work;
-      deviceCounters_[device] = totals[device];
-      deviceCounters_[device].work = work;
+      DeviceCounters& counters = deviceCounters_[device];
+      counters.launches = totals[device].launches;
+      counters.evictions = totals[device].evictions;
+      counters.evictionNanoseconds = totals[device].evictionNanoseconds;
+      counters.bytesMoved = totals[device].bytesToDevice + totals[device].bytesToHost;
     }
-    // The launches since the last sample count as the part of their query's
-    // run they are (QueryWork); the query is the one mqxd admitted in the slot.
-    for (std::uint32_t i = 0; i < kMaxClients; ++i) {
-      const ClientRecord& record = node.clients[i];
-      RunningQuery& query = running_[i];
-      if (record.state != ClientState::Running || query.pid == 0 || query.pid != record.pid ||
-          record.device >= devices_.size() || queryLaunches[i] <= query.launches)
-        continue;
-      deviceCounters_[record.device].work += work_.workOf(query.name, queryLaunches[i] - query.launches);
-      query.launches = queryLaunches[i];
-    }
+    // The query is the one mqxd admitted in the slot.
+    for (std::uint32_t i = 0; i < kMaxClients; ++i)
+      if (node.clients[i].state == ClientState::Running && running_[i].pid != 0 &&
+          running_[i].pid == node.clients[i].pid)
+        countQueryLaunches(running_[i], queryLaunches[i]);
   }
   for (std::uint32_t device = 0; device < devices_.size(); ++device) {
     const auto decision =

@@ -478,11 +478,8 @@ void NodeDaemon::handle(const Message& message) {
       if (record.pid == query.pid) {
         query.observedPeak = std::max(query.observedPeak, record.observedPeak);
         // Its members' last launches, retired after the last sample (a
-        // member's counters are mostly published as it leaves), count as
-        // work done now on the query's device.
-        if (record.memberLaunches > query.launches && query.device < deviceCounters_.size())
-          deviceCounters_[query.device].work += work_.workOf(query.name, record.memberLaunches - query.launches);
-        query.launches = std::max(query.launches, record.memberLaunches);
+        // member's counters are mostly published as it leaves).
+        countQueryLaunches(query, record.memberLaunches);
       }
     }
     if (query.observedPeak > 0) history_.record(query.name, query.observedPeak);

@@ -147,6 +147,9 @@ private:
     std::uint32_t device = ipc::kAnyDevice; // where it was placed
   };
   RunningQuery running_[ipc::kMaxClients];
+  // Adds the work of a running query's launches up to `launches` (its
+  // members' total) to its device's counters.
+  void countQueryLaunches(RunningQuery& query, std::uint64_t launches);
   // Adaptive admission: a controller per device, and each device's counters
   // at the last sample (observeAdmission).
   std::vector<AdaptiveAdmission> adaptive_;

@@ -109,7 +109,7 @@ TEST_F(ClientRecordsTest, AQueryAsksWithdrawsIsPlacedAndAdmitted) {
   EXPECT_TRUE(records_.admit(slot, 1));
   EXPECT_EQ(at(slot).state, ClientState::Running);
   EXPECT_EQ(at(slot).device, 1u);
-  EXPECT_FALSE(records_.admit(slot, 1));                            // admitted once
+  EXPECT_FALSE(records_.admit(slot, 1));                           // admitted once
   EXPECT_FALSE(records_.requestPlacement(slot, kPid, kMiB, kMiB)); // only a waiting query is placed
   EXPECT_TRUE(records_.requestAdmission(slot, kPid, kMiB, kMiB));  // a late ask of an admitted query is harmless
   EXPECT_EQ(at(slot).state, ClientState::Running);
@@ -176,6 +176,45 @@ TEST_F(ClientRecordsTest, AFreedRecordsActivityStaysInTheNodesTotals) {
   EXPECT_EQ(at(slot).activity.launches, 0u);
   const std::uint32_t query = claim(kPid + 1, ClientState::Waiting);
   EXPECT_FALSE(records_.publishActivity(query, kPid + 1, activity)); // a query has no manager
+}
+
+// A client publishes most of its counters as it leaves: they stay in its
+// device's totals and, its launches, in its query's record, which mqxd reads
+// for adaptive admission (daemon/query_work.hpp).
+TEST_F(ClientRecordsTest, ALeavingMembersCountersGoToItsDeviceAndItsQuery) {
+  const std::uint32_t query = claim(kPid, ClientState::Waiting);
+  ASSERT_TRUE(records_.requestAdmission(query, kPid, kMiB, kMiB));
+  ASSERT_TRUE(records_.admit(query, 1));
+  auto member = [&](pid_t pid) {
+    ClientRecords::Claim claim;
+    claim.pid = pid;
+    claim.role = ClientState::Memory;
+    claim.device = 1;
+    claim.querySlot = query;
+    claim.name = "member";
+    return records_.claim(claim).value_or(kNoSlot);
+  };
+  ClientActivity activity;
+  activity.launches = 12;
+  activity.evictions = 2;
+  const std::uint32_t first = member(kPid + 1);
+  ASSERT_TRUE(records_.publishActivity(first, kPid + 1, activity));
+  ASSERT_TRUE(records_.leave(first, kPid + 1));
+  EXPECT_EQ(node_->retiredOnDevice[1].launches, 12u);
+  EXPECT_EQ(node_->retiredOnDevice[1].evictions, 2u);
+  EXPECT_EQ(node_->retiredOnDevice[0].launches, 0u);
+  EXPECT_EQ(at(query).memberLaunches, 12u);
+  // The query's record keeps the count after it leaves, for mqxd to read
+  // with its QueryFinished; a member leaving later adds nothing to it.
+  const std::uint32_t late = member(kPid + 2);
+  ASSERT_TRUE(records_.publishActivity(late, kPid + 2, activity));
+  ASSERT_TRUE(records_.leave(query, kPid));
+  ASSERT_TRUE(records_.leave(late, kPid + 2));
+  EXPECT_EQ(at(query).memberLaunches, 12u);
+  EXPECT_EQ(node_->retiredOnDevice[1].launches, 24u);
+  // A new claim of the slot starts from nothing.
+  EXPECT_EQ(claim(kPid + 3, ClientState::Waiting), query);
+  EXPECT_EQ(at(query).memberLaunches, 0u);
 }
 
 TEST_F(ClientRecordsTest, LearnedDemandOnlyForAWaitingQueryThatDeclaredNone) {
