@@ -101,7 +101,15 @@ TEST_F(RunAdmissionTest, AQueryStartedBeforeItsAdmissionIsPlacedThenAdmitted) {
   EXPECT_EQ(admission.step(), State::Waiting);
   ASSERT_EQ(program.starts.size(), 1u);
   EXPECT_TRUE(program.starts[0].awaitAdmission);
-  EXPECT_EQ(program.starts[0].device, "sim-0"); // placed before its admission
+  // Placed before its admission, on the node's one device: the simulated
+  // sim-0 here, the GPU's UUID where mqxd found a GPU.
+  std::string identity;
+  {
+    ipc::RobustLock lock(segment_->state().lock);
+    identity = segment_->state().identityOf(0);
+  }
+  EXPECT_FALSE(identity.empty());
+  EXPECT_EQ(program.starts[0].device, identity);
   EXPECT_EQ(program.starts[0].querySlot, admission.client().membership().slot());
   EXPECT_EQ(admission.step(), State::Admitted);
   EXPECT_EQ(admission.step(), State::Admitted); // final
