@@ -121,6 +121,13 @@ struct ManagerState {
   LazyTransfers lazy;
   const std::size_t pageSize;
   RegionId nextRegion = 1;
+  // Other processes' allocations mapped here (openShared): base -> the
+  // pieces' (offset, bytes), and the range's extent.
+  struct OpenedShared {
+    std::size_t mappedBytes = 0;
+    std::vector<std::pair<std::size_t, std::size_t>> pieces;
+  };
+  std::map<DevicePtr, OpenedShared> openedShared;
   mutable std::mutex mutex;
   // Scratch of the launch path, reused under `mutex` so that a launch
   // allocates nothing once they have grown.
@@ -228,6 +235,85 @@ Status MemoryManager::free(DevicePtr address) {
   s.directory.remove(gone);
   s.directory.forEach([&](Region& table) { std::erase(table.pointsTo, gone); });
   return Status::Success;
+}
+
+Status MemoryManager::share(DevicePtr address, SharedAllocation* shared) {
+  if (shared == nullptr) return Status::InvalidValue;
+  LockScope scope(state_->mutex);
+  auto& s = *state_;
+  Region* region = s.directory.find(address);
+  if (region == nullptr) return Status::InvalidValue;
+  if (region->adopted) return Status::NotSupported;
+  s.residency.poll();
+  if (!region->shared) {
+    // Every page resident and its device memory the valid copy (read and
+    // written: loaded if its bytes are elsewhere, no host image kept), then
+    // no work of ours in flight while the backend may replace the memory
+    // under the pages with a shareable copy.
+    DeviceWork work;
+    work.addUses(region, region->base, region->size, Access::Both);
+    work.operations.push_back([] { return Status::Success; });
+    MQX_TRY(s.runner.run(work, StreamHandle{}, true));
+    MQX_TRY(s.residency.waitAll());
+    for (const PageState& page : region->pages)
+      if (!page.backed()) return Status::OutOfMemory;
+    region->shared = true;
+  }
+  SharedAllocation result{region->base, region->size, region->reservedSize, {}};
+  for (std::uint32_t i = 0; i < region->pageCount(); ++i) {
+    int descriptor = -1;
+    MQX_TRY(s.backend.shareMapping(region->pageAddress(i), region->pageMappedBytes(i), &descriptor));
+    result.pieces.push_back({region->pageOffset(i), region->pageMappedBytes(i), FileDescriptor(descriptor)});
+  }
+  *shared = std::move(result);
+  return Status::Success;
+}
+
+Status MemoryManager::openShared(std::span<const SharedPiece> pieces, std::size_t mappedBytes, DevicePtr* address) {
+  auto& s = *state_;
+  const std::size_t granularity = s.backend.granularity();
+  if (address == nullptr || pieces.empty() || mappedBytes == 0 || mappedBytes % granularity != 0)
+    return Status::InvalidValue;
+  for (const SharedPiece& piece : pieces)
+    if (piece.bytes == 0 || piece.offset % granularity != 0 || piece.bytes % granularity != 0 ||
+        piece.offset > mappedBytes || piece.bytes > mappedBytes - piece.offset || !piece.descriptor.valid())
+      return Status::InvalidValue;
+  LockScope scope(s.mutex);
+  DevicePtr base = 0;
+  MQX_TRY(s.backend.reserve(mappedBytes, &base));
+  ManagerState::OpenedShared opened{mappedBytes, {}};
+  Status status = Status::Success;
+  for (const SharedPiece& piece : pieces) {
+    status = s.backend.mapShared(base + piece.offset, piece.bytes, piece.descriptor.get());
+    if (!ok(status)) break;
+    opened.pieces.emplace_back(piece.offset, piece.bytes);
+  }
+  if (!ok(status)) {
+    for (const auto& [offset, bytes] : opened.pieces)
+      (void)s.backend.unmap(base + offset, bytes); // undoing: the first failure is what the caller hears
+    (void)s.backend.release(base, mappedBytes);
+    return status;
+  }
+  s.openedShared.emplace(base, std::move(opened));
+  *address = base;
+  return Status::Success;
+}
+
+Status MemoryManager::closeShared(DevicePtr address) {
+  LockScope scope(state_->mutex);
+  auto& s = *state_;
+  auto it = s.openedShared.find(address);
+  if (it == s.openedShared.end()) return Status::InvalidValue;
+  // The driver's close waits for nothing either: the program synchronises
+  // before it closes what its work still uses.
+  Status status = Status::Success;
+  for (const auto& [offset, bytes] : it->second.pieces)
+    if (const Status unmapped = s.backend.unmap(address + offset, bytes); !ok(unmapped) && ok(status))
+      status = unmapped;
+  if (const Status released = s.backend.release(address, it->second.mappedBytes); !ok(released) && ok(status))
+    status = released;
+  s.openedShared.erase(it);
+  return status;
 }
 
 bool MemoryManager::isManaged(DevicePtr address) const {

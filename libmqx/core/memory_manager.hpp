@@ -14,7 +14,9 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <vector>
 
+#include "common/files.hpp"
 #include "common/status.hpp"
 #include "common/types.hpp"
 #include "core/manager_options.hpp"
@@ -39,6 +41,23 @@ struct RegionInfo {
   std::size_t size = 0;
 };
 
+// One piece of an allocation shared with other processes: `bytes` at
+// `offset` from its base, and a descriptor of that physical memory
+// (DeviceBackend::shareMapping), which goes to the other process.
+struct SharedPiece {
+  std::size_t offset = 0;
+  std::size_t bytes = 0;
+  FileDescriptor descriptor;
+};
+
+// What MemoryManager::share gives: the allocation's pieces in order.
+struct SharedAllocation {
+  DevicePtr base = 0;
+  std::size_t size = 0;        // the bytes the program allocated
+  std::size_t mappedBytes = 0; // the pieces' extent (size rounded up to the granularity)
+  std::vector<SharedPiece> pieces;
+};
+
 class MemoryManager {
 public:
   // `budget` may be shared with other processes (multi-process mode); when
@@ -60,6 +79,21 @@ public:
   // allocate()'s; free() then leaves the range reserved.
   Status adopt(DevicePtr base, std::size_t bytes);
   Status free(DevicePtr address);
+
+  // cuIpcGetMemHandle: shares the allocation that holds `address` with
+  // other processes (docs/interposer.md, "Handles to other processes").
+  // Every page is made resident and stays so until free(), counted in the
+  // budget as before (Region::shared); its physical memory becomes
+  // shareable. NotSupported for a region the program mapped itself (its own
+  // VMM exports through cuMemExportToShareableHandle) or where the device
+  // cannot share; OutOfMemory when the allocation does not fit the budget.
+  Status share(DevicePtr address, SharedAllocation* shared);
+  // cuIpcOpenMemHandle: maps another process's shared allocation (its
+  // pieces' descriptors, received over a socket) at a range of this
+  // process. Not a managed region: its exporter keeps it resident.
+  Status openShared(std::span<const SharedPiece> pieces, std::size_t mappedBytes, DevicePtr* address);
+  // cuIpcCloseMemHandle. InvalidValue for an address openShared did not give.
+  Status closeShared(DevicePtr address);
 
   bool isManaged(DevicePtr address) const;
   Status regionOf(DevicePtr address, RegionInfo* info) const;

@@ -24,6 +24,11 @@ struct Region {
   // there (its own VMM: MemoryManager::adopt): freeing the region leaves the
   // range reserved, the program's to release.
   bool adopted = false;
+  // Shared with other processes (MemoryManager::share, cuIpcGetMemHandle):
+  // they read and write its device memory unseen, so from then on until it
+  // is freed every page stays resident and its device memory is the only
+  // copy: never evicted, written back ahead, or written lazily on the host.
+  bool shared = false;
   std::vector<PageState> pages;
   std::uint64_t lastUse = 0;
   std::uint64_t useCount = 0;

@@ -90,6 +90,20 @@ public:
   // no enqueued work still touches it.
   virtual Status unmap(DevicePtr address, std::size_t bytes) = 0;
 
+  // Device memory shared with other processes (cuIpcGetMemHandle; docs/
+  // interposer.md, "Handles to other processes"). shareMapping makes the
+  // physical memory of one mapping that map() made shareable, keeping its
+  // bytes, and returns a descriptor of it that the caller owns. The caller
+  // guarantees that no enqueued work touches the range: the memory under it
+  // may be replaced by a shareable copy. NotSupported where the device
+  // cannot share memory between processes.
+  virtual Status shareMapping(DevicePtr address, std::size_t bytes, int* descriptor) = 0;
+  // Maps memory that a process shared (shareMapping's descriptor, sent over
+  // a socket) at [address, address + bytes), inside a range reserve() gave;
+  // unmap() takes it away. The memory is its exporter's: it counts against
+  // nothing here and lives on while either process maps it.
+  virtual Status mapShared(DevicePtr address, std::size_t bytes, int descriptor) = 0;
+
   // Host blocks (HostBlock): `count` blocks of `bytes` each, created at once
   // (creating pinned memory is slow: about 50 ms per 256 MiB on an H100, so
   // the swap buffer grows in chunks). NotSupported where the device cannot

@@ -53,6 +53,7 @@ template <typename PassThrough> CUresult release(const char* call, CUdeviceptr a
   Runtime& runtime = Runtime::instance();
   MemoryManager* manager = runtime.hostManager() != nullptr ? runtime.owner(address) : nullptr;
   if (manager == nullptr) return passThrough();
+  runtime.memoryExports().withdraw(address); // a handle of it serves nobody from now
   return guarded(call, [&] { return managedResult(call, manager->free(address)); });
 }
 

@@ -26,6 +26,8 @@ constexpr std::array kRules{
     Rule{"cuMemPoolDestroy", 11020, "cuMemPoolDestroy", ""},
     Rule{"cuMemAllocFromPoolAsync", 11020, "cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync_ptsz"},
     Rule{"cuIpcGetMemHandle", 4010, "cuIpcGetMemHandle", ""},
+    Rule{"cuIpcOpenMemHandle", 11000, "cuIpcOpenMemHandle_v2", ""},
+    Rule{"cuIpcCloseMemHandle", 4010, "cuIpcCloseMemHandle", ""},
     Rule{"cuMemCreate", 10020, "cuMemCreate", ""},
     Rule{"cuMemRelease", 10020, "cuMemRelease", ""},
     Rule{"cuMemMap", 10020, "cuMemMap", ""},

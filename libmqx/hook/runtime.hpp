@@ -41,6 +41,7 @@
 #include "hook/program_allocations.hpp"
 #include "ipc/launch_tuning_client.hpp"
 #include "ipc/manager_on_node.hpp"
+#include "ipc/memory_export.hpp"
 
 namespace mqx::ipc {
 class AdmissionClient;
@@ -152,6 +153,8 @@ public:
   // The program's own VMM allocations that mqx manages (vmm_hooks.cpp), and
   // whether it does (memory.manage_program_vmm, read when configured).
   ProgramAllocations& programAllocations() noexcept { return programAllocations_; }
+  // Managed allocations given to other processes (cuIpcGetMemHandle).
+  ipc::MemoryExportServer& memoryExports() noexcept { return memoryExports_; }
   bool managesProgramVmm() const noexcept { return manageProgramVmm_.load(std::memory_order_acquire); }
   // The devices the process sees (cuDeviceGetCount at the first activation;
   // 0 before it).
@@ -182,7 +185,7 @@ private:
   std::once_flag exitHandlerOnce_;
   // The node joins: one per device the process manages; the first (device 0
   // when the advice API joins before any activation) is the advice API's.
-  std::mutex nodeMutex_; // after mutex_ when both are held
+  std::mutex nodeMutex_;                                                         // after mutex_ when both are held
   std::array<std::unique_ptr<NodeJoin>, DeviceManagers::kMaxDevices> nodeJoins_; // under nodeMutex_
   std::array<bool, DeviceManagers::kMaxDevices> nodeJoinTried_{};                // under nodeMutex_
   NodeJoin* adviceJoin_ = nullptr;                                               // under nodeMutex_
@@ -192,6 +195,7 @@ private:
   bool launchTuningTried_ = false;                              // under mutex_
   MemoryPools pools_;
   ProgramAllocations programAllocations_;
+  ipc::MemoryExportServer memoryExports_;
   std::atomic<bool> manageProgramVmm_{true};
 };
 

@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cuda.h>
 
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -533,12 +535,75 @@ void poolAllocations() {
 // An IPC handle of memory mqx manages cannot be given honestly (its
 // physical memory changes as pages move): refused with a clear error, where
 // natively it succeeds.
-void exportRefused() {
-  CUdeviceptr data = allocate(2u << 20);
+// cuIpcGetMemHandle of managed memory (torch.multiprocessing's route): a
+// second process (this program again, spawned) opens the handle, finds the
+// bytes and adds to them while this one oversubscribes the device around
+// the shared allocation; its writes are then here. Natively the driver's
+// IPC does the same.
+const char* cubinPath = nullptr;
+
+std::string hex(const CUipcMemHandle& handle) {
+  std::string out;
+  for (char byte : handle.reserved) {
+    char two[3];
+    std::snprintf(two, sizeof two, "%02x", static_cast<unsigned char>(byte));
+    out += two;
+  }
+  return out;
+}
+
+int ipcImport(const char* handleHex, std::size_t n, std::uint32_t seed) {
   CUipcMemHandle handle{};
-  const CUresult result = cuIpcGetMemHandle(&handle, data);
-  GPU_CHECK_EQ(static_cast<int>(result), static_cast<int>(mqxActive() ? CUDA_ERROR_NOT_SUPPORTED : CUDA_SUCCESS));
+  if (std::strlen(handleHex) != 2 * sizeof handle.reserved) return 3;
+  for (std::size_t i = 0; i < sizeof handle.reserved; ++i)
+    handle.reserved[i] = static_cast<char>(std::stoul(std::string(handleHex + 2 * i, 2), nullptr, 16));
+  CUdeviceptr data = 0;
+  CU_OK(cuIpcOpenMemHandle(&data, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+  expectPattern(download(data, n), seed, 0);
+  add(data, n, 7);
+  CU_OK(cuCtxSynchronize());
+  CU_OK(cuIpcCloseMemHandle(data));
+  return 0;
+}
+
+void ipcShared() {
+  const std::size_t n = deviceLimit() / 8 / 4 + 1000; // pages and a part
+  const std::uint32_t seed = 41;
+  CUdeviceptr data = allocate(n * 4);
+  fill(data, n, seed);
+  CU_OK(cuCtxSynchronize());
+  CUipcMemHandle handle{};
+  CU_OK(cuIpcGetMemHandle(&handle, data));
+  // The rest of the device used twice over while the handle is out.
+  constexpr int kBuffers = 6;
+  const std::size_t bytes = deviceLimit() * 2 / kBuffers;
+  std::vector<CUdeviceptr> others;
+  for (int b = 0; b < kBuffers; ++b) {
+    others.push_back(allocate(bytes));
+    fill(others.back(), bytes / 4, 100 + b);
+  }
+  CU_OK(cuCtxSynchronize());
+  const std::string handleText = hex(handle), count = std::to_string(n), seedText = std::to_string(seed);
+  std::vector<char*> arguments = {const_cast<char*>("/proc/self/exe"),
+                                  const_cast<char*>(cubinPath),
+                                  const_cast<char*>("ipc_import"),
+                                  const_cast<char*>(handleText.c_str()),
+                                  const_cast<char*>(count.c_str()),
+                                  const_cast<char*>(seedText.c_str()),
+                                  nullptr};
+  pid_t child = 0;
+  GPU_CHECK_EQ(posix_spawn(&child, "/proc/self/exe", nullptr, nullptr, arguments.data(), environ), 0);
+  int status = -1;
+  GPU_CHECK_EQ(waitpid(child, &status, 0), child);
+  GPU_CHECK(WIFEXITED(status));
+  GPU_CHECK_EQ(WEXITSTATUS(status), 0);
+  expectPattern(download(data, n), seed, 7);
+  for (int b = 0; b < kBuffers; ++b)
+    expectPattern(download(others[b], bytes / 4), 100 + b, 0);
+  for (CUdeviceptr other : others)
+    CU_OK(cuMemFree(other));
   CU_OK(cuMemFree(data));
+  if (mqxActive()) GPU_CHECK(mqxStatistic("evictions") > 0);
 }
 
 // The program's own VMM, as PyTorch's expandable segments use it: one
@@ -619,6 +684,10 @@ int main(int argc, char** argv) {
   CU_OK(cuModuleGetFunction(&kernels.copy, module, "copy"));
   CU_OK(cuModuleGetFunction(&kernels.pair, module, "pair"));
   CU_OK(cuModuleGetFunction(&kernels.addThroughTable, module, "addThroughTable"));
+  cubinPath = argv[1];
+  // ipc_shared's second process: ipc_import HANDLE ELEMENTS SEED.
+  if (argc == 6 && std::string(argv[2]) == "ipc_import")
+    return ipcImport(argv[3], std::stoul(argv[4]), static_cast<std::uint32_t>(std::stoul(argv[5])));
 
   const std::map<std::string, std::function<void()>> scenarios = {
       {"oversubscribe", oversubscribe},
@@ -634,7 +703,7 @@ int main(int argc, char** argv) {
       {"captured_graph", capturedGraph},
       {"batched_copies", batchedCopies},
       {"pool_allocations", poolAllocations},
-      {"export_refused", exportRefused},
+      {"ipc_shared", ipcShared},
       {"program_vmm", programVmm},
   };
   std::string which = argc > 2 ? argv[2] : "all";

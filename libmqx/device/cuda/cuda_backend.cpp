@@ -93,6 +93,20 @@ Status CudaBackend::unmap(DevicePtr address, std::size_t bytes) {
   return mappings_.unmap(address, bytes);
 }
 
+Status CudaBackend::shareMapping(DevicePtr address, std::size_t bytes, int* descriptor) {
+  ContextGuard guard(api_, context_);
+  // The copy onto the exportable allocation runs on the backend's own
+  // device-to-device path: the host-to-device stream, idle when the core
+  // shares (it drained every stream first).
+  return mappings_.share(address, bytes, toDevice_.get(), descriptor);
+}
+
+Status CudaBackend::mapShared(DevicePtr address, std::size_t bytes, int descriptor) {
+  if (bytes == 0 || address % granularity_ != 0 || bytes % granularity_ != 0) return Status::InvalidValue;
+  ContextGuard guard(api_, context_);
+  return mappings_.mapShared(address, bytes, descriptor);
+}
+
 Status CudaBackend::createHostBlocks(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks) {
   if (!hostBlocksSupported_) return Status::NotSupported;
   if (bytes == 0 || count == 0 || bytes % granularity_ != 0 || blocks == nullptr) return Status::InvalidValue;

@@ -52,6 +52,8 @@ public:
   Status release(DevicePtr base, std::size_t bytes) override;
   Status map(DevicePtr address, std::size_t bytes) override;
   Status unmap(DevicePtr address, std::size_t bytes) override;
+  Status shareMapping(DevicePtr address, std::size_t bytes, int* descriptor) override;
+  Status mapShared(DevicePtr address, std::size_t bytes, int descriptor) override;
 
   Status createHostBlocks(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks) override;
   void destroyHostBlocks(const std::vector<HostBlock>& blocks) override;

@@ -17,12 +17,12 @@ DeviceMappings::~DeviceMappings() {
     (void)release(base, bytes); // release says a failure; the process goes on without the range
 }
 
-CUmemAllocationProp DeviceMappings::allocationProperties() const {
+CUmemAllocationProp DeviceMappings::allocationProperties(bool exportable) const {
   CUmemAllocationProp prop{};
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop.location.id = device_;
-  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  prop.requestedHandleTypes = exportable ? CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR : CU_MEM_HANDLE_TYPE_NONE;
   return prop;
 }
 
@@ -74,7 +74,7 @@ Status DeviceMappings::mapOnto(DevicePtr address, std::size_t bytes, std::size_t
     return toStatus(result);
   }
   mappings_[address] = Mapping{bytes, offset, physical};
-  mappedBytes_ += bytes;
+  if (!physical->imported) mappedBytes_ += bytes;
   return Status::Success;
 }
 
@@ -147,7 +147,7 @@ Status DeviceMappings::cut(DevicePtr start, DevicePtr cutBegin, DevicePtr cutEnd
     return toStatus(result);
   }
   mappings_.erase(start);
-  mappedBytes_ -= mapping.bytes;
+  if (!mapping.physical->imported) mappedBytes_ -= mapping.bytes;
   Status status = Status::Success;
   if (start < cutBegin) {
     status = mapOnto(start, cutBegin - start, mapping.offset, mapping.physical);
@@ -197,6 +197,91 @@ Status DeviceMappings::unmap(DevicePtr address, std::size_t bytes) {
 std::size_t DeviceMappings::mappedBytes() const {
   std::lock_guard lock(mutex_);
   return mappedBytes_;
+}
+
+} // namespace mqx::device::cuda
+
+namespace mqx::device::cuda {
+
+Status DeviceMappings::share(DevicePtr address, std::size_t bytes, CUstream stream, int* descriptor) {
+  if (descriptor == nullptr) return Status::InvalidValue;
+  if (api_.cuMemExportToShareableHandle == nullptr) return Status::NotSupported;
+  std::lock_guard lock(mutex_);
+  auto it = mappings_.find(address);
+  if (it == mappings_.end() || it->second.bytes != bytes || it->second.physical == nullptr || it->second.offset != 0 ||
+      it->second.physical->bytes != bytes)
+    return Status::InvalidValue; // not one whole mapping that map() made
+  if (!it->second.physical->exportable) {
+    // Only an allocation created exportable can be exported: one is made,
+    // the bytes are copied into it through a second range, and it takes the
+    // old one's place (no work touches the range: the caller drained it).
+    auto physical = std::make_shared<Physical>();
+    CUmemAllocationProp prop = allocationProperties(true);
+    CUresult result = createPhysical(api_, bytes, prop, &physical->memory);
+    if (result != CUDA_SUCCESS) {
+      log(LogLevel::Warn, "{}", api_.describe("cuMemCreate (exportable)", result));
+      return toStatus(result);
+    }
+    physical->bytes = bytes;
+    physical->exportable = true;
+    CUdeviceptr copy = 0;
+    result = api_.cuMemAddressReserve(&copy, bytes, 0, 0, 0);
+    if (result != CUDA_SUCCESS) return toStatus(result);
+    Status status = mapOnto(copy, bytes, 0, physical);
+    if (ok(status)) {
+      result = api_.cuMemcpyDtoDAsync_v2(copy, address, bytes, stream);
+      if (result == CUDA_SUCCESS) result = api_.cuStreamSynchronize(stream);
+      status = toStatus(result);
+      if (const Status unmapped = unmapLocked(copy, bytes); !ok(unmapped) && ok(status)) status = unmapped;
+    }
+    api_.cuMemAddressFree(copy, bytes);
+    if (!ok(status)) {
+      log(LogLevel::Warn, "{}",
+          api_.describe("copying a shared page onto its exportable allocation", toCuResult(status)));
+      return status;
+    }
+    // The swap itself: unmapped, the old allocation goes with its last
+    // mapping; the new one maps where it was.
+    MQX_TRY(unmapLocked(address, bytes));
+    status = mapOnto(address, bytes, 0, physical);
+    if (!ok(status)) {
+      log(LogLevel::Error, "{}: 0x{:x} lost its memory", api_.describe("mapping a shared page", toCuResult(status)),
+          address);
+      return status;
+    }
+  }
+  int exported = -1;
+  CUresult result = api_.cuMemExportToShareableHandle(&exported, mappings_.at(address).physical->memory.get(),
+                                                      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+  if (result != CUDA_SUCCESS) {
+    log(LogLevel::Warn, "{}", api_.describe("cuMemExportToShareableHandle", result));
+    return toStatus(result);
+  }
+  *descriptor = exported;
+  return Status::Success;
+}
+
+Status DeviceMappings::mapShared(DevicePtr address, std::size_t bytes, int descriptor) {
+  if (api_.cuMemImportFromShareableHandle == nullptr) return Status::NotSupported;
+  {
+    std::lock_guard lock(mutex_);
+    if (overlapsLocked(address, bytes)) return Status::InvalidValue;
+  }
+  auto physical = std::make_shared<Physical>();
+  CUmemGenericAllocationHandle handle = 0;
+  // The driver takes the descriptor's number as the pointer's value.
+  CUresult result =
+      api_.cuMemImportFromShareableHandle(&handle, reinterpret_cast<void*>(static_cast<std::intptr_t>(descriptor)),
+                                          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  if (result != CUDA_SUCCESS) {
+    log(LogLevel::Warn, "{}", api_.describe("cuMemImportFromShareableHandle", result));
+    return toStatus(result);
+  }
+  physical->memory = PhysicalMemory(handle, PhysicalMemoryReleaser{api_.cuMemRelease});
+  physical->bytes = bytes;
+  physical->imported = true;
+  std::lock_guard lock(mutex_);
+  return mapOnto(address, bytes, 0, physical); // the exporter's memory: not counted
 }
 
 } // namespace mqx::device::cuda

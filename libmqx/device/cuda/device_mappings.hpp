@@ -45,6 +45,13 @@ public:
   // owner's. unmap() takes each away whole.
   Status mapHostBlocks(std::span<const HostMapping> blocks, const CUmemAccessDesc& access);
   Status unmap(DevicePtr address, std::size_t bytes);
+  // DeviceBackend::shareMapping: the mapping at `address` moves onto a new
+  // allocation created exportable (a POSIX file descriptor), its bytes
+  // copied on `stream` (waited for), unless it is on one already; then a
+  // descriptor of that allocation.
+  Status share(DevicePtr address, std::size_t bytes, CUstream stream, int* descriptor);
+  // DeviceBackend::mapShared: imports the allocation and maps it.
+  Status mapShared(DevicePtr address, std::size_t bytes, int descriptor);
 
   std::size_t mappedBytes() const;
 
@@ -53,6 +60,8 @@ private:
   struct Physical {
     PhysicalMemory memory;
     std::size_t bytes = 0;
+    bool exportable = false; // created with a POSIX file descriptor handle type
+    bool imported = false;   // another process's: counted nowhere here
   };
   // One cuMemMap mapping: [start, start + bytes) -> physical at offset.
   struct Mapping {
@@ -61,7 +70,7 @@ private:
     std::shared_ptr<Physical> physical; // null for a host block
   };
 
-  CUmemAllocationProp allocationProperties() const;
+  CUmemAllocationProp allocationProperties(bool exportable = false) const;
   // Whether a mapping lies in [address, address + bytes). Call with mutex_ held.
   bool overlapsLocked(DevicePtr address, std::size_t bytes) const;
   Status mapOnto(DevicePtr address, std::size_t bytes, std::size_t offset, const std::shared_ptr<Physical>& physical);

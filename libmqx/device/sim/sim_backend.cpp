@@ -1,8 +1,10 @@
 #include "device/sim/sim_backend.hpp"
 
+#include <fcntl.h>
 #include <initializer_list>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -164,7 +166,7 @@ Status SimBackend::map(DevicePtr address, std::size_t bytes) {
       ::mmap(toPointer(address), bytes, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (result == MAP_FAILED) return Status::OutOfMemory;
   std::memset(result, kPoison, bytes);
-  mappings_[address] = Mapping{bytes, false};
+  mappings_[address] = Mapping{bytes, false, nullptr, false};
   mapped_ += bytes;
   return Status::Success;
 }
@@ -177,8 +179,48 @@ Status SimBackend::unmap(DevicePtr address, std::size_t bytes) {
   // Replace with an inaccessible mapping: the memory goes back to the system
   // (a host block stays its owner's) and the range stays reserved.
   ::mmap(toPointer(address), bytes, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  (it->second.host ? hostMapped_ : mapped_) -= bytes;
+  if (!it->second.imported) (it->second.host ? hostMapped_ : mapped_) -= bytes;
   mappings_.erase(it);
+  return Status::Success;
+}
+
+Status SimBackend::shareMapping(DevicePtr address, std::size_t bytes, int* descriptor) {
+  if (descriptor == nullptr) return Status::InvalidValue;
+  std::lock_guard lock(mutex_);
+  auto it = mappings_.find(address);
+  if (it == mappings_.end() || it->second.bytes != bytes || it->second.host) return Status::InvalidValue;
+  Mapping& mapping = it->second;
+  if (mapping.shared == nullptr) {
+    // As on the GPU (a shareable allocation, the bytes copied into it), the
+    // private memory under the range is replaced by a shared-memory file
+    // holding the same bytes, mapped at the same address.
+    auto file = std::make_shared<FileDescriptor>(::memfd_create("mqx-sim-shared", MFD_CLOEXEC));
+    if (!file->valid() || ::ftruncate(file->get(), static_cast<off_t>(bytes)) != 0) return Status::OutOfMemory;
+    void* copy = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, file->get(), 0);
+    if (copy == MAP_FAILED) return Status::OutOfMemory;
+    std::memcpy(copy, toPointer(address), bytes);
+    ::munmap(copy, bytes);
+    if (::mmap(toPointer(address), bytes, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_SHARED, file->get(), 0) == MAP_FAILED)
+      return Status::OutOfMemory; // MAP_FIXED failing leaves the old mapping
+    mapping.shared = std::move(file);
+  }
+  *descriptor = ::fcntl(mapping.shared->get(), F_DUPFD_CLOEXEC, 0);
+  return *descriptor >= 0 ? Status::Success : Status::OutOfMemory;
+}
+
+Status SimBackend::mapShared(DevicePtr address, std::size_t bytes, int descriptor) {
+  if (bytes == 0 || address % granularity_ != 0 || bytes % granularity_ != 0 || descriptor < 0)
+    return Status::InvalidValue;
+  struct stat file {};
+  if (::fstat(descriptor, &file) != 0 || static_cast<std::size_t>(file.st_size) < bytes) return Status::InvalidValue;
+  chargeMapping();
+  std::lock_guard lock(mutex_);
+  if (!mappableLocked(address, bytes)) return Status::InvalidValue;
+  auto kept = std::make_shared<FileDescriptor>(::fcntl(descriptor, F_DUPFD_CLOEXEC, 0));
+  if (!kept->valid()) return Status::OutOfMemory;
+  if (::mmap(toPointer(address), bytes, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_SHARED, kept->get(), 0) == MAP_FAILED)
+    return Status::OutOfMemory;
+  mappings_[address] = Mapping{bytes, false, std::move(kept), true};
   return Status::Success;
 }
 
@@ -242,7 +284,7 @@ Status SimBackend::mapHostBlocks(std::span<const HostMapping> mappings) {
       }
       return Status::OutOfMemory;
     }
-    mappings_[mappings[i].address] = Mapping{block.bytes, true};
+    mappings_[mappings[i].address] = Mapping{block.bytes, true, nullptr, false};
     hostMapped_ += block.bytes;
   }
   return Status::Success;

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "common/files.hpp"
 #include "device/device_backend.hpp"
 #include "device/resizable_launches.hpp"
 #include "device/sim/sim_link.hpp"
@@ -101,6 +102,9 @@ public:
   Status map(DevicePtr address, std::size_t bytes) override;
   Status unmap(DevicePtr address, std::size_t bytes) override;
 
+  Status shareMapping(DevicePtr address, std::size_t bytes, int* descriptor) override;
+  Status mapShared(DevicePtr address, std::size_t bytes, int descriptor) override;
+
   Status createHostBlocks(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks) override;
   void destroyHostBlocks(const std::vector<HostBlock>& blocks) override;
   Status mapHostBlocks(std::span<const HostMapping> mappings) override;
@@ -162,6 +166,11 @@ private:
   struct Mapping {
     std::size_t bytes = 0;
     bool host = false;
+    // Device memory in a shared-memory file (shareMapping), or another
+    // process's (mapShared, which counts against nothing here): the file
+    // that holds it, closed when it is unmapped.
+    std::shared_ptr<FileDescriptor> shared;
+    bool imported = false;
   };
   std::map<DevicePtr, Mapping> mappings_; // by address
   std::size_t mapped_ = 0;                // device bytes

@@ -2,6 +2,8 @@
 // core relies on from every backend, checked the same way on each.
 #include "backend_conformance.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -176,7 +178,7 @@ TEST_P(BackendConformance, RefusesToMapWhatIsMappedAlready) {
   const DevicePtr range = reserve(4);
   ASSERT_EQ(map(range + granule(), granule()), Status::Success);
   EXPECT_EQ(map(range + granule(), granule()), Status::InvalidValue);
-  EXPECT_EQ(map(range, 2 * granule()), Status::InvalidValue); // overlaps it
+  EXPECT_EQ(map(range, 2 * granule()), Status::InvalidValue);        // overlaps it
   EXPECT_EQ(map(range + 2 * granule(), granule()), Status::Success); // beside it
 }
 
@@ -290,6 +292,43 @@ TEST_P(BackendConformance, AHostBlockBatchIsMappedWholeOrNotAtAll) {
   EXPECT_EQ(backend().unmap(range, granule()), Status::InvalidValue) << "nothing of a refused batch is mapped";
   EXPECT_EQ(map(range, granule()), Status::Success);
   backend().destroyHostBlocks(blocks);
+}
+
+// cuIpcGetMemHandle's mechanism (MemoryManager::share): a mapping made
+// shareable keeps its bytes, and memory mapped from its descriptor elsewhere
+// is the same memory both ways, after either side's mapping goes.
+TEST_P(BackendConformance, ASharedMappingKeepsItsBytesAndIsTheSameMemoryWhereverMapped) {
+  const DevicePtr range = reserve(2);
+  ASSERT_EQ(map(range, 2 * granule()), Status::Success);
+  const auto before = pattern(2 * granule(), 3);
+  write(range, before);
+  int descriptor = -1;
+  const Status shared = backend().shareMapping(range, 2 * granule(), &descriptor);
+  if (shared == Status::NotSupported) GTEST_SKIP() << "the device cannot share memory between processes";
+  ASSERT_EQ(shared, Status::Success);
+  ASSERT_GE(descriptor, 0);
+  EXPECT_EQ(read(range, before.size()), before) << "sharing keeps the bytes";
+  EXPECT_EQ(backend().shareMapping(range + granule(), granule(), &descriptor), Status::InvalidValue)
+      << "only a whole mapping is shared";
+  int again = -1;
+  ASSERT_EQ(backend().shareMapping(range, 2 * granule(), &again), Status::Success) << "sharing twice gives it again";
+  ::close(again);
+
+  const DevicePtr other = reserve(2);
+  const std::size_t freeBefore = backend().freeMemory();
+  ASSERT_EQ(backend().mapShared(other, 2 * granule(), descriptor), Status::Success);
+  ::close(descriptor); // the mapping keeps the memory
+  track(other, 2 * granule());
+  EXPECT_GE(backend().freeMemory() + granule(), freeBefore) << "mapped again, the memory is not counted twice";
+  EXPECT_EQ(read(other, before.size()), before);
+  const auto written = pattern(3000, 4);
+  write(other + granule() - 1000, written);
+  auto expected = before;
+  std::copy(written.begin(), written.end(), expected.begin() + static_cast<std::ptrdiff_t>(granule() - 1000));
+  EXPECT_EQ(read(range, expected.size()), expected) << "a write through either mapping is seen through the other";
+  EXPECT_EQ(backend().unmap(range, 2 * granule()), Status::Success);
+  forget(range);
+  EXPECT_EQ(read(other, expected.size()), expected) << "the memory lives while any mapping has it";
 }
 
 } // namespace

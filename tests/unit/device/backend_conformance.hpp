@@ -50,6 +50,9 @@ protected:
   // the test unmaps it first (forget()).
   Status map(DevicePtr address, std::size_t bytes);
   void forget(DevicePtr address);
+  // A mapping made otherwise than through map() (mapShared): unmapped at
+  // the end as map()'s are.
+  void track(DevicePtr address, std::size_t bytes) { mappings_.emplace_back(address, bytes); }
   // Copies `bytes` at `address` to the host through the backend and waits.
   std::vector<unsigned char> read(DevicePtr address, std::size_t bytes);
   // Copies `bytes` to `address` through the backend and waits.
