@@ -243,7 +243,10 @@ Status MemoryManager::share(DevicePtr address, SharedAllocation* shared) {
   auto& s = *state_;
   Region* region = s.directory.find(address);
   if (region == nullptr) return Status::InvalidValue;
-  if (region->adopted) return Status::NotSupported;
+  // A region the program mapped itself is its handle's bytes: shareable as
+  // the handle (cuMemExportToShareableHandle) only while it is one physical
+  // allocation, one page.
+  if (region->adopted && region->pageCount() != 1) return Status::NotSupported;
   s.residency.poll();
   if (!region->shared) {
     // Every page resident and its device memory the valid copy (read and

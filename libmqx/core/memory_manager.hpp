@@ -85,8 +85,8 @@ public:
   // Every page is made resident and stays so until free(), counted in the
   // budget as before (Region::shared); its physical memory becomes
   // shareable. NotSupported for a region the program mapped itself (its own
-  // VMM exports through cuMemExportToShareableHandle) or where the device
-  // cannot share; OutOfMemory when the allocation does not fit the budget.
+  // VMM, cuMemExportToShareableHandle) of more than one page, and where the
+  // device cannot share; OutOfMemory when it does not fit the budget.
   Status share(DevicePtr address, SharedAllocation* shared);
   // cuIpcOpenMemHandle: maps another process's shared allocation (its
   // pieces' descriptors, received over a socket) at a range of this

@@ -10,7 +10,11 @@
 //  - map part of it, at an offset, or at a second address while mapped
 //    (CUDA_ERROR_NOT_SUPPORTED);
 //  - map again after an unmap: its bytes went with the region;
-//  - be exported to another process (cuMemExportToShareableHandle).
+//  - be exported (cuMemExportToShareableHandle) before it is mapped, as
+//    anything but a POSIX file descriptor, or when it spans more than one
+//    of mqx's pages (memory.page_size smaller than the allocation: then it
+//    is not one physical allocation). One page mapped is exported as
+//    MemoryManager::share makes it: resident and shareable until unmapped.
 // Everything else (host memory, another device, a fabric handle, compressed
 // memory, the driver's own handles) passes through.
 #include <algorithm>
@@ -192,7 +196,25 @@ MQX_EXPORT CUresult cuMemExportToShareableHandle(void* shareable, CUmemGenericAl
                                                  CUmemAllocationHandleType type, unsigned long long flags) {
   if (!ProgramAllocations::managed(handle))
     return callReal(&DriverApi::cuMemExportToShareableHandle, shareable, handle, type, flags);
-  return unsupported("cuMemExportToShareableHandle",
-                     "an allocation mqx manages is paged (its physical memory changes as pages move) and cannot be "
-                     "shared with another process");
+  const auto allocation = allocations().find(handle);
+  if (!allocation || shareable == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if ((allocation->requestedHandleTypes & type) == 0) return CUDA_ERROR_INVALID_VALUE; // as the driver: not asked for
+  if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+    return unsupported("cuMemExportToShareableHandle",
+                       "an allocation mqx manages exports as a POSIX file descriptor only");
+  if (allocation->mappedAt == 0)
+    return unsupported("cuMemExportToShareableHandle",
+                       "an allocation mqx manages has its bytes placed when it is mapped; export it after cuMemMap");
+  return guarded("cuMemExportToShareableHandle", [&] {
+    SharedAllocation shared;
+    const Status status = allocation->manager->share(allocation->mappedAt, &shared);
+    if (status == Status::NotSupported || (ok(status) && shared.pieces.size() != 1))
+      return unsupported("cuMemExportToShareableHandle",
+                         fmt::format("this allocation of {} bytes spans several of mqx's pages (memory.page_size): it "
+                                     "is not one physical allocation",
+                                     allocation->bytes));
+    if (!ok(status)) return managedResult("cuMemExportToShareableHandle", status);
+    *static_cast<int*>(shareable) = shared.pieces.front().descriptor.release();
+    return CUDA_SUCCESS;
+  });
 }

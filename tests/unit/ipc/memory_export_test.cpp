@@ -171,6 +171,34 @@ TEST_F(MemoryExportTest, AWrongTokenAFreedExportAndAGoneExporterAreRefusedWithTh
   EXPECT_NE(error.find("serves no exports"), std::string::npos) << error;
 }
 
+// cuMemExportToShareableHandle of the program's own VMM allocation: one
+// page of mqx's is one physical allocation and shares as such; one of three
+// pages is not, and is refused.
+TEST_F(MemoryExportTest, AProgramsOwnAllocationSharesOnlyWhileItIsOnePage) {
+  DevicePtr range = 0;
+  ASSERT_EQ(backend_->reserve(4 * 64 * KiB, &range), Status::Success);
+  ASSERT_EQ(manager_->adopt(range, 64 * KiB), Status::Success);
+  ASSERT_EQ(manager_->adopt(range + 64 * KiB, 3 * 64 * KiB), Status::Success);
+  const auto data = pattern(64 * KiB, 31);
+  ASSERT_EQ(manager_->copyHostToDevice(range, data.data(), data.size(), 0, true), Status::Success);
+  SharedAllocation shared;
+  ASSERT_EQ(manager_->share(range, &shared), Status::Success);
+  ASSERT_EQ(shared.pieces.size(), 1u);
+  DevicePtr second = 0;
+  ASSERT_EQ(manager_->openShared(shared.pieces, shared.mappedBytes, &second), Status::Success);
+  std::vector<std::uint8_t> seen(data.size());
+  const StreamHandle toHost = backend_->transferStream(device::TransferDirection::ToHost);
+  ASSERT_EQ(backend_->copyToHost(seen.data(), second, seen.size(), toHost, false), Status::Success);
+  ASSERT_EQ(backend_->synchronize(toHost), Status::Success);
+  EXPECT_EQ(seen, data);
+  EXPECT_EQ(manager_->closeShared(second), Status::Success);
+  SharedAllocation refused;
+  EXPECT_EQ(manager_->share(range + 64 * KiB, &refused), Status::NotSupported);
+  EXPECT_EQ(manager_->free(range), Status::Success);
+  EXPECT_EQ(manager_->free(range + 64 * KiB), Status::Success);
+  EXPECT_EQ(backend_->release(range, 4 * 64 * KiB), Status::Success);
+}
+
 TEST_F(MemoryExportTest, AnAllocationLargerThanTheBudgetIsNotSharedAndStaysUsable) {
   const std::size_t bytes = 20 * 64 * KiB; // the device holds 16 pages
   DevicePtr region = allocate(bytes);
