@@ -126,6 +126,7 @@ struct ManagerState {
   struct OpenedShared {
     std::size_t mappedBytes = 0;
     std::vector<std::pair<std::size_t, std::size_t>> pieces;
+    bool ownRange = true; // openShared reserved it; openSharedAt mapped into the program's
   };
   std::map<DevicePtr, OpenedShared> openedShared;
   mutable std::mutex mutex;
@@ -237,16 +238,13 @@ Status MemoryManager::free(DevicePtr address) {
   return Status::Success;
 }
 
-Status MemoryManager::share(DevicePtr address, SharedAllocation* shared) {
+Status MemoryManager::share(DevicePtr address, SharedAllocation* shared, std::size_t maxPieces) {
   if (shared == nullptr) return Status::InvalidValue;
   LockScope scope(state_->mutex);
   auto& s = *state_;
   Region* region = s.directory.find(address);
   if (region == nullptr) return Status::InvalidValue;
-  // A region the program mapped itself is its handle's bytes: shareable as
-  // the handle (cuMemExportToShareableHandle) only while it is one physical
-  // allocation, one page.
-  if (region->adopted && region->pageCount() != 1) return Status::NotSupported;
+  if (region->pageCount() > maxPieces) return Status::NotSupported;
   s.residency.poll();
   if (!region->shared) {
     // Every page resident and its device memory the valid copy (read and
@@ -273,18 +271,31 @@ Status MemoryManager::share(DevicePtr address, SharedAllocation* shared) {
 }
 
 Status MemoryManager::openShared(std::span<const SharedPiece> pieces, std::size_t mappedBytes, DevicePtr* address) {
+  if (address == nullptr) return Status::InvalidValue;
+  return mapShared(pieces, mappedBytes, 0, address);
+}
+
+Status MemoryManager::openSharedAt(DevicePtr address, std::span<const SharedPiece> pieces, std::size_t mappedBytes) {
+  if (address == 0) return Status::InvalidValue;
+  DevicePtr mappedAt = address;
+  return mapShared(pieces, mappedBytes, address, &mappedAt);
+}
+
+Status MemoryManager::mapShared(std::span<const SharedPiece> pieces, std::size_t mappedBytes, DevicePtr at,
+                                DevicePtr* address) {
   auto& s = *state_;
   const std::size_t granularity = s.backend.granularity();
-  if (address == nullptr || pieces.empty() || mappedBytes == 0 || mappedBytes % granularity != 0)
+  if (pieces.empty() || mappedBytes == 0 || mappedBytes % granularity != 0 || at % granularity != 0)
     return Status::InvalidValue;
   for (const SharedPiece& piece : pieces)
     if (piece.bytes == 0 || piece.offset % granularity != 0 || piece.bytes % granularity != 0 ||
         piece.offset > mappedBytes || piece.bytes > mappedBytes - piece.offset || !piece.descriptor.valid())
       return Status::InvalidValue;
   LockScope scope(s.mutex);
-  DevicePtr base = 0;
-  MQX_TRY(s.backend.reserve(mappedBytes, &base));
-  ManagerState::OpenedShared opened{mappedBytes, {}};
+  const bool ownRange = at == 0;
+  DevicePtr base = at;
+  if (ownRange) MQX_TRY(s.backend.reserve(mappedBytes, &base));
+  ManagerState::OpenedShared opened{mappedBytes, {}, ownRange};
   Status status = Status::Success;
   for (const SharedPiece& piece : pieces) {
     status = s.backend.mapShared(base + piece.offset, piece.bytes, piece.descriptor.get());
@@ -294,7 +305,7 @@ Status MemoryManager::openShared(std::span<const SharedPiece> pieces, std::size_
   if (!ok(status)) {
     for (const auto& [offset, bytes] : opened.pieces)
       (void)s.backend.unmap(base + offset, bytes); // undoing: the first failure is what the caller hears
-    (void)s.backend.release(base, mappedBytes);
+    if (ownRange) (void)s.backend.release(base, mappedBytes);
     return status;
   }
   s.openedShared.emplace(base, std::move(opened));
@@ -313,8 +324,9 @@ Status MemoryManager::closeShared(DevicePtr address) {
   for (const auto& [offset, bytes] : it->second.pieces)
     if (const Status unmapped = s.backend.unmap(address + offset, bytes); !ok(unmapped) && ok(status))
       status = unmapped;
-  if (const Status released = s.backend.release(address, it->second.mappedBytes); !ok(released) && ok(status))
-    status = released;
+  if (it->second.ownRange)
+    if (const Status released = s.backend.release(address, it->second.mappedBytes); !ok(released) && ok(status))
+      status = released;
   s.openedShared.erase(it);
   return status;
 }

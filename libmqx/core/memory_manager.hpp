@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -84,15 +85,22 @@ public:
   // other processes (docs/interposer.md, "Handles to other processes").
   // Every page is made resident and stays so until free(), counted in the
   // budget as before (Region::shared); its physical memory becomes
-  // shareable. NotSupported for a region the program mapped itself (its own
-  // VMM, cuMemExportToShareableHandle) of more than one page, and where the
-  // device cannot share; OutOfMemory when it does not fit the budget.
-  Status share(DevicePtr address, SharedAllocation* shared);
+  // shareable. NotSupported, before anything changes, for a region of more
+  // pages than `maxPieces` (cuMemExportToShareableHandle gives one
+  // descriptor: 1), and where the device cannot share; OutOfMemory when it
+  // does not fit the budget.
+  Status share(DevicePtr address, SharedAllocation* shared,
+               std::size_t maxPieces = std::numeric_limits<std::size_t>::max());
   // cuIpcOpenMemHandle: maps another process's shared allocation (its
   // pieces' descriptors, received over a socket) at a range of this
   // process. Not a managed region: its exporter keeps it resident.
   Status openShared(std::span<const SharedPiece> pieces, std::size_t mappedBytes, DevicePtr* address);
-  // cuIpcCloseMemHandle. InvalidValue for an address openShared did not give.
+  // The same at `address`, inside a range the program reserved itself: a
+  // handle of its own VMM mapped at a second address (cuMemMap), the same
+  // bytes as at the first.
+  Status openSharedAt(DevicePtr address, std::span<const SharedPiece> pieces, std::size_t mappedBytes);
+  // cuIpcCloseMemHandle, or cuMemUnmap of that second address (the range
+  // stays the program's). InvalidValue for an address neither gave.
   Status closeShared(DevicePtr address);
 
   bool isManaged(DevicePtr address) const;
@@ -177,6 +185,9 @@ public:
   std::size_t residentBytes() const;
 
 private:
+  // openShared (at 0: a range of its own) and openSharedAt.
+  Status mapShared(std::span<const SharedPiece> pieces, std::size_t mappedBytes, DevicePtr at, DevicePtr* address);
+
   [[nodiscard]] Status admitRegion(std::size_t bytes, std::size_t reserved);
   [[nodiscard]] Status addRegion(DevicePtr base, std::size_t bytes, std::size_t reserved, bool adopted);
 

@@ -3,8 +3,9 @@
 // program mapped each. The handle stands for bytes not yet placed anywhere;
 // cuMemMap makes them a region of mqx's at the program's address
 // (MemoryManager::adopt), which pages them like any allocation. A handle
-// maps whole, at one address, once; it is gone when the program has released
-// every reference and unmapped it. Handles of mqx's are marked by their top
+// maps whole; while mapped it may be mapped at further addresses (aliases,
+// the same bytes); it is gone when the program has released every
+// reference and unmapped it everywhere. Handles of mqx's are marked by their top
 // bit, which the driver's (addresses of its objects) never set.
 #pragma once
 
@@ -14,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <vector>
 
 #include "common/types.hpp"
 
@@ -34,8 +36,11 @@ public:
     MemoryManager* manager = nullptr;
     unsigned long long requestedHandleTypes = 0; // as the program asked (properties report them)
     DevicePtr mappedAt = 0;                      // 0: not mapped
-    bool wasMapped = false;                      // its bytes went with its first unmap
-    int references = 1;                          // cuMemCreate, cuMemRetainAllocationHandle
+    // Further addresses where it is mapped at the same time: the same bytes
+    // (MemoryManager::openSharedAt), its region shared from then on.
+    std::vector<DevicePtr> aliases;
+    bool wasMapped = false; // its bytes went with its first unmap
+    int references = 1;     // cuMemCreate, cuMemRetainAllocationHandle
   };
 
   static bool managed(Handle handle) { return (handle & kManagedBit) != 0; }
@@ -93,7 +98,18 @@ public:
     Allocation& allocation = allocations_.at(handle);
     mapped_.erase(allocation.mappedAt);
     allocation.mappedAt = 0;
-    if (allocation.references <= 0) allocations_.erase(handle);
+    eraseIfUnusedLocked(handle);
+  }
+  void aliased(Handle handle, DevicePtr address) {
+    std::lock_guard lock(mutex_);
+    allocations_.at(handle).aliases.push_back(address);
+    mapped_[address] = handle;
+  }
+  void unaliased(Handle handle, DevicePtr address) {
+    std::lock_guard lock(mutex_);
+    std::erase(allocations_.at(handle).aliases, address);
+    mapped_.erase(address);
+    eraseIfUnusedLocked(handle);
   }
   // One reference more (cuMemRetainAllocationHandle) or less (cuMemRelease).
   void retain(Handle handle) {
@@ -102,11 +118,18 @@ public:
   }
   void release(Handle handle) {
     std::lock_guard lock(mutex_);
-    Allocation& allocation = allocations_.at(handle);
-    if (--allocation.references <= 0 && allocation.mappedAt == 0) allocations_.erase(handle);
+    --allocations_.at(handle).references;
+    eraseIfUnusedLocked(handle);
   }
 
 private:
+  // Gone once the program released every reference and it is mapped nowhere.
+  void eraseIfUnusedLocked(Handle handle) {
+    const Allocation& allocation = allocations_.at(handle);
+    if (allocation.references <= 0 && allocation.mappedAt == 0 && allocation.aliases.empty())
+      allocations_.erase(handle);
+  }
+
   mutable std::mutex mutex_;
   Handle next_ = 1;
   std::unordered_map<Handle, Allocation> allocations_;

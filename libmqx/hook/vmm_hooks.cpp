@@ -6,9 +6,12 @@
 // and cuMemMap of it makes a managed region at the program's address
 // (MemoryManager::adopt): paged, counted against the budget, oversubscribed,
 // evicted like any allocation; the program's reservation stays its own.
+// Mapped at a second address while mapped, its region is shared
+// (MemoryManager::share: resident from then on) and the same physical
+// memory is mapped there too (openSharedAt); unmapping either leaves the
+// other.
 // What such a handle cannot do fails with a line, never silently:
-//  - map part of it, at an offset, or at a second address while mapped
-//    (CUDA_ERROR_NOT_SUPPORTED);
+//  - map part of it or at an offset (CUDA_ERROR_NOT_SUPPORTED);
 //  - map again after an unmap: its bytes went with the region;
 //  - be exported (cuMemExportToShareableHandle) before it is mapped, as
 //    anything but a POSIX file descriptor, or when it spans more than one
@@ -65,8 +68,16 @@ CUresult unsupported(const char* call, const std::string& why) {
   return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-// Ends the region of a mapped handle of mqx's: its bytes go with it.
-CUresult unmapManaged(Handle handle, const ProgramAllocations::Allocation& allocation) {
+// Unmaps a handle of mqx's at `address`: its region ends there (its bytes
+// go with it unless it is mapped at a second address too), or a second
+// address's mapping goes.
+CUresult unmapManaged(Handle handle, const ProgramAllocations::Allocation& allocation, DevicePtr address) {
+  if (address != allocation.mappedAt) {
+    const CUresult result =
+        guarded("cuMemUnmap", [&] { return managedResult("cuMemUnmap", allocation.manager->closeShared(address)); });
+    if (result == CUDA_SUCCESS) allocations().unaliased(handle, address);
+    return result;
+  }
   const CUresult result =
       guarded("cuMemUnmap", [&] { return managedResult("cuMemUnmap", allocation.manager->free(allocation.mappedAt)); });
   if (result == CUDA_SUCCESS) allocations().unmapped(handle);
@@ -111,8 +122,13 @@ MQX_EXPORT CUresult cuMemMap(CUdeviceptr address, size_t bytes, size_t offset, C
                                                "{})",
                                                bytes, offset, allocation->bytes));
   if (allocation->mappedAt != 0)
-    return unsupported("cuMemMap", fmt::format("an allocation mqx manages maps at one address (it is at 0x{:x})",
-                                               allocation->mappedAt));
+    return guarded("cuMemMap", [&] {
+      SharedAllocation shared;
+      Status status = allocation->manager->share(allocation->mappedAt, &shared);
+      if (ok(status)) status = allocation->manager->openSharedAt(address, shared.pieces, shared.mappedBytes);
+      if (ok(status)) allocations().aliased(handle, address);
+      return managedResult("cuMemMap", status);
+    });
   if (allocation->wasMapped)
     return unsupported("cuMemMap", "an allocation mqx manages keeps no bytes once unmapped; it cannot map again");
   return guarded("cuMemMap", [&] {
@@ -124,7 +140,7 @@ MQX_EXPORT CUresult cuMemMap(CUdeviceptr address, size_t bytes, size_t offset, C
 
 MQX_EXPORT CUresult cuMemUnmap(CUdeviceptr address, size_t bytes) {
   if (const auto exact = allocations().mappedAt(address); exact && exact->second.bytes == bytes)
-    return unmapManaged(exact->first, exact->second);
+    return unmapManaged(exact->first, exact->second, address);
   if (!allocations().mappedIn(address, bytes).empty())
     return unsupported("cuMemUnmap", "the range holds allocations mqx manages and others; unmap each on its own");
   return callReal(&DriverApi::cuMemUnmap, address, bytes);
@@ -164,7 +180,7 @@ MQX_EXPORT CUresult cuMemSetAccess(CUdeviceptr address, size_t bytes, const CUme
 MQX_EXPORT CUresult cuMemAddressFree(CUdeviceptr address, size_t bytes) {
   for (const auto& [base, length] : allocations().mappedIn(address, bytes))
     if (const auto mapped = allocations().mappedAt(base))
-      if (CUresult result = unmapManaged(mapped->first, mapped->second); result != CUDA_SUCCESS) return result;
+      if (CUresult result = unmapManaged(mapped->first, mapped->second, base); result != CUDA_SUCCESS) return result;
   return callReal(&DriverApi::cuMemAddressFree, address, bytes);
 }
 
@@ -207,7 +223,7 @@ MQX_EXPORT CUresult cuMemExportToShareableHandle(void* shareable, CUmemGenericAl
                        "an allocation mqx manages has its bytes placed when it is mapped; export it after cuMemMap");
   return guarded("cuMemExportToShareableHandle", [&] {
     SharedAllocation shared;
-    const Status status = allocation->manager->share(allocation->mappedAt, &shared);
+    const Status status = allocation->manager->share(allocation->mappedAt, &shared, 1);
     if (status == Status::NotSupported || (ok(status) && shared.pieces.size() != 1))
       return unsupported("cuMemExportToShareableHandle",
                          fmt::format("this allocation of {} bytes spans several of mqx's pages (memory.page_size): it "

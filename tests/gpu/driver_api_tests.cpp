@@ -676,6 +676,19 @@ void programVmm() {
     CU_OK(cuMemRelease(imported));
     CU_OK(cuMemAddressFree(second, piece));
   }
+  // The second handle mapped at a second address too, as the driver allows:
+  // the same bytes at both, and either unmapped on its own.
+  CUdeviceptr alias = 0;
+  CU_OK(cuMemAddressReserve(&alias, piece, 0, 0, 0));
+  CU_OK(cuMemMap(alias, piece, 0, handles[1], 0));
+  CU_OK(cuMemSetAccess(alias, piece, &access, 1));
+  expectPattern(download(alias, n), 61, 1);
+  add(alias, n, 4);
+  CU_OK(cuCtxSynchronize());
+  expectPattern(download(range + piece, n), 61, 5);
+  CU_OK(cuMemUnmap(alias, piece));
+  CU_OK(cuMemAddressFree(alias, piece));
+  expectPattern(download(range + piece, n), 61, 5);
   for (std::size_t k = 0; k < count; ++k) {
     CU_OK(cuMemUnmap(range + k * piece, piece));
     CU_OK(cuMemRelease(handles[k]));

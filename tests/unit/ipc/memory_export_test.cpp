@@ -193,10 +193,46 @@ TEST_F(MemoryExportTest, AProgramsOwnAllocationSharesOnlyWhileItIsOnePage) {
   EXPECT_EQ(seen, data);
   EXPECT_EQ(manager_->closeShared(second), Status::Success);
   SharedAllocation refused;
-  EXPECT_EQ(manager_->share(range + 64 * KiB, &refused), Status::NotSupported);
+  EXPECT_EQ(manager_->share(range + 64 * KiB, &refused, 1), Status::NotSupported);
   EXPECT_EQ(manager_->free(range), Status::Success);
   EXPECT_EQ(manager_->free(range + 64 * KiB), Status::Success);
   EXPECT_EQ(backend_->release(range, 4 * 64 * KiB), Status::Success);
+}
+
+// cuMemMap of the program's handle at a second address while it is mapped:
+// the same bytes at both, both ways, and each unmapped on its own (the
+// second address's range stays the program's).
+TEST_F(MemoryExportTest, AProgramsAllocationMappedAtASecondAddressIsTheSameBytes) {
+  constexpr std::size_t bytes = 3 * 64 * KiB;
+  DevicePtr first = 0, second = 0;
+  ASSERT_EQ(backend_->reserve(bytes, &first), Status::Success);
+  ASSERT_EQ(backend_->reserve(bytes, &second), Status::Success);
+  ASSERT_EQ(manager_->adopt(first, bytes), Status::Success);
+  const auto data = pattern(bytes, 17);
+  ASSERT_EQ(manager_->copyHostToDevice(first, data.data(), bytes, 0, true), Status::Success);
+  SharedAllocation shared;
+  ASSERT_EQ(manager_->share(first, &shared, 1), Status::NotSupported) << "three pages are not one allocation";
+  ASSERT_EQ(manager_->share(first, &shared), Status::Success);
+  ASSERT_EQ(manager_->openSharedAt(second, shared.pieces, shared.mappedBytes), Status::Success);
+  std::vector<std::uint8_t> seen(bytes);
+  const StreamHandle toHost = backend_->transferStream(device::TransferDirection::ToHost);
+  ASSERT_EQ(backend_->copyToHost(seen.data(), second, bytes, toHost, false), Status::Success);
+  ASSERT_EQ(backend_->synchronize(toHost), Status::Success);
+  EXPECT_EQ(seen, data);
+  const auto written = pattern(64 * KiB, 99);
+  const StreamHandle toDevice = backend_->transferStream(device::TransferDirection::ToDevice);
+  ASSERT_EQ(backend_->copyToDevice(second + 64 * KiB, written.data(), written.size(), toDevice, false),
+            Status::Success);
+  ASSERT_EQ(backend_->synchronize(toDevice), Status::Success);
+  auto expected = data;
+  std::memcpy(expected.data() + 64 * KiB, written.data(), written.size());
+  EXPECT_EQ(read(first, bytes), expected);
+  EXPECT_EQ(manager_->closeShared(second), Status::Success);
+  EXPECT_EQ(backend_->map(second, 64 * KiB), Status::Success) << "the second range is the program's again";
+  EXPECT_EQ(backend_->unmap(second, 64 * KiB), Status::Success);
+  EXPECT_EQ(manager_->free(first), Status::Success);
+  EXPECT_EQ(backend_->release(first, bytes), Status::Success);
+  EXPECT_EQ(backend_->release(second, bytes), Status::Success);
 }
 
 TEST_F(MemoryExportTest, AnAllocationLargerThanTheBudgetIsNotSharedAndStaysUsable) {
