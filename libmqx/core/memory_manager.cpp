@@ -238,13 +238,12 @@ Status MemoryManager::free(DevicePtr address) {
   return Status::Success;
 }
 
-Status MemoryManager::share(DevicePtr address, SharedAllocation* shared, std::size_t maxPieces) {
+Status MemoryManager::share(DevicePtr address, SharedAllocation* shared) {
   if (shared == nullptr) return Status::InvalidValue;
   LockScope scope(state_->mutex);
   auto& s = *state_;
   Region* region = s.directory.find(address);
   if (region == nullptr) return Status::InvalidValue;
-  if (region->pageCount() > maxPieces) return Status::NotSupported;
   s.residency.poll();
   if (!region->shared) {
     // Every page resident and its device memory the valid copy (read and
@@ -261,6 +260,16 @@ Status MemoryManager::share(DevicePtr address, SharedAllocation* shared, std::si
     region->shared = true;
   }
   SharedAllocation result{region->base, region->size, region->reservedSize, {}};
+  if (region->adopted) {
+    // The program's own handle is one physical allocation to whoever it
+    // gives it (cuMemExportToShareableHandle's one descriptor, a second
+    // mapping of it): its pages move onto one, each at its offset.
+    int descriptor = -1;
+    MQX_TRY(s.backend.shareMapping(region->base, region->reservedSize, &descriptor));
+    result.pieces.push_back({0, region->reservedSize, FileDescriptor(descriptor)});
+    *shared = std::move(result);
+    return Status::Success;
+  }
   for (std::uint32_t i = 0; i < region->pageCount(); ++i) {
     int descriptor = -1;
     MQX_TRY(s.backend.shareMapping(region->pageAddress(i), region->pageMappedBytes(i), &descriptor));

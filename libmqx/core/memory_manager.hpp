@@ -85,12 +85,10 @@ public:
   // other processes (docs/interposer.md, "Handles to other processes").
   // Every page is made resident and stays so until free(), counted in the
   // budget as before (Region::shared); its physical memory becomes
-  // shareable. NotSupported, before anything changes, for a region of more
-  // pages than `maxPieces` (cuMemExportToShareableHandle gives one
-  // descriptor: 1), and where the device cannot share; OutOfMemory when it
-  // does not fit the budget.
-  Status share(DevicePtr address, SharedAllocation* shared,
-               std::size_t maxPieces = std::numeric_limits<std::size_t>::max());
+  // shareable: one piece per page, or for a region the program mapped
+  // itself (its own VMM handle) one piece for the whole. NotSupported where
+  // the device cannot share; OutOfMemory when it does not fit the budget.
+  Status share(DevicePtr address, SharedAllocation* shared);
   // cuIpcOpenMemHandle: maps another process's shared allocation (its
   // pieces' descriptors, received over a socket) at a range of this
   // process. Not a managed region: its exporter keeps it resident.

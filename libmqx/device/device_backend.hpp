@@ -92,11 +92,14 @@ public:
 
   // Device memory shared with other processes (cuIpcGetMemHandle; docs/
   // interposer.md, "Handles to other processes"). shareMapping makes the
-  // physical memory of one mapping that map() made shareable, keeping its
-  // bytes, and returns a descriptor of it that the caller owns. The caller
-  // guarantees that no enqueued work touches the range: the memory under it
-  // may be replaced by a shareable copy. NotSupported where the device
-  // cannot share memory between processes.
+  // physical memory under [address, address + bytes) shareable, keeping its
+  // bytes, and returns a descriptor of it that the caller owns. The range is
+  // tiled by mappings that map() made: one, or several adjacent ones, which
+  // then move onto one shareable allocation (each at its offset), so that
+  // one descriptor holds the whole range. The caller guarantees that no
+  // enqueued work touches the range: the memory under it may be replaced by
+  // a shareable copy. NotSupported where the device cannot share memory
+  // between processes.
   virtual Status shareMapping(DevicePtr address, std::size_t bytes, int* descriptor) = 0;
   // Maps memory that a process shared (shareMapping's descriptor, sent over
   // a socket) at [address, address + bytes), inside a range reserve() gave;

@@ -13,11 +13,10 @@
 // What such a handle cannot do fails with a line, never silently:
 //  - map part of it or at an offset (CUDA_ERROR_NOT_SUPPORTED);
 //  - map again after an unmap: its bytes went with the region;
-//  - be exported (cuMemExportToShareableHandle) before it is mapped, as
-//    anything but a POSIX file descriptor, or when it spans more than one
-//    of mqx's pages (memory.page_size smaller than the allocation: then it
-//    is not one physical allocation). One page mapped is exported as
-//    MemoryManager::share makes it: resident and shareable until unmapped.
+//  - be exported (cuMemExportToShareableHandle) before it is mapped, or as
+//    anything but a POSIX file descriptor. Mapped, it is exported as
+//    MemoryManager::share makes it: its pages on one shareable physical
+//    allocation, resident until unmapped.
 // Everything else (host memory, another device, a fabric handle, compressed
 // memory, the driver's own handles) passes through.
 #include <algorithm>
@@ -223,13 +222,9 @@ MQX_EXPORT CUresult cuMemExportToShareableHandle(void* shareable, CUmemGenericAl
                        "an allocation mqx manages has its bytes placed when it is mapped; export it after cuMemMap");
   return guarded("cuMemExportToShareableHandle", [&] {
     SharedAllocation shared;
-    const Status status = allocation->manager->share(allocation->mappedAt, &shared, 1);
-    if (status == Status::NotSupported || (ok(status) && shared.pieces.size() != 1))
-      return unsupported("cuMemExportToShareableHandle",
-                         fmt::format("this allocation of {} bytes spans several of mqx's pages (memory.page_size): it "
-                                     "is not one physical allocation",
-                                     allocation->bytes));
+    const Status status = allocation->manager->share(allocation->mappedAt, &shared);
     if (!ok(status)) return managedResult("cuMemExportToShareableHandle", status);
+    if (shared.pieces.size() != 1) return CUDA_ERROR_UNKNOWN; // a handle's region shares as one piece
     *static_cast<int*>(shareable) = shared.pieces.front().descriptor.release();
     return CUDA_SUCCESS;
   });

@@ -611,7 +611,7 @@ void ipcShared() {
 // PyTorch asks) mapped one after another and given access in one call, 1.5
 // times the limit together, each filled by a kernel and read back. Under
 // mqx they are managed regions, paged (evictions); natively the driver's.
-// Exporting one works while it is one page of mqx's (see below).
+// Exporting one, and mapping one at a second address, work too (below).
 void programVmm() {
   CUmemAllocationProp properties{};
   properties.type = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -649,16 +649,13 @@ void programVmm() {
     expectPattern(download(range + k * piece, n), 60 + static_cast<std::uint32_t>(k), 1);
   if (managed) GPU_CHECK(mqxStatistic("evictions") > evictionsBefore);
   if (mqxActive() && !managed) GPU_CHECK_EQ(mqxStatistic("evictions"), evictionsBefore);
-  // Exported: under mqx as one physical allocation while the allocation is
-  // one of its pages (the default 64 MiB; the small-pages variant's 8 MiB
-  // makes it three, refused), then imported here at a second range, where
-  // its bytes are.
-  const bool onePage = std::getenv("MQX_MEMORY_PAGE_SIZE") == nullptr;
+  // Exported (under mqx its pages move onto one shareable physical
+  // allocation, at 64 MiB pages and at the small-pages variant's 8 MiB), then
+  // imported here at a second range, where its bytes are.
   int descriptor = -1;
   const CUresult exported =
       cuMemExportToShareableHandle(&descriptor, handles[0], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
-  GPU_CHECK_EQ(static_cast<int>(exported),
-               static_cast<int>(managed && !onePage ? CUDA_ERROR_NOT_SUPPORTED : CUDA_SUCCESS));
+  GPU_CHECK_EQ(static_cast<int>(exported), static_cast<int>(CUDA_SUCCESS));
   if (exported == CUDA_SUCCESS) {
     CUmemGenericAllocationHandle imported = 0;
     CU_OK(cuMemImportFromShareableHandle(&imported, reinterpret_cast<void*>(static_cast<std::intptr_t>(descriptor)),

@@ -204,17 +204,29 @@ std::size_t DeviceMappings::mappedBytes() const {
 namespace mqx::device::cuda {
 
 Status DeviceMappings::share(DevicePtr address, std::size_t bytes, CUstream stream, int* descriptor) {
-  if (descriptor == nullptr) return Status::InvalidValue;
+  if (descriptor == nullptr || bytes == 0) return Status::InvalidValue;
   if (api_.cuMemExportToShareableHandle == nullptr) return Status::NotSupported;
   std::lock_guard lock(mutex_);
-  auto it = mappings_.find(address);
-  if (it == mappings_.end() || it->second.bytes != bytes || it->second.physical == nullptr || it->second.offset != 0 ||
-      it->second.physical->bytes != bytes)
-    return Status::InvalidValue; // not one whole mapping that map() made
-  if (!it->second.physical->exportable) {
-    // Only an allocation created exportable can be exported: one is made,
-    // the bytes are copied into it through a second range, and it takes the
-    // old one's place (no work touches the range: the caller drained it).
+  // The mappings that tile the range, in order: each one map() made, or a
+  // piece of an allocation an earlier share() made for the whole range.
+  std::vector<std::pair<DevicePtr, Mapping>> tiles;
+  for (DevicePtr at = address; at < address + bytes;) {
+    auto it = mappings_.find(at);
+    if (it == mappings_.end() || it->second.physical == nullptr || it->second.physical->imported ||
+        at + it->second.bytes > address + bytes)
+      return Status::InvalidValue;
+    tiles.emplace_back(at, it->second);
+    at += it->second.bytes;
+  }
+  const std::shared_ptr<Physical>& first = tiles.front().second.physical;
+  bool whole = first->exportable && first->bytes == bytes;
+  for (const auto& [at, mapping] : tiles)
+    whole = whole && mapping.physical == first && mapping.offset == at - address;
+  if (!whole) {
+    // Only an allocation created exportable can be exported: one is made
+    // for the whole range, the bytes are copied into it through a second
+    // range, and it takes the old ones' places, each part at its offset (no
+    // work touches the range: the caller drained it).
     auto physical = std::make_shared<Physical>();
     CUmemAllocationProp prop = allocationProperties(true);
     CUresult result = createPhysical(api_, bytes, prop, &physical->memory);
@@ -229,7 +241,9 @@ Status DeviceMappings::share(DevicePtr address, std::size_t bytes, CUstream stre
     if (result != CUDA_SUCCESS) return toStatus(result);
     Status status = mapOnto(copy, bytes, 0, physical);
     if (ok(status)) {
-      result = api_.cuMemcpyDtoDAsync_v2(copy, address, bytes, stream);
+      for (const auto& [at, mapping] : tiles)
+        if (result == CUDA_SUCCESS)
+          result = api_.cuMemcpyDtoDAsync_v2(copy + (at - address), at, mapping.bytes, stream);
       if (result == CUDA_SUCCESS) result = api_.cuStreamSynchronize(stream);
       status = toStatus(result);
       if (const Status unmapped = unmapLocked(copy, bytes); !ok(unmapped) && ok(status)) status = unmapped;
@@ -237,17 +251,19 @@ Status DeviceMappings::share(DevicePtr address, std::size_t bytes, CUstream stre
     api_.cuMemAddressFree(copy, bytes);
     if (!ok(status)) {
       log(LogLevel::Warn, "{}",
-          api_.describe("copying a shared page onto its exportable allocation", toCuResult(status)));
+          api_.describe("copying shared pages onto their exportable allocation", toCuResult(status)));
       return status;
     }
-    // The swap itself: unmapped, the old allocation goes with its last
-    // mapping; the new one maps where it was.
-    MQX_TRY(unmapLocked(address, bytes));
-    status = mapOnto(address, bytes, 0, physical);
-    if (!ok(status)) {
-      log(LogLevel::Error, "{}: 0x{:x} lost its memory", api_.describe("mapping a shared page", toCuResult(status)),
-          address);
-      return status;
+    // The swap itself: each old mapping goes (its allocation with its last
+    // mapping), and the new allocation's part maps where it was.
+    for (const auto& [at, mapping] : tiles) {
+      MQX_TRY(unmapLocked(at, mapping.bytes));
+      status = mapOnto(at, mapping.bytes, at - address, physical);
+      if (!ok(status)) {
+        log(LogLevel::Error, "{}: 0x{:x} lost its memory", api_.describe("mapping a shared page", toCuResult(status)),
+            at);
+        return status;
+      }
     }
   }
   int exported = -1;

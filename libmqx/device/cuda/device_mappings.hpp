@@ -45,10 +45,10 @@ public:
   // owner's. unmap() takes each away whole.
   Status mapHostBlocks(std::span<const HostMapping> blocks, const CUmemAccessDesc& access);
   Status unmap(DevicePtr address, std::size_t bytes);
-  // DeviceBackend::shareMapping: the mapping at `address` moves onto a new
-  // allocation created exportable (a POSIX file descriptor), its bytes
-  // copied on `stream` (waited for), unless it is on one already; then a
-  // descriptor of that allocation.
+  // DeviceBackend::shareMapping: the mappings that tile the range move onto
+  // one new allocation created exportable (a POSIX file descriptor), their
+  // bytes copied on `stream` (waited for), unless they are on one already;
+  // then a descriptor of that allocation.
   Status share(DevicePtr address, std::size_t bytes, CUstream stream, int* descriptor);
   // DeviceBackend::mapShared: imports the allocation and maps it.
   Status mapShared(DevicePtr address, std::size_t bytes, int descriptor);

@@ -166,7 +166,7 @@ Status SimBackend::map(DevicePtr address, std::size_t bytes) {
       ::mmap(toPointer(address), bytes, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (result == MAP_FAILED) return Status::OutOfMemory;
   std::memset(result, kPoison, bytes);
-  mappings_[address] = Mapping{bytes, false, nullptr, false};
+  mappings_[address] = Mapping{bytes, false, nullptr, false, 0};
   mapped_ += bytes;
   return Status::Success;
 }
@@ -185,26 +185,41 @@ Status SimBackend::unmap(DevicePtr address, std::size_t bytes) {
 }
 
 Status SimBackend::shareMapping(DevicePtr address, std::size_t bytes, int* descriptor) {
-  if (descriptor == nullptr) return Status::InvalidValue;
+  if (descriptor == nullptr || bytes == 0) return Status::InvalidValue;
   std::lock_guard lock(mutex_);
-  auto it = mappings_.find(address);
-  if (it == mappings_.end() || it->second.bytes != bytes || it->second.host) return Status::InvalidValue;
-  Mapping& mapping = it->second;
-  if (mapping.shared == nullptr) {
-    // As on the GPU (a shareable allocation, the bytes copied into it), the
-    // private memory under the range is replaced by a shared-memory file
-    // holding the same bytes, mapped at the same address.
+  // The mappings that tile the range, in order.
+  std::vector<std::pair<DevicePtr, Mapping*>> tiles;
+  for (DevicePtr at = address; at < address + bytes;) {
+    auto it = mappings_.find(at);
+    if (it == mappings_.end() || it->second.host || it->second.imported || at + it->second.bytes > address + bytes)
+      return Status::InvalidValue;
+    tiles.emplace_back(at, &it->second);
+    at += it->second.bytes;
+  }
+  // Already one shared file, in order: given again.
+  const auto& first = tiles.front().second->shared;
+  bool whole = first != nullptr;
+  for (const auto& [at, mapping] : tiles)
+    whole = whole && mapping->shared == first && mapping->fileOffset == at - address;
+  if (!whole) {
+    // As on the GPU (one shareable allocation, the bytes copied into it):
+    // the memory under the range is replaced by a shared-memory file
+    // holding the same bytes, mapped at the same addresses.
     auto file = std::make_shared<FileDescriptor>(::memfd_create("mqx-sim-shared", MFD_CLOEXEC));
     if (!file->valid() || ::ftruncate(file->get(), static_cast<off_t>(bytes)) != 0) return Status::OutOfMemory;
-    void* copy = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, file->get(), 0);
-    if (copy == MAP_FAILED) return Status::OutOfMemory;
-    std::memcpy(copy, toPointer(address), bytes);
-    ::munmap(copy, bytes);
-    if (::mmap(toPointer(address), bytes, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_SHARED, file->get(), 0) == MAP_FAILED)
-      return Status::OutOfMemory; // MAP_FIXED failing leaves the old mapping
-    mapping.shared = std::move(file);
+    for (const auto& [at, mapping] : tiles)
+      if (::pwrite(file->get(), toPointer(at), mapping->bytes, static_cast<off_t>(at - address)) !=
+          static_cast<ssize_t>(mapping->bytes))
+        return Status::OutOfMemory;
+    for (const auto& [at, mapping] : tiles) {
+      if (::mmap(toPointer(at), mapping->bytes, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_SHARED, file->get(),
+                 static_cast<off_t>(at - address)) == MAP_FAILED)
+        return Status::OutOfMemory; // MAP_FIXED failing leaves the old mapping, and the same bytes
+      mapping->shared = file;
+      mapping->fileOffset = at - address;
+    }
   }
-  *descriptor = ::fcntl(mapping.shared->get(), F_DUPFD_CLOEXEC, 0);
+  *descriptor = ::fcntl(tiles.front().second->shared->get(), F_DUPFD_CLOEXEC, 0);
   return *descriptor >= 0 ? Status::Success : Status::OutOfMemory;
 }
 
@@ -220,7 +235,7 @@ Status SimBackend::mapShared(DevicePtr address, std::size_t bytes, int descripto
   if (!kept->valid()) return Status::OutOfMemory;
   if (::mmap(toPointer(address), bytes, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_SHARED, kept->get(), 0) == MAP_FAILED)
     return Status::OutOfMemory;
-  mappings_[address] = Mapping{bytes, false, std::move(kept), true};
+  mappings_[address] = Mapping{bytes, false, std::move(kept), true, 0};
   return Status::Success;
 }
 
@@ -284,7 +299,7 @@ Status SimBackend::mapHostBlocks(std::span<const HostMapping> mappings) {
       }
       return Status::OutOfMemory;
     }
-    mappings_[mappings[i].address] = Mapping{block.bytes, true, nullptr, false};
+    mappings_[mappings[i].address] = Mapping{block.bytes, true, nullptr, false, 0};
     hostMapped_ += block.bytes;
   }
   return Status::Success;

@@ -171,6 +171,7 @@ private:
     // that holds it, closed when it is unmapped.
     std::shared_ptr<FileDescriptor> shared;
     bool imported = false;
+    std::size_t fileOffset = 0; // where in `shared` it starts
   };
   std::map<DevicePtr, Mapping> mappings_; // by address
   std::size_t mapped_ = 0;                // device bytes

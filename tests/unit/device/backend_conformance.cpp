@@ -331,5 +331,33 @@ TEST_P(BackendConformance, ASharedMappingKeepsItsBytesAndIsTheSameMemoryWherever
   EXPECT_EQ(read(other, expected.size()), expected) << "the memory lives while any mapping has it";
 }
 
+// A run of adjacent mappings shared as one: one descriptor for the whole
+// range (the program's own VMM handle, cuMemExportToShareableHandle), each
+// mapping still unmapped on its own.
+TEST_P(BackendConformance, AdjacentMappingsShareAsOneAllocation) {
+  const DevicePtr range = reserve(3);
+  for (std::size_t k = 0; k < 3; ++k)
+    ASSERT_EQ(map(range + k * granule(), granule()), Status::Success);
+  const auto before = pattern(3 * granule(), 5);
+  write(range, before);
+  int descriptor = -1;
+  const Status shared = backend().shareMapping(range, 3 * granule(), &descriptor);
+  if (shared == Status::NotSupported) GTEST_SKIP() << "the device cannot share memory between processes";
+  ASSERT_EQ(shared, Status::Success);
+  EXPECT_EQ(read(range, before.size()), before) << "sharing keeps the bytes";
+  int again = -1;
+  ASSERT_EQ(backend().shareMapping(range, 3 * granule(), &again), Status::Success);
+  ::close(again);
+  const DevicePtr other = reserve(3);
+  ASSERT_EQ(backend().mapShared(other, 3 * granule(), descriptor), Status::Success);
+  ::close(descriptor);
+  track(other, 3 * granule());
+  EXPECT_EQ(read(other, before.size()), before) << "one descriptor holds the whole range";
+  EXPECT_EQ(backend().unmap(range + granule(), granule()), Status::Success) << "each mapping unmaps on its own";
+  forget(range + granule());
+  EXPECT_EQ(read(other + granule(), granule()),
+            std::vector<unsigned char>(before.begin() + granule(), before.begin() + 2 * granule()));
+}
+
 } // namespace
 } // namespace mqx::device::conformance

@@ -172,28 +172,37 @@ TEST_F(MemoryExportTest, AWrongTokenAFreedExportAndAGoneExporterAreRefusedWithTh
 }
 
 // cuMemExportToShareableHandle of the program's own VMM allocation: one
-// page of mqx's is one physical allocation and shares as such; one of three
-// pages is not, and is refused.
-TEST_F(MemoryExportTest, AProgramsOwnAllocationSharesOnlyWhileItIsOnePage) {
+// descriptor for the whole handle, of one page or of several (their pages
+// moved onto one shareable allocation), its bytes there.
+TEST_F(MemoryExportTest, AProgramsOwnAllocationSharesAsOnePieceWhateverItsPages) {
   DevicePtr range = 0;
   ASSERT_EQ(backend_->reserve(4 * 64 * KiB, &range), Status::Success);
   ASSERT_EQ(manager_->adopt(range, 64 * KiB), Status::Success);
   ASSERT_EQ(manager_->adopt(range + 64 * KiB, 3 * 64 * KiB), Status::Success);
-  const auto data = pattern(64 * KiB, 31);
-  ASSERT_EQ(manager_->copyHostToDevice(range, data.data(), data.size(), 0, true), Status::Success);
-  SharedAllocation shared;
-  ASSERT_EQ(manager_->share(range, &shared), Status::Success);
-  ASSERT_EQ(shared.pieces.size(), 1u);
-  DevicePtr second = 0;
-  ASSERT_EQ(manager_->openShared(shared.pieces, shared.mappedBytes, &second), Status::Success);
-  std::vector<std::uint8_t> seen(data.size());
-  const StreamHandle toHost = backend_->transferStream(device::TransferDirection::ToHost);
-  ASSERT_EQ(backend_->copyToHost(seen.data(), second, seen.size(), toHost, false), Status::Success);
-  ASSERT_EQ(backend_->synchronize(toHost), Status::Success);
-  EXPECT_EQ(seen, data);
-  EXPECT_EQ(manager_->closeShared(second), Status::Success);
-  SharedAllocation refused;
-  EXPECT_EQ(manager_->share(range + 64 * KiB, &refused, 1), Status::NotSupported);
+  const auto data = pattern(4 * 64 * KiB, 31);
+  ASSERT_EQ(manager_->copyHostToDevice(range, data.data(), 64 * KiB, 0, true), Status::Success);
+  ASSERT_EQ(manager_->copyHostToDevice(range + 64 * KiB, data.data() + 64 * KiB, 3 * 64 * KiB, 0, true),
+            Status::Success);
+  for (const DevicePtr base : {range, range + 64 * KiB}) {
+    const std::size_t bytes = base == range ? 64 * KiB : 3 * 64 * KiB;
+    SharedAllocation shared;
+    ASSERT_EQ(manager_->share(base, &shared), Status::Success);
+    ASSERT_EQ(shared.pieces.size(), 1u);
+    EXPECT_EQ(shared.pieces[0].bytes, bytes);
+    DevicePtr second = 0;
+    ASSERT_EQ(manager_->openShared(shared.pieces, shared.mappedBytes, &second), Status::Success);
+    std::vector<std::uint8_t> seen(bytes);
+    const StreamHandle toHost = backend_->transferStream(device::TransferDirection::ToHost);
+    ASSERT_EQ(backend_->copyToHost(seen.data(), second, seen.size(), toHost, false), Status::Success);
+    ASSERT_EQ(backend_->synchronize(toHost), Status::Success);
+    EXPECT_TRUE(std::equal(seen.begin(), seen.end(), data.begin() + static_cast<std::ptrdiff_t>(base - range)));
+    EXPECT_EQ(manager_->closeShared(second), Status::Success);
+    SharedAllocation again;
+    ASSERT_EQ(manager_->share(base, &again), Status::Success) << "shared again: the same one allocation";
+    EXPECT_EQ(again.pieces.size(), 1u);
+  }
+  EXPECT_EQ(read(range, 64 * KiB), std::vector<std::uint8_t>(data.begin(), data.begin() + 64 * KiB));
+  EXPECT_EQ(read(range + 64 * KiB, 3 * 64 * KiB), std::vector<std::uint8_t>(data.begin() + 64 * KiB, data.end()));
   EXPECT_EQ(manager_->free(range), Status::Success);
   EXPECT_EQ(manager_->free(range + 64 * KiB), Status::Success);
   EXPECT_EQ(backend_->release(range, 4 * 64 * KiB), Status::Success);
@@ -211,8 +220,8 @@ TEST_F(MemoryExportTest, AProgramsAllocationMappedAtASecondAddressIsTheSameBytes
   const auto data = pattern(bytes, 17);
   ASSERT_EQ(manager_->copyHostToDevice(first, data.data(), bytes, 0, true), Status::Success);
   SharedAllocation shared;
-  ASSERT_EQ(manager_->share(first, &shared, 1), Status::NotSupported) << "three pages are not one allocation";
   ASSERT_EQ(manager_->share(first, &shared), Status::Success);
+  ASSERT_EQ(shared.pieces.size(), 1u) << "the program's handle shares as one allocation";
   ASSERT_EQ(manager_->openSharedAt(second, shared.pieces, shared.mappedBytes), Status::Success);
   std::vector<std::uint8_t> seen(bytes);
   const StreamHandle toHost = backend_->transferStream(device::TransferDirection::ToHost);
