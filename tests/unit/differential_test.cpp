@@ -55,9 +55,12 @@ public:
   // Kernels that read through pointer tables in device memory run where
   // pages stay mapped (with pointers_in_parameters, the table is found by
   // the scan of the host-to-device copy that wrote it).
-  Sequence(const Config& config, std::uint64_t seed, StreamOrder streamOrder = StreamOrder::SynchronizeOnSwitch)
+  // `shares`: some regions are shared with another process on the way
+  // (cuIpcGetMemHandle) and read through the importer's view.
+  Sequence(const Config& config, std::uint64_t seed, StreamOrder streamOrder = StreamOrder::SynchronizeOnSwitch,
+           bool shares = false)
       : random_(seed), backend_(embedded::simBackendOptions(config)), kernels_(backend_), indirect_(config.pinnedSwap),
-        streamOrder_(streamOrder) {
+        streamOrder_(streamOrder), shares_(shares) {
     if (std::getenv("MQX_TEST_VERBOSE") != nullptr || std::getenv("MQX_TEST_LOG") != nullptr)
       setLogLevel(LogLevel::Debug);
     manager_ = std::make_unique<MemoryManager>(embedded::managerOptions(config), backend_);
@@ -65,6 +68,8 @@ public:
     streams_ = {0, backend_.createStream(), backend_.createStream()};
   }
   ~Sequence() {
+    for (const auto& [address, view] : views_)
+      EXPECT_EQ(manager_->closeShared(view), Status::Success);
     for (auto& buffer : buffers_)
       release(buffer);
     manager_.reset();
@@ -85,12 +90,14 @@ public:
     }
     for (DevicePtr address : allocationOrder_) {
       std::string error = check(address, 0, model_[address].size());
+      if (error.empty() && views_.count(address) != 0) error = checkView(address);
       if (!error.empty()) return "final check: " + error;
     }
     return {};
   }
 
   const Statistics statistics() const { return manager_->statistics(); }
+  std::uint64_t regionsShared() const { return shared_; }
 
 private:
   std::size_t pick(std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(random_); }
@@ -149,7 +156,47 @@ private:
     if (choice < 78) return transform();
     if (choice < 82 && indirect_) return indirectTransform();
     if (choice < 90) return xorStruct();
+    if (shares_ && choice >= 97) return share();
     return touchHostBuffer();
+  }
+
+  // cuIpcGetMemHandle and the importer's cuIpcOpenMemHandle: sharing changes
+  // no byte, and the view shows the region's bytes, then and at the end,
+  // whatever was evicted, loaded or copied lazily around it. Regions of one
+  // page and two at most: shared regions stay resident.
+  std::string share() {
+    DevicePtr address = anyRegion();
+    if (views_.count(address) != 0 || views_.size() >= 2 || model_[address].size() > 128 * 1024) return {};
+    trace("share", address, 0, 0);
+    SharedAllocation shared;
+    Status status = manager_->share(address, &shared);
+    if (status == Status::OutOfMemory) return {}; // the budget left is in use right now: not shared
+    if (!ok(status)) return "share: " + std::string(toString(status));
+    DevicePtr view = 0;
+    if (Status opened = manager_->openShared(shared.pieces, shared.mappedBytes, &view); !ok(opened))
+      return "openShared: " + std::string(toString(opened));
+    views_[address] = view;
+    ++shared_;
+    return checkView(address);
+  }
+
+  // The importer reads once the exporter's work is done (it synchronises
+  // with it, as torch.multiprocessing does with its event).
+  std::string checkView(DevicePtr address) {
+    if (Status done = manager_->synchronizeAll(); !ok(done)) return "synchronize: " + std::string(toString(done));
+    for (StreamHandle stream : streams_)
+      if (Status done = backend_.synchronize(stream); !ok(done)) return "synchronize: " + std::string(toString(done));
+    const auto& expected = model_[address];
+    std::vector<std::uint8_t> actual(expected.size(), 0xEE);
+    const StreamHandle toHost = backend_.transferStream(device::TransferDirection::ToHost);
+    if (Status read = backend_.copyToHost(actual.data(), views_.at(address), actual.size(), toHost, false);
+        !ok(read) || !ok(backend_.synchronize(toHost)))
+      return "reading the shared view failed";
+    for (std::size_t i = 0; i < actual.size(); ++i)
+      if (actual[i] != expected[i])
+        return "shared view of a region of " + std::to_string(expected.size()) + " bytes differs at offset " +
+               std::to_string(i) + ": got " + std::to_string(actual[i]) + ", want " + std::to_string(expected[i]);
+    return {};
   }
 
   std::string allocate() {
@@ -184,6 +231,11 @@ private:
         EXPECT_EQ(backend_.synchronize(stream), Status::Success);
     lastWriter_.erase(address);
     readers_.erase(address);
+    if (const auto view = views_.find(address); view != views_.end()) {
+      if (Status closed = manager_->closeShared(view->second); !ok(closed))
+        return "closeShared: " + std::string(toString(closed));
+      views_.erase(view);
+    }
     Status status = manager_->free(address);
     if (!ok(status)) return "free: " + std::string(toString(status));
     if (const auto reserved = programReserved_.find(address); reserved != programReserved_.end()) {
@@ -422,6 +474,9 @@ private:
   std::vector<DevicePtr> allocationOrder_;           // model_'s regions as they were allocated
   std::map<DevicePtr, std::size_t> programReserved_; // adopted regions' ranges, the program's to release
   std::vector<HostBuffer> buffers_;
+  bool shares_ = false;
+  std::map<DevicePtr, DevicePtr> views_; // shared regions -> the importer's view of each
+  std::uint64_t shared_ = 0;
 };
 
 Config tightConfig() {
@@ -448,10 +503,12 @@ struct VariantTotals {
   std::uint64_t bytesWrittenAhead = 0;
   std::uint64_t bytesWrittenAheadStale = 0;
   std::uint64_t bytesDroppedClean = 0;
+  std::uint64_t regionsShared = 0;
 };
 
 VariantTotals runVariant(const Config& config, const std::string& name, std::uint64_t firstSeed,
-                         bool expectEvictions = true, StreamOrder streamOrder = StreamOrder::SynchronizeOnSwitch) {
+                         bool expectEvictions = true, StreamOrder streamOrder = StreamOrder::SynchronizeOnSwitch,
+                         bool shares = false) {
   const int count = sequencesPerVariant();
   if (const char* seed = std::getenv("MQX_DIFFERENTIAL_FIRST_SEED")) firstSeed = std::strtoull(seed, nullptr, 10);
   // MQX_DIFFERENTIAL_STATISTICS=FILE appends each sequence's counters to
@@ -465,7 +522,7 @@ VariantTotals runVariant(const Config& config, const std::string& name, std::uin
   bool failed = false;
   for (int i = 0; i < count; ++i) {
     const std::uint64_t seed = firstSeed + static_cast<std::uint64_t>(i);
-    Sequence sequence(config, seed, streamOrder);
+    Sequence sequence(config, seed, streamOrder, shares);
     std::string error = sequence.run(120);
     EXPECT_TRUE(error.empty()) << "variant " << name << ", seed " << seed << ": " << error
                                << " (rerun: MQX_DIFFERENTIAL_SEQUENCES=1 MQX_DIFFERENTIAL_FIRST_SEED=" << seed << ")";
@@ -481,6 +538,7 @@ VariantTotals runVariant(const Config& config, const std::string& name, std::uin
     totals.bytesWrittenAhead += statistics.bytesWrittenAhead;
     totals.bytesWrittenAheadStale += statistics.bytesWrittenAheadStale;
     totals.bytesDroppedClean += statistics.bytesDroppedClean;
+    totals.regionsShared += sequence.regionsShared();
   }
   if (statisticsFile != nullptr) std::fclose(statisticsFile);
   if (failed) return totals;
@@ -607,6 +665,13 @@ TEST_P(DifferentialAblations, MatchesUnlimitedReference) {
     EXPECT_GT(totals.bytesWrittenAheadStale, 0U);
     EXPECT_GT(totals.bytesDroppedClean, 0U);
   }
+}
+
+// Regions shared with another process on the way (cuIpcGetMemHandle): the
+// rest pages around them, and the importer's view matches the reference.
+TEST(DifferentialShared, MatchesUnlimitedReference) {
+  const VariantTotals totals = runVariant(tightConfig(), "Shared", 90000, true, StreamOrder::SynchronizeOnSwitch, true);
+  EXPECT_GT(totals.regionsShared, static_cast<std::uint64_t>(sequencesPerVariant())) << "sharing was exercised";
 }
 
 INSTANTIATE_TEST_SUITE_P(Ablations, DifferentialAblations, ::testing::Range<std::size_t>(0, 14),
