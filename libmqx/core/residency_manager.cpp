@@ -151,10 +151,16 @@ Status ResidencyManager::backAll(std::span<const PageUse> uses, const std::vecto
     if (page.hostMapped() && mapper_.mayBeReached(page, PageAccess::Remap)) {
       if (hostFallback) continue;
       ++context_.statistics.fenceWaits;
-      while (mapper_.mayBeReached(page, PageAccess::Remap) && !pending_.empty()) {
-        MQX_TRY(context_.backend.waitFence(pending_.front().fence));
+      ++context_.statistics.fenceWaitsToRemap;
+      trace::TraceSpan wait(context_.trace, "fence wait (remap)", "wait", trace::kCurrentThreadTrack);
+      const auto started = std::chrono::steady_clock::now();
+      Status waited = Status::Success;
+      while (ok(waited) && mapper_.mayBeReached(page, PageAccess::Remap) && !pending_.empty()) {
+        waited = context_.backend.waitFence(pending_.front().fence);
         poll();
       }
+      context_.statistics.fenceWaitNanoseconds += nanosecondsSince(started);
+      MQX_TRY(waited);
     }
     Status status = back(*use.region, use.page, keep);
     if (hostFallback && page.hostMapped() && (status == Status::OutOfMemory || status == Status::NotReady)) continue;

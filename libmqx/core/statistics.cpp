@@ -30,6 +30,8 @@ std::string Statistics::toJson() const {
       {"bytes_written_ahead", bytesWrittenAhead},
       {"bytes_written_ahead_stale", bytesWrittenAheadStale},
       {"eviction_ns", evictionNanoseconds},
+      {"fence_waits_to_remap", fenceWaitsToRemap},
+      {"fence_wait_ns", fenceWaitNanoseconds},
   };
   return counters.dump();
 }

@@ -32,6 +32,12 @@ struct Statistics {
   // Wall time spent inside evictions (write-backs, unmapping, mapping host
   // blocks): what an eviction costs, measured (docs/daemon.md, "Adaptive admission").
   std::uint64_t evictionNanoseconds = 0;
+  // Of fenceWaits, those before remapping a page on its host block to device
+  // memory (a launch needs it while in-flight work may reach it); the rest
+  // waited for something to evict. And the time all of them waited: where
+  // a drain's cost goes (issue 31).
+  std::uint64_t fenceWaitsToRemap = 0;
+  std::uint64_t fenceWaitNanoseconds = 0;
 
   // One line of JSON, {"bytes_to_device":N,...}: every counter, keyed in snake_case.
   std::string toJson() const;

@@ -36,7 +36,8 @@ cat > "$scratch/earlier.json" <<'JSON'
   {"fraction": 0.9, "footprint_bytes": 15461882265,
    "native": {"status": "ok", "tensors": 230, "steps": 10, "fill_s": 0.2, "steps_s": 1.0, "total_s": 1.5, "checksum": 1.5},
    "mqx": {"status": "ok", "tensors": 230, "steps": 10, "fill_s": 0.2, "steps_s": 1.0, "total_s": 1.6, "checksum": 1.5,
-           "mqx_statistics": {"fence_waits": 30, "bytes_written_back": 2000000000, "bytes_dropped_clean": 1000000000}}},
+           "mqx_statistics": {"fence_waits": 30, "bytes_written_back": 2000000000, "bytes_dropped_clean": 1000000000,
+                              "fence_waits_to_remap": 20, "fence_wait_ns": 1500000000}}},
   {"fraction": 1.5, "footprint_bytes": 25769803776,
    "native": {"status": "out of memory"},
    "mqx": {"status": "stopped"}}]}}}
@@ -50,8 +51,11 @@ assert rows[0]["checksums_agree"] and abs(rows[0]["ratios"]["mqx_vs_native"] - 1
 assert rows[1]["limit"]["limit_s"] > rows[0]["limit"]["limit_s"] > 0, rows
 # Drains per GB that left the device: 30 fence waits over 2 GB written back and 1 GB dropped clean.
 assert abs(rows[0]["drains"]["mqx"]["fence_waits_per_GB"] - 10.0) < 1e-9, rows[0]["drains"]
+# Which of them waited to remap a page on its host block, and for how long all waited.
+assert rows[0]["drains"]["mqx"]["fence_waits_to_remap"] == 20 and rows[0]["drains"]["mqx"]["fence_wait_s"] == 1.5
 PY
-grep -q "30 fence waits, 10.0/GB evicted" <<<"$out" || fail "--summarize printed no drains per GB: $out"
+grep -q "30 fence waits, 10.0/GB evicted (20 to remap, 1.50 s waited)" <<<"$out" ||
+  fail "--summarize printed no drains per GB: $out"
 sed 's/"total_s": 1.6, "checksum": 1.5/"total_s": 1.6, "checksum": 2.5/' "$scratch/earlier.json" > "$scratch/differ.json"
 out=$("$run_peers" --summarize "$scratch/differ.json" --out "$scratch/summary.json" 2>&1); rc=$?
 [ "$rc" = 1 ] && grep -q "DIFFER" <<<"$out" || fail "--summarize with differing checksums: exit $rc, $out"

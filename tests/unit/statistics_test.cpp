@@ -34,12 +34,14 @@ TEST(StatisticsJson, EveryCounterParsesBackExactly) {
                                  &statistics.bytesEvictedWhileYielding,
                                  &statistics.bytesWrittenAhead,
                                  &statistics.bytesWrittenAheadStale,
-                                 &statistics.evictionNanoseconds})
+                                 &statistics.evictionNanoseconds,
+                                 &statistics.fenceWaitsToRemap,
+                                 &statistics.fenceWaitNanoseconds})
     *counter = value++;
   const std::string text = statistics.toJson();
   EXPECT_EQ(text.find('\n'), std::string::npos) << text;
   const nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(text);
-  ASSERT_EQ(parsed.size(), 22u) << text;
+  ASSERT_EQ(parsed.size(), 24u) << text;
   const std::pair<const char*, std::uint64_t> expected[] = {
       {"bytes_to_device", statistics.bytesToDevice},
       {"bytes_to_host", statistics.bytesToHost},
@@ -63,6 +65,8 @@ TEST(StatisticsJson, EveryCounterParsesBackExactly) {
       {"bytes_written_ahead", statistics.bytesWrittenAhead},
       {"bytes_written_ahead_stale", statistics.bytesWrittenAheadStale},
       {"eviction_ns", statistics.evictionNanoseconds},
+      {"fence_waits_to_remap", statistics.fenceWaitsToRemap},
+      {"fence_wait_ns", statistics.fenceWaitNanoseconds},
   };
   auto field = parsed.items().begin();
   for (const auto& [key, counter] : expected) {
