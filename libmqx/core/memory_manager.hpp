@@ -10,7 +10,6 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
-#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>

@@ -58,22 +58,32 @@ void setTimeouts(int socket, std::chrono::milliseconds timeout) {
   ::setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &value, sizeof value);
 }
 
-bool sendPiece(int socket, const SharedPiece& piece) {
-  PieceMessage message{piece.offset, piece.bytes};
+// One piece's message: its offset and size, and room for its descriptor.
+struct PieceEnvelope {
+  PieceMessage message;
   iovec data{&message, sizeof message};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   msghdr header{};
-  header.msg_iov = &data;
-  header.msg_iovlen = 1;
-  header.msg_control = control;
-  header.msg_controllen = sizeof control;
-  cmsghdr* rights = CMSG_FIRSTHDR(&header);
+  PieceEnvelope() {
+    header.msg_iov = &data;
+    header.msg_iovlen = 1;
+    header.msg_control = control;
+    header.msg_controllen = sizeof control;
+  }
+  PieceEnvelope(const PieceEnvelope&) = delete;
+  PieceEnvelope& operator=(const PieceEnvelope&) = delete;
+};
+
+bool sendPiece(int socket, const SharedPiece& piece) {
+  PieceEnvelope envelope;
+  envelope.message = {piece.offset, piece.bytes};
+  cmsghdr* rights = CMSG_FIRSTHDR(&envelope.header);
   rights->cmsg_level = SOL_SOCKET;
   rights->cmsg_type = SCM_RIGHTS;
   rights->cmsg_len = CMSG_LEN(sizeof(int));
   const int descriptor = piece.descriptor.get();
   std::memcpy(CMSG_DATA(rights), &descriptor, sizeof descriptor);
-  return ::sendmsg(socket, &header, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof message);
+  return ::sendmsg(socket, &envelope.header, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof envelope.message);
 }
 
 std::string lastError() { return std::strerror(errno); }
@@ -269,16 +279,10 @@ Status receiveExport(const ExportTicket& ticket, std::chrono::milliseconds timeo
   }
   std::vector<SharedPiece> received;
   for (std::uint32_t i = 0; i < reply.pieces; ++i) {
-    PieceMessage message;
-    iovec data{&message, sizeof message};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr header{};
-    header.msg_iov = &data;
-    header.msg_iovlen = 1;
-    header.msg_control = control;
-    header.msg_controllen = sizeof control;
-    const ssize_t got = ::recvmsg(connection.get(), &header, MSG_CMSG_CLOEXEC);
-    const cmsghdr* rights = got == static_cast<ssize_t>(sizeof message) ? CMSG_FIRSTHDR(&header) : nullptr;
+    PieceEnvelope envelope;
+    const ssize_t got = ::recvmsg(connection.get(), &envelope.header, MSG_CMSG_CLOEXEC);
+    const cmsghdr* rights =
+        got == static_cast<ssize_t>(sizeof envelope.message) ? CMSG_FIRSTHDR(&envelope.header) : nullptr;
     if (rights == nullptr || rights->cmsg_level != SOL_SOCKET || rights->cmsg_type != SCM_RIGHTS ||
         rights->cmsg_len != CMSG_LEN(sizeof(int))) {
       *error = "receiving piece " + std::to_string(i) + " of " + std::to_string(reply.pieces) + " of export " +
@@ -289,7 +293,7 @@ Status receiveExport(const ExportTicket& ticket, std::chrono::milliseconds timeo
     }
     int descriptor = -1;
     std::memcpy(&descriptor, CMSG_DATA(rights), sizeof descriptor);
-    received.push_back({message.offset, message.bytes, FileDescriptor(descriptor)});
+    received.push_back({envelope.message.offset, envelope.message.bytes, FileDescriptor(descriptor)});
   }
   *pieces = std::move(received);
   return Status::Success;
