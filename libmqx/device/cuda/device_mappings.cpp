@@ -138,25 +138,44 @@ Status DeviceMappings::mapHostBlocks(std::span<const HostMapping> blocks, const 
   return Status::Success;
 }
 
-Status DeviceMappings::cut(DevicePtr start, DevicePtr cutBegin, DevicePtr cutEnd) {
-  Mapping mapping = mappings_.at(start);
-  DevicePtr end = start + mapping.bytes;
-  CUresult result = api_.cuMemUnmap(start, mapping.bytes);
+Status DeviceMappings::unmapWhole(DevicePtr start) {
+  const Mapping& mapping = mappings_.at(start);
+  const CUresult result = api_.cuMemUnmap(start, mapping.bytes);
   if (result != CUDA_SUCCESS) {
     log(LogLevel::Warn, "{}", api_.describe("cuMemUnmap", result));
     return toStatus(result);
   }
+  if (mapping.physical != nullptr && !mapping.physical->imported) mappedBytes_ -= mapping.bytes;
   mappings_.erase(start);
-  if (!mapping.physical->imported) mappedBytes_ -= mapping.bytes;
-  Status status = Status::Success;
-  if (start < cutBegin) {
-    status = mapOnto(start, cutBegin - start, mapping.offset, mapping.physical);
+  return Status::Success;
+}
+
+Status DeviceMappings::releasePart(DevicePtr start, DevicePtr begin, DevicePtr end) {
+  Mapping& mapping = mappings_.at(start);
+  // The released parts, with [begin, end) merged in.
+  std::map<DevicePtr, DevicePtr> merged;
+  std::size_t newlyReleased = end - begin;
+  for (const auto& [from, to] : mapping.released) {
+    const DevicePtr overlapBegin = std::max(from, begin);
+    const DevicePtr overlapEnd = std::min(to, end);
+    if (overlapBegin < overlapEnd) newlyReleased -= overlapEnd - overlapBegin;
   }
-  if (ok(status) && cutEnd < end) {
-    status = mapOnto(cutEnd, end - cutEnd, mapping.offset + (cutEnd - start), mapping.physical);
+  if (newlyReleased == 0) return Status::InvalidValue; // nothing of it is mapped
+  DevicePtr mergedBegin = begin;
+  DevicePtr mergedEnd = end;
+  for (const auto& [from, to] : mapping.released) {
+    if (to < mergedBegin || from > mergedEnd) {
+      merged.emplace(from, to);
+    } else {
+      mergedBegin = std::min(mergedBegin, from);
+      mergedEnd = std::max(mergedEnd, to);
+    }
   }
-  if (!ok(status)) log(LogLevel::Error, "re-mapping the rest of a split chunk failed: {}", toString(status));
-  return status;
+  merged.emplace(mergedBegin, mergedEnd);
+  mapping.released = std::move(merged);
+  const auto& [firstBegin, firstEnd] = *mapping.released.begin();
+  if (firstBegin == start && firstEnd == start + mapping.bytes) return unmapWhole(start);
+  return Status::Success;
 }
 
 Status DeviceMappings::unmapLocked(DevicePtr address, std::size_t bytes) {
@@ -178,12 +197,9 @@ Status DeviceMappings::unmapLocked(DevicePtr address, std::size_t bytes) {
       mappings_.erase(start);
       continue;
     }
-    bool whole = start >= address && start + mapping.bytes <= end;
-    if (!whole && !warnedSplit_) {
-      warnedSplit_ = true;
-      log(LogLevel::Warn, "unmap of part of a mapped chunk: its physical memory is freed only when the rest goes");
-    }
-    Status status = cut(start, std::max(start, address), std::min(start + mapping.bytes, end));
+    const bool whole = start >= address && start + mapping.bytes <= end;
+    const Status status =
+        whole ? unmapWhole(start) : releasePart(start, std::max(start, address), std::min(start + mapping.bytes, end));
     if (!ok(status)) result = status;
   }
   return result;
@@ -213,7 +229,7 @@ Status DeviceMappings::share(DevicePtr address, std::size_t bytes, CUstream stre
   for (DevicePtr at = address; at < address + bytes;) {
     auto it = mappings_.find(at);
     if (it == mappings_.end() || it->second.physical == nullptr || it->second.physical->imported ||
-        at + it->second.bytes > address + bytes)
+        !it->second.released.empty() || at + it->second.bytes > address + bytes)
       return Status::InvalidValue;
     tiles.emplace_back(at, it->second);
     at += it->second.bytes;
@@ -225,8 +241,8 @@ Status DeviceMappings::share(DevicePtr address, std::size_t bytes, CUstream stre
   if (!whole) {
     // Only an allocation created exportable can be exported: one is made
     // for the whole range, the bytes are copied into it through a second
-    // range, and it takes the old ones' places, each part at its offset (no
-    // work touches the range: the caller drained it).
+    // range, and it takes the old ones' place (no work touches the range:
+    // the caller drained it).
     auto physical = std::make_shared<Physical>();
     CUmemAllocationProp prop = allocationProperties(true);
     CUresult result = createPhysical(api_, bytes, prop, &physical->memory);
@@ -254,16 +270,21 @@ Status DeviceMappings::share(DevicePtr address, std::size_t bytes, CUstream stre
           api_.describe("copying shared pages onto their exportable allocation", toCuResult(status)));
       return status;
     }
-    // The swap itself: each old mapping goes (its allocation with its last
-    // mapping), and the new allocation's part maps where it was.
-    for (const auto& [at, mapping] : tiles) {
-      MQX_TRY(unmapLocked(at, mapping.bytes));
-      status = mapOnto(at, mapping.bytes, at - address, physical);
-      if (!ok(status)) {
-        log(LogLevel::Error, "{}: 0x{:x} lost its memory", api_.describe("mapping a shared page", toCuResult(status)),
-            at);
-        return status;
-      }
+    // The swap itself: the old mappings go (their allocations stay alive in
+    // `tiles` until this returns), and the new allocation maps whole where
+    // they were: the driver maps an allocation from its start only, so not
+    // part by part. Should that fail, the old mappings come back: the bytes
+    // are never only in memory nobody maps.
+    std::size_t unmapped = 0;
+    while (unmapped < tiles.size() && ok(status = unmapWhole(tiles[unmapped].first)))
+      ++unmapped;
+    if (ok(status)) status = mapOnto(address, bytes, 0, physical);
+    if (!ok(status)) {
+      log(LogLevel::Warn, "{}", api_.describe("mapping a shared range whole", toCuResult(status)));
+      for (std::size_t k = 0; k < unmapped; ++k)
+        if (const auto& [at, mapping] = tiles[k]; !ok(mapOnto(at, mapping.bytes, mapping.offset, mapping.physical)))
+          log(LogLevel::Error, "mapping a page back at 0x{:x} failed: it lost its memory", at);
+      return status;
     }
   }
   int exported = -1;

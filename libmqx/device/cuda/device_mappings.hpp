@@ -3,11 +3,14 @@
 // piece of a range with a fresh physical allocation (cuMemCreate, cuMemMap,
 // cuMemSetAccess) and keeps its handle; unmap() unmaps and releases it.
 //
-// The driver can only unmap a whole mapping. When the core unmaps part of
-// what it mapped in one call, the mapping is split: unmapped whole, and the
-// parts that stay are mapped again onto the same physical allocation (no data
-// moves). That physical memory is freed only once all of its parts are gone,
-// so the core should unmap what it mapped (pages), and a warning says so.
+// The driver can only unmap a whole mapping, and maps an allocation from its
+// start only (cuMemMap's offset must be zero: CUDA_ERROR_NOT_SUPPORTED
+// otherwise, seen on the H100 with driver 580). So a mapping cannot be split.
+// When the core unmaps part of one mapping (the pages of a range that
+// share() moved onto one allocation, each unmapped as its region goes), that
+// part is only marked released: the mapping, its memory and its count stay
+// until every part is released, and then it is unmapped whole. Until then
+// the part cannot be mapped again (map() refuses it as mapped).
 #pragma once
 
 #include <cstddef>
@@ -48,7 +51,8 @@ public:
   // DeviceBackend::shareMapping: the mappings that tile the range move onto
   // one new allocation created exportable (a POSIX file descriptor), their
   // bytes copied on `stream` (waited for), unless they are on one already;
-  // then a descriptor of that allocation.
+  // then a descriptor of that allocation. The range is then one mapping, so
+  // each tile's later unmap() releases a part (see the top).
   Status share(DevicePtr address, std::size_t bytes, CUstream stream, int* descriptor);
   // DeviceBackend::mapShared: imports the allocation and maps it.
   Status mapShared(DevicePtr address, std::size_t bytes, int descriptor);
@@ -68,14 +72,20 @@ private:
     std::size_t bytes = 0;
     std::size_t offset = 0;
     std::shared_ptr<Physical> physical; // null for a host block
+    // Parts the core unmapped while the rest stays: [begin, end), disjoint.
+    std::map<DevicePtr, DevicePtr> released;
   };
 
   CUmemAllocationProp allocationProperties(bool exportable = false) const;
   // Whether a mapping lies in [address, address + bytes). Call with mutex_ held.
   bool overlapsLocked(DevicePtr address, std::size_t bytes) const;
   Status mapOnto(DevicePtr address, std::size_t bytes, std::size_t offset, const std::shared_ptr<Physical>& physical);
-  // Unmaps `start`'s mapping and maps back its parts outside [cutBegin, cutEnd).
-  Status cut(DevicePtr start, DevicePtr cutBegin, DevicePtr cutEnd);
+  // Marks [begin, end) of `start`'s mapping released, and unmaps the mapping
+  // whole once all of it is. InvalidValue when all of [begin, end) was
+  // released already.
+  Status releasePart(DevicePtr start, DevicePtr begin, DevicePtr end);
+  // Unmaps `start`'s mapping whole (its physical memory goes with its last mapping).
+  Status unmapWhole(DevicePtr start);
   Status unmapLocked(DevicePtr address, std::size_t bytes);
 
   const DriverApi& api_;
@@ -84,7 +94,6 @@ private:
   std::map<DevicePtr, std::size_t> reservations_;
   std::map<DevicePtr, Mapping> mappings_; // by start address
   std::size_t mappedBytes_ = 0;
-  bool warnedSplit_ = false;
 };
 
 } // namespace mqx::device::cuda
