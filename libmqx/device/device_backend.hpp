@@ -62,6 +62,15 @@ struct HostBlock {
   std::size_t bytes = 0;
 };
 
+// A host block as it travels to another process (a node's pool of pinned
+// host memory lends blocks to its clients: ipc/host_block_lending.hpp): a
+// descriptor of the memory (a file descriptor) and the block's place in it.
+struct LentHostBlock {
+  int descriptor = -1;
+  std::size_t offset = 0;
+  std::size_t bytes = 0;
+};
+
 // One host block to map under a device address (DeviceBackend::mapHostBlocks).
 struct HostMapping {
   DevicePtr address = 0;
@@ -114,6 +123,17 @@ public:
   // unmapped (docs/architecture.md says what that costs).
   virtual Status createHostBlocks(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks) = 0;
   virtual void destroyHostBlocks(const std::vector<HostBlock>& blocks) = 0;
+  // Host blocks lent between processes, because creating pinned memory is
+  // the slow part (cuMemCreate pins at 3.7-4.7 GB/s on the H100) and
+  // importing it is not (33-36 GB/s: bench/results/host-pool-import-*.txt).
+  // createLendableHostBlocks makes blocks that exportHostBlock can describe
+  // (a new descriptor the caller owns); importHostBlocks makes blocks of
+  // another process's memory (the descriptors stay the caller's), usable as
+  // any block until destroyHostBlocks. NotSupported where memory cannot be
+  // shared between processes.
+  virtual Status createLendableHostBlocks(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks) = 0;
+  virtual Status exportHostBlock(const HostBlock& block, LentHostBlock* lent) = 0;
+  virtual Status importHostBlocks(std::span<const LentHostBlock> lent, std::vector<HostBlock>* blocks) = 0;
   // Maps each block under [address, address + block.bytes), readable and
   // writable by the device; unmap() takes each away again. The blocks stay
   // the caller's. All or none: on failure nothing of the batch is mapped.

@@ -97,8 +97,12 @@ MQX_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t byt
   const std::size_t granularity = Runtime::instance().deviceOf(manager).backend->granularity();
   if (bytes == 0 || bytes % granularity != 0) return CUDA_ERROR_INVALID_VALUE; // as the driver
   return guarded("cuMemCreate", [&] {
-    *handle = allocations().create(
-        {bytes, properties->location.id, manager, static_cast<unsigned long long>(properties->requestedHandleTypes)});
+    ProgramAllocations::Allocation allocation;
+    allocation.bytes = bytes;
+    allocation.device = properties->location.id;
+    allocation.manager = manager;
+    allocation.requestedHandleTypes = static_cast<unsigned long long>(properties->requestedHandleTypes);
+    *handle = allocations().create(allocation);
     return CUDA_SUCCESS;
   });
 }

@@ -114,6 +114,26 @@ Status CudaBackend::createHostBlocks(std::size_t bytes, std::size_t count, std::
   return hostBlocks_.create(bytes, count, blocks);
 }
 
+Status CudaBackend::createLendableHostBlocks(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks) {
+  if (!hostBlocksSupported_) return Status::NotSupported;
+  if (bytes == 0 || count == 0 || bytes % granularity_ != 0 || blocks == nullptr) return Status::InvalidValue;
+  ContextGuard guard(api_, context_);
+  return hostBlocks_.create(bytes, count, blocks, true);
+}
+
+Status CudaBackend::exportHostBlock(const HostBlock& block, LentHostBlock* lent) {
+  ContextGuard guard(api_, context_);
+  return hostBlocks_.exportBlock(block, lent);
+}
+
+Status CudaBackend::importHostBlocks(std::span<const LentHostBlock> lent, std::vector<HostBlock>* blocks) {
+  if (!hostBlocksSupported_) return Status::NotSupported;
+  for (const LentHostBlock& block : lent)
+    if (block.bytes == 0 || block.bytes % granularity_ != 0) return Status::InvalidValue;
+  ContextGuard guard(api_, context_);
+  return hostBlocks_.importBlocks(lent, blocks);
+}
+
 void CudaBackend::destroyHostBlocks(const std::vector<HostBlock>& blocks) {
   ContextGuard guard(api_, context_);
   hostBlocks_.destroy(blocks);

@@ -57,6 +57,9 @@ public:
 
   Status createHostBlocks(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks) override;
   void destroyHostBlocks(const std::vector<HostBlock>& blocks) override;
+  Status createLendableHostBlocks(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks) override;
+  Status exportHostBlock(const HostBlock& block, LentHostBlock* lent) override;
+  Status importHostBlocks(std::span<const LentHostBlock> lent, std::vector<HostBlock>* blocks) override;
   Status mapHostBlocks(std::span<const HostMapping> mappings) override;
 
   Status allocateHost(std::size_t bytes, void** out) override;

@@ -73,7 +73,7 @@ Status DeviceMappings::mapOnto(DevicePtr address, std::size_t bytes, std::size_t
     api_.cuMemUnmap(address, bytes);
     return toStatus(result);
   }
-  mappings_[address] = Mapping{bytes, offset, physical};
+  mappings_[address] = Mapping{bytes, offset, physical, {}};
   if (!physical->imported) mappedBytes_ += bytes;
   return Status::Success;
 }
@@ -134,7 +134,7 @@ Status DeviceMappings::mapHostBlocks(std::span<const HostMapping> blocks, const 
     return toStatus(result);
   }
   for (const HostMapping& block : blocks)
-    mappings_[block.address] = Mapping{block.block.bytes, 0, nullptr};
+    mappings_[block.address] = Mapping{block.block.bytes, 0, nullptr, {}};
   return Status::Success;
 }
 

@@ -13,11 +13,13 @@ HostBlocks::~HostBlocks() {
     releaseChunk(chunk);
 }
 
-CUmemAllocationProp HostBlocks::properties() const {
+CUmemAllocationProp HostBlocks::properties(bool lendable) const {
   CUmemAllocationProp prop{};
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop.location = hostLocation_;
-  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  // Only HOST_NUMA memory is IPC-capable (cuda.h, cuMemCreate: HOST
+  // allocations must request no handle type).
+  prop.requestedHandleTypes = lendable ? CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR : CU_MEM_HANDLE_TYPE_NONE;
   return prop;
 }
 
@@ -54,47 +56,102 @@ Status HostBlocks::probe() {
   return Status::NotSupported;
 }
 
-Status HostBlocks::create(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks) {
+Status HostBlocks::create(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks, bool lendable) {
   if (bytes == 0 || count == 0 || blocks == nullptr) return Status::InvalidValue;
+  if (lendable && hostLocation_.type != CU_MEM_LOCATION_TYPE_HOST_NUMA) return Status::NotSupported;
   Chunk chunk;
   chunk.bytes = bytes * count;
   chunk.blockBytes = bytes;
-  CUresult result = api_.cuMemAddressReserve(&chunk.view, chunk.bytes, 0, 0, 0);
-  if (result != CUDA_SUCCESS) return toStatus(result);
-  CUmemAllocationProp prop = properties();
-  // The device and the CPU both reach the view.
-  CUmemAccessDesc access[2] = {deviceAccess(), {}};
-  access[1].location = hostLocation_;
-  access[1].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  const CUmemAllocationProp prop = properties(lendable);
+  CUresult result = CUDA_SUCCESS;
   for (std::size_t i = 0; i < count && result == CUDA_SUCCESS; ++i) {
     PhysicalMemory block;
     result = createPhysical(api_, bytes, prop, &block);
-    if (result != CUDA_SUCCESS) break;
-    const CUdeviceptr at = chunk.view + i * bytes;
-    result = api_.cuMemMap(at, bytes, 0, block.get(), 0);
-    if (result == CUDA_SUCCESS) {
-      chunk.blocks.push_back(std::move(block));
-      result = api_.cuMemSetAccess(at, bytes, access, 2);
-    }
+    if (result == CUDA_SUCCESS) chunk.blocks.push_back(std::move(block));
   }
+  if (result == CUDA_SUCCESS) result = mapChunk(chunk);
   if (result != CUDA_SUCCESS) {
     if (result != CUDA_ERROR_OUT_OF_MEMORY) log(LogLevel::Debug, "{}", api_.describe("host block", result));
     releaseChunk(chunk);
     return toStatus(result);
   }
+  addChunk(std::move(chunk), blocks);
+  return Status::Success;
+}
+
+CUresult HostBlocks::mapChunk(Chunk& chunk) {
+  CUresult result = api_.cuMemAddressReserve(&chunk.view, chunk.bytes, 0, 0, 0);
+  if (result != CUDA_SUCCESS) {
+    chunk.view = 0;
+    return result;
+  }
+  for (std::size_t i = 0; i < chunk.blocks.size() && result == CUDA_SUCCESS; ++i) {
+    result = api_.cuMemMap(chunk.view + i * chunk.blockBytes, chunk.blockBytes, 0, chunk.blocks[i].get(), 0);
+    if (result == CUDA_SUCCESS) ++chunk.blocksMapped;
+  }
+  if (result != CUDA_SUCCESS) return result;
+  // The device and the CPU both reach the view: one call over all of it
+  // (cuMemSetAccess may span mappings, and costs about as much per call).
+  CUmemAccessDesc access[2] = {deviceAccess(), {}};
+  access[1].location = hostLocation_;
+  access[1].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  return api_.cuMemSetAccess(chunk.view, chunk.bytes, access, 2);
+}
+
+void HostBlocks::addChunk(Chunk chunk, std::vector<HostBlock>* blocks) {
   blocks->clear();
-  for (std::size_t i = 0; i < count; ++i)
-    blocks->push_back(HostBlock{chunk.blocks[i].get(), 0, reinterpret_cast<std::byte*>(chunk.view + i * bytes), bytes});
-  chunk.blocksLeft = count;
+  for (std::size_t i = 0; i < chunk.blocks.size(); ++i)
+    blocks->push_back(HostBlock{chunk.blocks[i].get(), 0,
+                                reinterpret_cast<std::byte*>(chunk.view + i * chunk.blockBytes), chunk.blockBytes});
+  chunk.blocksLeft = chunk.blocks.size();
   std::lock_guard lock(mutex_);
   chunks_.emplace(chunk.view, std::move(chunk));
+}
+
+Status HostBlocks::exportBlock(const HostBlock& block, LentHostBlock* lent) const {
+  if (lent == nullptr || api_.cuMemExportToShareableHandle == nullptr) return Status::NotSupported;
+  int descriptor = -1;
+  const CUresult result =
+      api_.cuMemExportToShareableHandle(&descriptor, static_cast<CUmemGenericAllocationHandle>(block.handle),
+                                        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+  if (result != CUDA_SUCCESS) {
+    log(LogLevel::Warn, "{}", api_.describe("cuMemExportToShareableHandle (host block)", result));
+    return toStatus(result);
+  }
+  *lent = LentHostBlock{descriptor, 0, block.bytes};
+  return Status::Success;
+}
+
+Status HostBlocks::importBlocks(std::span<const LentHostBlock> lent, std::vector<HostBlock>* blocks) {
+  if (blocks == nullptr || lent.empty()) return Status::InvalidValue;
+  if (api_.cuMemImportFromShareableHandle == nullptr) return Status::NotSupported;
+  Chunk chunk;
+  chunk.blockBytes = lent.front().bytes;
+  chunk.bytes = chunk.blockBytes * lent.size();
+  for (const LentHostBlock& block : lent)
+    if (block.bytes != chunk.blockBytes || block.offset != 0 || block.descriptor < 0) return Status::InvalidValue;
+  CUresult result = CUDA_SUCCESS;
+  for (std::size_t i = 0; i < lent.size() && result == CUDA_SUCCESS; ++i) {
+    CUmemGenericAllocationHandle handle = 0;
+    // The driver takes the descriptor's number as the pointer's value.
+    result = api_.cuMemImportFromShareableHandle(
+        &handle, reinterpret_cast<void*>(static_cast<std::intptr_t>(lent[i].descriptor)),
+        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    if (result == CUDA_SUCCESS) chunk.blocks.emplace_back(handle, PhysicalMemoryReleaser{api_.cuMemRelease});
+  }
+  if (result == CUDA_SUCCESS) result = mapChunk(chunk);
+  if (result != CUDA_SUCCESS) {
+    log(LogLevel::Warn, "{}", api_.describe("importing lent host blocks", result));
+    releaseChunk(chunk);
+    return toStatus(result);
+  }
+  addChunk(std::move(chunk), blocks);
   return Status::Success;
 }
 
 void HostBlocks::releaseChunk(Chunk& chunk) {
-  // Blocks map at the view's start in order; a failed create may have left
-  // its last block unmapped, which cuMemUnmap then refuses harmlessly.
-  for (std::size_t i = 0; i < chunk.blocks.size(); ++i)
+  // Blocks map at the view's start in order, the first blocksMapped of them.
+  for (std::size_t i = 0; i < chunk.blocksMapped; ++i)
     api_.cuMemUnmap(chunk.view + i * chunk.blockBytes, chunk.blockBytes);
   chunk.blocks.clear(); // releases the physical memory
   if (chunk.view != 0) api_.cuMemAddressFree(chunk.view, chunk.bytes);

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "common/status.hpp"
@@ -32,7 +33,13 @@ public:
   // host memory) and whether the CPU may be given access. NotSupported when
   // neither works: the core then leaves evicted pages unmapped.
   Status probe();
-  Status create(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks);
+  // `lendable`: created exportable as POSIX file descriptors (exportBlock).
+  Status create(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks, bool lendable = false);
+  // DeviceBackend::exportHostBlock and importHostBlocks: another process's
+  // blocks are imported, mapped side by side in one view and opened to the
+  // device and the CPU once for the whole view, as created ones are.
+  Status exportBlock(const HostBlock& block, LentHostBlock* lent) const;
+  Status importBlocks(std::span<const LentHostBlock> lent, std::vector<HostBlock>* blocks);
   void destroy(const std::vector<HostBlock>& blocks);
   // Whether `pointer` lies in a block (copies to and from blocks go through
   // unified addressing, not the pinned-host-pointer calls).
@@ -47,9 +54,14 @@ private:
     std::size_t bytes = 0;      // the view's
     std::size_t blockBytes = 0; // each block's
     std::vector<PhysicalMemory> blocks;
+    std::size_t blocksMapped = 0; // the first ones, in order
     std::size_t blocksLeft = 0;
   };
-  CUmemAllocationProp properties() const;
+  CUmemAllocationProp properties(bool lendable = false) const;
+  // Maps the chunk's blocks in its view and opens them to the device and
+  // the CPU; its blocks' handles are in chunk.blocks.
+  CUresult mapChunk(Chunk& chunk);
+  void addChunk(Chunk chunk, std::vector<HostBlock>* blocks);
   void releaseChunk(Chunk& chunk);
 
   const DriverApi& api_;

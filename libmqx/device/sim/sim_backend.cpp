@@ -275,6 +275,50 @@ void SimBackend::destroyHostBlocks(const std::vector<HostBlock>& blocks) {
   }
 }
 
+Status SimBackend::exportHostBlock(const HostBlock& block, LentHostBlock* lent) {
+  if (lent == nullptr) return Status::InvalidValue;
+  std::lock_guard lock(mutex_);
+  auto chunk = hostChunks_.find(block.handle);
+  if (chunk == hostChunks_.end() || block.offset < chunk->second->viewOffset ||
+      block.offset + block.bytes > chunk->second->viewOffset + chunk->second->bytes)
+    return Status::InvalidValue;
+  const int descriptor = ::fcntl(chunk->second->file, F_DUPFD_CLOEXEC, 0);
+  if (descriptor < 0) return Status::OutOfMemory;
+  *lent = LentHostBlock{descriptor, block.offset, block.bytes};
+  return Status::Success;
+}
+
+// Each lent block becomes a chunk of its own: a view of its part of the
+// lender's file, as an imported allocation is its own handle on the GPU.
+Status SimBackend::importHostBlocks(std::span<const LentHostBlock> lent, std::vector<HostBlock>* blocks) {
+  if (blocks == nullptr || lent.empty()) return Status::InvalidValue;
+  for (const LentHostBlock& block : lent)
+    if (block.descriptor < 0 || block.bytes == 0 || block.bytes % granularity_ != 0 || block.offset % 4096 != 0)
+      return Status::InvalidValue;
+  std::vector<std::unique_ptr<HostChunk>> chunks;
+  for (const LentHostBlock& block : lent) {
+    auto chunk = std::make_unique<HostChunk>();
+    chunk->file = ::fcntl(block.descriptor, F_DUPFD_CLOEXEC, 0);
+    if (chunk->file < 0) return Status::InvalidValue;
+    void* view =
+        ::mmap(nullptr, block.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, chunk->file, static_cast<off_t>(block.offset));
+    if (view == MAP_FAILED) return Status::InvalidValue;
+    chunk->view = static_cast<std::byte*>(view);
+    chunk->bytes = block.bytes;
+    chunk->viewOffset = block.offset;
+    chunk->blocksLeft = 1;
+    chunks.push_back(std::move(chunk));
+  }
+  std::lock_guard lock(mutex_);
+  blocks->clear();
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    const std::uint64_t handle = nextHostChunk_++;
+    blocks->push_back(HostBlock{handle, lent[i].offset, chunks[i]->view, lent[i].bytes});
+    hostChunks_.emplace(handle, std::move(chunks[i]));
+  }
+  return Status::Success;
+}
+
 Status SimBackend::mapHostBlocks(std::span<const HostMapping> mappings) {
   std::lock_guard lock(mutex_);
   // All or none, as on the GPU: every mapping is checked before any is made.
@@ -282,7 +326,9 @@ Status SimBackend::mapHostBlocks(std::span<const HostMapping> mappings) {
     const HostBlock& block = mapping.block;
     if (block.bytes == 0 || mapping.address % granularity_ != 0) return Status::InvalidValue;
     auto chunk = hostChunks_.find(block.handle);
-    if (chunk == hostChunks_.end() || block.offset + block.bytes > chunk->second->bytes) return Status::InvalidValue;
+    if (chunk == hostChunks_.end() || block.offset < chunk->second->viewOffset ||
+        block.offset + block.bytes > chunk->second->viewOffset + chunk->second->bytes)
+      return Status::InvalidValue;
     if (!mappableLocked(mapping.address, block.bytes)) return Status::InvalidValue;
   }
   for (std::size_t i = 0; i < mappings.size(); ++i) {

@@ -107,6 +107,12 @@ public:
 
   Status createHostBlocks(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks) override;
   void destroyHostBlocks(const std::vector<HostBlock>& blocks) override;
+  // Every host block is in a shared-memory file: lendable as made.
+  Status createLendableHostBlocks(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks) override {
+    return createHostBlocks(bytes, count, blocks);
+  }
+  Status exportHostBlock(const HostBlock& block, LentHostBlock* lent) override;
+  Status importHostBlocks(std::span<const LentHostBlock> lent, std::vector<HostBlock>* blocks) override;
   Status mapHostBlocks(std::span<const HostMapping> mappings) override;
   // Bytes of host blocks mapped under device ranges right now.
   std::size_t hostMappedBytes() const;
@@ -182,7 +188,8 @@ private:
   struct HostChunk {
     int file = -1;
     std::byte* view = nullptr;
-    std::size_t bytes = 0;
+    std::size_t bytes = 0;      // the view's
+    std::size_t viewOffset = 0; // where in the file the view starts (an imported block's offset)
     std::size_t blocksLeft = 0; // destroyed with its last block
     ~HostChunk();
   };

@@ -331,6 +331,43 @@ TEST_P(BackendConformance, ASharedMappingKeepsItsBytesAndIsTheSameMemoryWherever
   EXPECT_EQ(read(other, expected.size()), expected) << "the memory lives while any mapping has it";
 }
 
+// Host blocks lent to another process (a node's pool): the importer's
+// blocks are the same memory, for the CPU and for the device mapped under a
+// range, and live on once the descriptors are closed.
+TEST_P(BackendConformance, ALentHostBlockIsTheSameMemoryWhereImported) {
+  std::vector<HostBlock> blocks;
+  const Status created = backend().createLendableHostBlocks(granule(), 2, &blocks);
+  if (created == Status::NotSupported) GTEST_SKIP() << "the device cannot lend host memory between processes";
+  ASSERT_EQ(created, Status::Success);
+  ASSERT_EQ(blocks.size(), 2u);
+  std::vector<LentHostBlock> lent(2);
+  for (std::size_t k = 0; k < 2; ++k) {
+    ASSERT_EQ(backend().exportHostBlock(blocks[k], &lent[k]), Status::Success);
+    EXPECT_GE(lent[k].descriptor, 0);
+    EXPECT_EQ(lent[k].bytes, granule());
+  }
+  std::vector<HostBlock> imported;
+  ASSERT_EQ(backend().importHostBlocks(lent, &imported), Status::Success);
+  for (const LentHostBlock& block : lent)
+    ::close(block.descriptor);
+  ASSERT_EQ(imported.size(), 2u);
+  const auto data = pattern(granule(), 11);
+  std::memcpy(blocks[1].host, data.data(), data.size());
+  EXPECT_EQ(std::memcmp(imported[1].host, data.data(), data.size()), 0) << "the lender's write is seen";
+  imported[0].host[5] = std::byte{0x5a};
+  EXPECT_EQ(blocks[0].host[5], std::byte{0x5a}) << "the importer's write is seen";
+  const DevicePtr range = reserve(1);
+  ASSERT_EQ(backend().mapHost(range, imported[1]), Status::Success);
+  EXPECT_EQ(read(range, data.size()), data) << "the device reads the lent block under a range";
+  EXPECT_EQ(backend().unmap(range, granule()), Status::Success);
+  backend().destroyHostBlocks(blocks);
+  EXPECT_EQ(imported[1].host[7], static_cast<std::byte>(data[7])) << "the import keeps the memory";
+  backend().destroyHostBlocks(imported);
+  const LentHostBlock closed{-1, 0, granule()};
+  std::vector<HostBlock> none;
+  EXPECT_NE(backend().importHostBlocks({&closed, 1}, &none), Status::Success);
+}
+
 // A run of adjacent mappings shared as one: one descriptor for the whole
 // range (the program's own VMM handle, cuMemExportToShareableHandle), each
 // mapping still unmapped on its own.
