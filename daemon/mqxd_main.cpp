@@ -9,6 +9,7 @@
 
 #include "common/log.hpp"
 #include "config/config.hpp"
+#include "host_block_pool.hpp"
 #include "mqx/version.hpp"
 #include "node_daemon.hpp"
 
@@ -57,6 +58,9 @@ int main(int argc, char** argv) {
     for (int ignored : {SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM})
       signal(ignored, SIG_IGN);
     mqx::daemon::NodeDaemon daemon(config);
+    // Before "ready": a client that starts then finds the pool's socket.
+    const auto hostBlocks = mqx::daemon::NodeHostBlockPool::start(config, daemon.names().hostBlockPool);
+    if (hostBlocks != nullptr) mqx::log(mqx::LogLevel::Info, "mqxd: {}", hostBlocks->describe());
     std::printf("mqxd: ready (%s)\n", daemon.names().segment.c_str());
     std::fflush(stdout);
     daemon.run(stopRequested);

@@ -22,6 +22,7 @@ struct Config {
   std::size_t deviceMemoryLimit = 0;       // 0: what the device has
   std::size_t swapBufferLimit = 0;         // 0: half of the host's physical memory
   bool pinnedSwap = true;
+  bool borrowHostBlocks = true;          // take host blocks from mqxd's pool first (daemon.host_block_pool)
   double reportedOversubscription = 1.0; // cuMemGetInfo's total: the budget times this (configs/default.toml)
   bool manageProgramVmm = true;          // the program's own cuMemCreate/cuMemMap become mqx regions
   // [policy]
@@ -54,6 +55,7 @@ struct Config {
   double simMapCostMicroseconds = 0; // realtime: what each map and unmap takes
   // [daemon] (mqxd, mqx-run and the processes of a node: docs/daemon.md)
   std::string daemonInstance;     // suffix of the node's IPC names
+  std::size_t hostBlockPool = 0;  // daemon.host_block_pool: pinned host memory mqxd lends (0: none)
   std::size_t daemonCapacity = 0; // each device's budget; 0: memory.device_memory_limit, else by device
   AdmissionKind admission = AdmissionKind::Adaptive;
   PlacementKind placement = PlacementKind::Demand; // which device a query runs on

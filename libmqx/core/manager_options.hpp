@@ -54,6 +54,9 @@ struct ManagerOptions {
   std::size_t deviceMemoryLimit = 0;
   std::size_t swapBufferLimit = 0; // 0: half of the host's physical memory
   bool pinnedSwap = true;
+  // memory.borrow_host_blocks: on a node whose mqxd keeps a pool of host
+  // blocks (daemon.host_block_pool), take them from it before creating any.
+  bool borrowHostBlocks = true;
   // memory.reported_oversubscription: cuMemGetInfo (memoryInfo) reports a
   // device of the budget times this, at most the budget and the swap buffer
   // together (what allocations may reach), so that a program that sizes its

@@ -81,12 +81,12 @@ std::unique_ptr<trace::TraceRecorder> openTrace(const TraceOptions& options, con
 // manager's own state is its region numbering and the launch path's scratch.
 struct ManagerState {
   ManagerState(const ManagerOptions& managerOptions, device::DeviceBackend& device,
-               std::shared_ptr<DeviceBudget> sharedBudget)
-      : options(managerOptions), backend(device),
+               std::shared_ptr<DeviceBudget> sharedBudget, std::shared_ptr<HostBlockSource> hostBlockLender)
+      : options(managerOptions), backend(device), lender(std::move(hostBlockLender)),
         budget(sharedBudget ? std::move(sharedBudget)
                             : std::make_shared<LocalDeviceBudget>(
                                   options.deviceMemoryLimit != 0 ? options.deviceMemoryLimit : device.totalMemory())),
-        swap(device, options.swapBufferLimit, options.pinnedSwap), slots(device, swap),
+        swap(device, options.swapBufferLimit, options.pinnedSwap, lender.get()), slots(device, swap),
         trace(openTrace(options.trace, device)), mapper(backend, *budget, slots, cow, stats),
         peers(std::chrono::milliseconds(options.residency.evictionTimeoutMilliseconds), *budget, stats, trace.get()),
         residency(
@@ -106,6 +106,7 @@ struct ManagerState {
 
   const ManagerOptions options;
   device::DeviceBackend& backend;
+  std::shared_ptr<HostBlockSource> lender; // outlives the swap buffer, which gives its blocks back
   std::shared_ptr<DeviceBudget> budget;
   SwapBuffer swap;
   SwapSlots slots;
@@ -137,8 +138,8 @@ struct ManagerState {
 };
 
 MemoryManager::MemoryManager(const ManagerOptions& options, device::DeviceBackend& backend,
-                             std::shared_ptr<DeviceBudget> budget)
-    : state_(std::make_unique<ManagerState>(options, backend, std::move(budget))) {}
+                             std::shared_ptr<DeviceBudget> budget, std::shared_ptr<HostBlockSource> lender)
+    : state_(std::make_unique<ManagerState>(options, backend, std::move(budget), std::move(lender))) {}
 
 MemoryManager::~MemoryManager() {
   LockScope scope(state_->mutex);
@@ -718,7 +719,7 @@ std::optional<ManagerUsage> MemoryManager::tryUsage() const {
   if (insideManager) return std::nullopt;
   std::unique_lock lock(state_->mutex, std::try_to_lock);
   if (!lock.owns_lock()) return std::nullopt;
-  return ManagerUsage{state_->stats, state_->swap.usedBytes(), state_->swap.reservedBytes()};
+  return ManagerUsage{state_->stats, state_->swap.usedBytes(), state_->swap.reservedBytes(), state_->swap.lentBytes()};
 }
 
 void MemoryManager::finishTrace() {

@@ -19,6 +19,7 @@
 #include "common/files.hpp"
 #include "common/status.hpp"
 #include "common/types.hpp"
+#include "core/host_block_source.hpp"
 #include "core/manager_options.hpp"
 #include "core/statistics.hpp"
 #include "device/device_backend.hpp"
@@ -33,6 +34,7 @@ struct ManagerUsage {
   Statistics statistics;
   std::size_t swapUsedBytes = 0;     // swap slots handed out
   std::size_t swapReservedBytes = 0; // swap memory held from the system
+  std::size_t swapLentBytes = 0;     // of it, host blocks lent by mqxd's pool (HostBlockSource)
 };
 
 // The region that contains an address.
@@ -62,9 +64,10 @@ class MemoryManager {
 public:
   // `budget` may be shared with other processes (multi-process mode); when
   // null the manager keeps a private budget of options.deviceMemoryLimit (or
-  // the backend's total memory when that is 0).
+  // the backend's total memory when that is 0). `lender` (may be null)
+  // gives the swap buffer host blocks before it creates any (mqxd's pool).
   MemoryManager(const ManagerOptions& options, device::DeviceBackend& backend,
-                std::shared_ptr<DeviceBudget> budget = nullptr);
+                std::shared_ptr<DeviceBudget> budget = nullptr, std::shared_ptr<HostBlockSource> lender = nullptr);
   ~MemoryManager();
   MemoryManager(const MemoryManager&) = delete;
   MemoryManager& operator=(const MemoryManager&) = delete;

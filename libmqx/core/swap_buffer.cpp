@@ -26,8 +26,8 @@ std::size_t SwapBuffer::limitFor(std::size_t configured) {
   return static_cast<std::size_t>(pages) * static_cast<std::size_t>(pageBytes) / 2;
 }
 
-SwapBuffer::SwapBuffer(device::DeviceBackend& backend, std::size_t limit, bool pinned)
-    : backend_(backend), limit_(limitFor(limit)), pinned_(pinned) {
+SwapBuffer::SwapBuffer(device::DeviceBackend& backend, std::size_t limit, bool pinned, HostBlockSource* lender)
+    : backend_(backend), lender_(lender), limit_(limitFor(limit)), pinned_(pinned) {
   // Whether the backend maps host blocks: one block of the smallest size
   // tells, and stays as the first chunk.
   if (pinned_) mapsPages_ = growBlocks(backend_.granularity(), 1);
@@ -35,7 +35,9 @@ SwapBuffer::SwapBuffer(device::DeviceBackend& backend, std::size_t limit, bool p
 
 SwapBuffer::~SwapBuffer() {
   for (const auto& chunk : chunks_) {
-    if (!chunk.blocks.empty())
+    if (chunk.lent)
+      lender_->giveBack(chunk.blocks);
+    else if (!chunk.blocks.empty())
       backend_.destroyHostBlocks(chunk.blocks);
     else if (chunk.pinned)
       backend_.freeHost(chunk.base, chunk.bytes);
@@ -45,15 +47,23 @@ SwapBuffer::~SwapBuffer() {
 }
 
 bool SwapBuffer::growBlocks(std::size_t slotBytes, std::size_t slots) {
+  // Lent blocks first (no pinning on this path), then created ones.
   std::vector<device::HostBlock> blocks;
-  if (!ok(backend_.createHostBlocks(slotBytes, slots, &blocks))) return false;
+  bool lent = false;
+  if (lender_ != nullptr && mapsPages_) {
+    blocks = lender_->take(slotBytes, slots);
+    lent = !blocks.empty();
+  }
+  if (!lent && !ok(backend_.createHostBlocks(slotBytes, slots, &blocks))) return false;
   auto& list = freeSlots_[slotBytes];
   for (std::size_t i = blocks.size(); i-- > 0;) {
     list.push_back(blocks[i].host);
     blocks_[blocks[i].host] = blocks[i];
   }
-  reserved_ += slotBytes * slots;
-  chunks_.push_back({blocks.front().host, slotBytes * slots, true, std::move(blocks)});
+  const std::size_t bytes = slotBytes * blocks.size();
+  reserved_ += bytes;
+  if (lent) lent_ += bytes;
+  chunks_.push_back({blocks.front().host, bytes, true, std::move(blocks), lent});
   return true;
 }
 
@@ -83,7 +93,7 @@ bool SwapBuffer::grow(std::size_t slotBytes, bool overLimit, bool pageable) {
     if (memory == nullptr) return false;
   }
   auto* base = static_cast<std::byte*>(memory);
-  chunks_.push_back({base, bytes, chunkPinned, {}});
+  chunks_.push_back({base, bytes, chunkPinned, {}, false});
   reserved_ += bytes;
   auto& list = (pageable ? freePageable_ : freeSlots_)[slotBytes];
   for (std::size_t i = slots; i-- > 0;)

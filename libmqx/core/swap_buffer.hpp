@@ -11,14 +11,17 @@
 #include <map>
 #include <vector>
 
+#include "core/host_block_source.hpp"
 #include "device/device_backend.hpp"
 
 namespace mqx {
 
 class SwapBuffer {
 public:
-  // `limit` 0: half of the host's physical memory (limitFor).
-  SwapBuffer(device::DeviceBackend& backend, std::size_t limit, bool pinned);
+  // `limit` 0: half of the host's physical memory (limitFor). `lender`
+  // (may be null) gives host blocks before any are created; they count
+  // against the limit as created ones do.
+  SwapBuffer(device::DeviceBackend& backend, std::size_t limit, bool pinned, HostBlockSource* lender = nullptr);
   static std::size_t limitFor(std::size_t configured);
   ~SwapBuffer();
   SwapBuffer(const SwapBuffer&) = delete;
@@ -41,6 +44,7 @@ public:
   const device::HostBlock* blockOf(const std::byte* slot) const;
   std::size_t limit() const { return limit_; }
   std::size_t reservedBytes() const { return reserved_; } // held from the system
+  std::size_t lentBytes() const { return lent_; }         // of them, lent by the node's pool
   std::size_t usedBytes() const { return used_; }         // handed out as slots
 
 private:
@@ -49,16 +53,19 @@ private:
     std::size_t bytes;
     bool pinned;
     std::vector<device::HostBlock> blocks; // host blocks: the chunk's slots
+    bool lent = false;                     // the blocks are the lender's: given back, not destroyed
   };
   bool growBlocks(std::size_t slotBytes, std::size_t slots);
   bool grow(std::size_t slotBytes, bool overLimit, bool pageable);
 
   device::DeviceBackend& backend_;
+  HostBlockSource* lender_;
   std::size_t limit_;
   bool pinned_;
   bool mapsPages_ = false;
   std::map<const std::byte*, device::HostBlock> blocks_; // by slot
   std::size_t reserved_ = 0;
+  std::size_t lent_ = 0;
   std::size_t used_ = 0;
   std::vector<Chunk> chunks_;
   std::map<std::size_t, std::vector<std::byte*>> freeSlots_;    // by slot size

@@ -8,6 +8,7 @@ ManagerOptions managerOptions(const Config& config) {
   options.deviceMemoryLimit = config.deviceMemoryLimit;
   options.swapBufferLimit = config.swapBufferLimit;
   options.pinnedSwap = config.pinnedSwap;
+  options.borrowHostBlocks = config.borrowHostBlocks;
   options.reportedOversubscription = config.reportedOversubscription;
   options.lazyTransfer = config.lazyTransfer;
   options.copyOnWrite = config.copyOnWrite;

@@ -69,6 +69,7 @@ IpcNames withNodeName(IpcNames names, const std::string& base, const std::string
   names.prefix = base + "-" + nodeName;
   names.segment = names.prefix + "-node";
   names.daemonQueue = "/" + names.prefix + "-daemon";
+  names.hostBlockPool = names.prefix + "-host-blocks";
   return names;
 }
 

@@ -26,6 +26,9 @@ struct IpcNames {
   std::string prefix;      // "mqx-<uid>[-<instance>]-<node name>", every object's
   std::string segment;     // the node's shared memory (under /dev/shm)
   std::string daemonQueue; // requests to mqxd
+  // mqxd's pool of host blocks (host_block_lending.hpp): an abstract unix
+  // socket's name, so that it goes with mqxd and leaves no file behind.
+  std::string hostBlockPool;
   // A client's queues: eviction requests to it, replies (admission,
   // eviction acknowledgements) to it.
   std::string evictQueue(pid_t pid) const;

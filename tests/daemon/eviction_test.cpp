@@ -139,3 +139,34 @@ TEST_F(NodeFixture, EvictionRequestNobodyCanServeIsOutOfMemoryAfterTheTimeout) {
 
 } // namespace
 } // namespace mqx::test
+
+namespace mqx::test {
+
+// mqxd's pool of host blocks (daemon.host_block_pool; docs/daemon.md, "Lent
+// host blocks"): a client that evicts maps the pool's blocks under its
+// evicted pages instead of creating its own, every byte comes back, and a
+// client on a node without a pool creates its own as before.
+TEST_F(NodeFixture, AClientThatEvictsMapsHostBlocksLentByTheNode) {
+  environment_["MQX_DAEMON_CAPACITY"] = "8MiB";
+  environment_["MQX_MEMORY_PINNED_SWAP"] = "true"; // host blocks map under evicted pages
+  environment_["MQX_DAEMON_HOST_BLOCK_POOL"] = "64MiB";
+  // The clients are the simulated device's: so is the pool, also on a GPU
+  // host (there mqxd would make it with CUDA, for libmqx.so's processes).
+  environment_["MQX_BACKEND_KIND"] = "sim";
+  startDaemon();
+  auto lent = client({"work", "3", std::to_string(6 << 20), "3", "21"});
+  EXPECT_TRUE(lent->waitForLine("ok", 20s)) << "the bytes came back right";
+  EXPECT_GT(lent->waitForCounter("evictions", 1s).value_or(0), 0u) << "the work went beyond the budget";
+  EXPECT_GT(lent->waitForCounter("lent host block bytes", 1s).value_or(0), 0u)
+      << "the evicted pages mapped lent blocks";
+  EXPECT_EQ(lent->wait(20s), 0);
+  stopDaemon();
+  environment_.erase("MQX_DAEMON_HOST_BLOCK_POOL");
+  startDaemon();
+  auto alone = client({"work", "3", std::to_string(6 << 20), "3", "22"});
+  EXPECT_TRUE(alone->waitForLine("ok", 20s));
+  EXPECT_EQ(alone->waitForCounter("lent host block bytes", 1s).value_or(1), 0u) << "no pool, no lent blocks";
+  EXPECT_EQ(alone->wait(20s), 0);
+}
+
+} // namespace mqx::test

@@ -209,6 +209,8 @@ int work(const mqx::Config& config, const Node& client, const WorkOptions& optio
   std::printf("bytes to device %llu\nbytes to host %llu\nbytes written back %llu\nlaunches %llu\n",
               static_cast<unsigned long long>(stats.bytesToDevice), static_cast<unsigned long long>(stats.bytesToHost),
               static_cast<unsigned long long>(stats.bytesWrittenBack), static_cast<unsigned long long>(stats.launches));
+  const auto usage = manager->tryUsage(); // nothing else holds the manager now
+  std::printf("lent host block bytes %llu\n", static_cast<unsigned long long>(usage ? usage->swapLentBytes : 0));
   std::fflush(stdout);
   for (auto address : addresses)
     if (address != 0)
