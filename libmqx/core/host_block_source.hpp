@@ -3,7 +3,8 @@
 // the device slow (cuMemCreate pins at 3.7-4.7 GB/s on the H100), while
 // importing blocks another process created ahead of need costs a tenth of it
 // (bench/results/host-pool-import-*.txt): mqxd keeps a pool and lends blocks
-// (ipc/host_block_lending.hpp; docs/architecture.md, "Lent host blocks").
+// (ipc/host_block_lending.hpp; docs/architecture.md, decision 4, and
+// docs/daemon.md, "Lent host blocks").
 // The core sees only this interface (the layers: core does not know ipc).
 #pragma once
 
