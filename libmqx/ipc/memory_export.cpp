@@ -4,14 +4,14 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <span>
 
 #include "common/log.hpp"
+#include "ipc/unix_socket.hpp"
 
 namespace mqx::ipc {
 namespace {
@@ -39,54 +39,15 @@ struct PieceMessage {
 // pages is 32,768).
 constexpr std::uint32_t kMaxPieces = 1u << 20;
 
-// The abstract socket of process `pid`: no file, gone with its last
-// descriptor.
-sockaddr_un addressOf(std::uint32_t pid, socklen_t* length) {
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  const std::string name = "mqx-export-" + std::to_string(pid);
-  std::memcpy(address.sun_path + 1, name.data(), name.size());
-  *length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
-  return address;
-}
-
-void setTimeouts(int socket, std::chrono::milliseconds timeout) {
-  timeval value{};
-  value.tv_sec = static_cast<time_t>(timeout.count() / 1000);
-  value.tv_usec = static_cast<suseconds_t>((timeout.count() % 1000) * 1000);
-  ::setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &value, sizeof value);
-  ::setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &value, sizeof value);
-}
-
-// One piece's message: its offset and size, and room for its descriptor.
-struct PieceEnvelope {
-  PieceMessage message;
-  iovec data{&message, sizeof message};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr header{};
-  PieceEnvelope() {
-    header.msg_iov = &data;
-    header.msg_iovlen = 1;
-    header.msg_control = control;
-    header.msg_controllen = sizeof control;
-  }
-  PieceEnvelope(const PieceEnvelope&) = delete;
-  PieceEnvelope& operator=(const PieceEnvelope&) = delete;
-};
+// The abstract socket of process `pid` (unix_socket.hpp): no file, gone with
+// its last descriptor.
+std::string socketNameOf(std::uint32_t pid) { return "mqx-export-" + std::to_string(pid); }
 
 bool sendPiece(int socket, const SharedPiece& piece) {
-  PieceEnvelope envelope;
-  envelope.message = {piece.offset, piece.bytes};
-  cmsghdr* rights = CMSG_FIRSTHDR(&envelope.header);
-  rights->cmsg_level = SOL_SOCKET;
-  rights->cmsg_type = SCM_RIGHTS;
-  rights->cmsg_len = CMSG_LEN(sizeof(int));
+  const PieceMessage message{piece.offset, piece.bytes};
   const int descriptor = piece.descriptor.get();
-  std::memcpy(CMSG_DATA(rights), &descriptor, sizeof descriptor);
-  return ::sendmsg(socket, &envelope.header, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof envelope.message);
+  return sendWithDescriptors(socket, std::as_bytes(std::span(&message, 1)), {&descriptor, 1});
 }
-
-std::string lastError() { return std::strerror(errno); }
 
 } // namespace
 
@@ -139,14 +100,13 @@ Status MemoryExportServer::startLocked(std::string* error) {
   FileDescriptor listening(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
   FileDescriptor wake(::eventfd(0, EFD_CLOEXEC));
   if (!listening.valid() || !wake.valid()) {
-    *error = "cannot create the export socket: " + lastError();
+    *error = "cannot create the export socket: " + errnoText();
     return Status::OutOfMemory;
   }
-  socklen_t length = 0;
-  const sockaddr_un address = addressOf(static_cast<std::uint32_t>(::getpid()), &length);
-  if (::bind(listening.get(), reinterpret_cast<const sockaddr*>(&address), length) != 0 ||
-      ::listen(listening.get(), 16) != 0) {
-    *error = "cannot listen on the export socket @mqx-export-" + std::to_string(::getpid()) + ": " + lastError();
+  const std::string name = socketNameOf(static_cast<std::uint32_t>(::getpid()));
+  const std::optional<AbstractAddress> address = abstractAddress(name);
+  if (!address || ::bind(listening.get(), address->get(), address->length) != 0 || ::listen(listening.get(), 16) != 0) {
+    *error = "cannot listen on the export socket @" + name + ": " + errnoText();
     return Status::Unknown;
   }
   listening_ = std::move(listening);
@@ -169,7 +129,7 @@ Status MemoryExportServer::offer(SharedAllocation allocation, ExportTicket* tick
   made.exporter = static_cast<std::uint32_t>(::getpid());
   made.id = nextId_++;
   if (::getrandom(made.token.data(), made.token.size(), 0) != static_cast<ssize_t>(made.token.size())) {
-    *error = "no random bytes for the export's token: " + lastError();
+    *error = "no random bytes for the export's token: " + errnoText();
     return Status::Unknown;
   }
   made.size = allocation.size;
@@ -190,7 +150,7 @@ void MemoryExportServer::serve() {
     pollfd waiting[2] = {{listening_.get(), POLLIN, 0}, {wake_.get(), POLLIN, 0}};
     if (::poll(waiting, 2, -1) < 0) {
       if (errno == EINTR) continue;
-      log(LogLevel::Error, "memory exports: poll failed ({}); no more imports are served", lastError());
+      log(LogLevel::Error, "memory exports: poll failed ({}); no more imports are served", errnoText());
       return;
     }
     if (waiting[1].revents != 0) return;
@@ -201,10 +161,10 @@ void MemoryExportServer::serve() {
 
 void MemoryExportServer::answer(int connection) {
   // An importer that stops reading holds this thread up for at most this.
-  setTimeouts(connection, std::chrono::seconds(5));
-  ucred peer{};
-  socklen_t length = sizeof peer;
-  if (::getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &peer, &length) != 0 || peer.uid != ::geteuid()) {
+  setSendTimeout(connection, std::chrono::seconds(5));
+  setReceiveTimeout(connection, std::chrono::seconds(5));
+  const PeerCredentials peer = peerCredentials(connection);
+  if (!peer.sameUser) {
     log(LogLevel::Warn, "memory exports: refused a connection from uid {} (only uid {} is served)", peer.uid,
         ::geteuid());
     return;
@@ -237,7 +197,7 @@ void MemoryExportServer::answer(int connection) {
   for (const SharedPiece& piece : sending)
     if (!sendPiece(connection, piece)) {
       log(LogLevel::Warn, "memory exports: sending export {} to process {} failed: {}", request.id, peer.pid,
-          lastError());
+          errnoText());
       return;
     }
 }
@@ -248,14 +208,14 @@ Status receiveExport(const ExportTicket& ticket, std::chrono::milliseconds timeo
   const std::string exporter = "process " + std::to_string(ticket.exporter);
   FileDescriptor connection(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
   if (!connection.valid()) {
-    *error = "cannot create a socket: " + lastError();
+    *error = "cannot create a socket: " + errnoText();
     return Status::OutOfMemory;
   }
-  setTimeouts(connection.get(), timeout);
-  socklen_t length = 0;
-  const sockaddr_un address = addressOf(ticket.exporter, &length);
-  if (::connect(connection.get(), reinterpret_cast<const sockaddr*>(&address), length) != 0) {
-    *error = exporter + " serves no exports (" + lastError() + "): it has ended, or the handle is stale";
+  setSendTimeout(connection.get(), timeout);
+  setReceiveTimeout(connection.get(), timeout);
+  const std::optional<AbstractAddress> address = abstractAddress(socketNameOf(ticket.exporter));
+  if (!address || ::connect(connection.get(), address->get(), address->length) != 0) {
+    *error = exporter + " serves no exports (" + errnoText() + "): it has ended, or the handle is stale";
     return Status::InvalidValue;
   }
   Request request;
@@ -265,7 +225,7 @@ Status receiveExport(const ExportTicket& ticket, std::chrono::milliseconds timeo
   if (::send(connection.get(), &request, sizeof request, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof request) ||
       ::recv(connection.get(), &reply, sizeof reply, 0) != static_cast<ssize_t>(sizeof reply)) {
     *error = "waiting for " + exporter + " to answer for export " + std::to_string(ticket.id) + ": " +
-             (errno == EAGAIN ? "no answer within " + std::to_string(timeout.count()) + " ms" : lastError());
+             (errno == EAGAIN ? "no answer within " + std::to_string(timeout.count()) + " ms" : errnoText());
     return Status::Unknown;
   }
   if (reply.status != ReplyStatus::Ok) {
@@ -279,21 +239,21 @@ Status receiveExport(const ExportTicket& ticket, std::chrono::milliseconds timeo
   }
   std::vector<SharedPiece> received;
   for (std::uint32_t i = 0; i < reply.pieces; ++i) {
-    PieceEnvelope envelope;
-    const ssize_t got = ::recvmsg(connection.get(), &envelope.header, MSG_CMSG_CLOEXEC);
-    const cmsghdr* rights =
-        got == static_cast<ssize_t>(sizeof envelope.message) ? CMSG_FIRSTHDR(&envelope.header) : nullptr;
-    if (rights == nullptr || rights->cmsg_level != SOL_SOCKET || rights->cmsg_type != SCM_RIGHTS ||
-        rights->cmsg_len != CMSG_LEN(sizeof(int))) {
+    PieceMessage message;
+    ReceivedMessage got = receiveWithDescriptors(connection.get(), std::as_writable_bytes(std::span(&message, 1)), 1);
+    if (got.bytes != static_cast<ssize_t>(sizeof message) || got.payloadCutOff || got.descriptorsCutOff ||
+        got.descriptors.size() != 1) {
+      std::string why = "no descriptor came";
+      if (got.bytes < 0)
+        why = errno == EAGAIN ? "nothing within " + std::to_string(timeout.count()) + " ms" : errnoText();
+      else if (!got.descriptors.empty())
+        why = "a message of " + std::to_string(got.bytes) + " bytes with " + std::to_string(got.descriptors.size()) +
+              " descriptors, not a piece";
       *error = "receiving piece " + std::to_string(i) + " of " + std::to_string(reply.pieces) + " of export " +
-               std::to_string(ticket.id) + " from " + exporter + ": " +
-               (got < 0 ? (errno == EAGAIN ? "nothing within " + std::to_string(timeout.count()) + " ms" : lastError())
-                        : std::string("no descriptor came"));
+               std::to_string(ticket.id) + " from " + exporter + ": " + why;
       return Status::Unknown;
     }
-    int descriptor = -1;
-    std::memcpy(&descriptor, CMSG_DATA(rights), sizeof descriptor);
-    received.push_back({envelope.message.offset, envelope.message.bytes, FileDescriptor(descriptor)});
+    received.push_back({message.offset, message.bytes, std::move(got.descriptors.front())});
   }
   *pieces = std::move(received);
   return Status::Success;
