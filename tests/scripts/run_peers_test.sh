@@ -13,6 +13,9 @@ grep -q '^run-peers: skipped: ' <<<"$out" || fail "no 'skipped' line: $out"
 python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); assert r["skipped"] and r["commit"], r' "$scratch/peers.json" ||
   fail "the JSON does not say skipped"
 
+# mqxd-pool (mqxd lending host blocks) is a system like the others.
+out=$("$run_peers" --python false --systems mqx,mqxd,mqxd-pool --out "$scratch/pool.json" 2>&1) ||
+  fail "--systems mqxd-pool refused: exit $?: $out"
 err=$("$run_peers" --systems native,bogus --out "$scratch/x.json" 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -q "unknown system 'bogus'" <<<"$err" || fail "--systems bogus: exit $rc, $err"
 err=$("$run_peers" --fractions 0.5,abc --out "$scratch/x.json" 2>&1); rc=$?
