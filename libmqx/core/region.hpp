@@ -37,6 +37,11 @@ struct Region {
   // launch that references the table references them too.
   std::vector<RegionId> pointsTo;
 
+  // The one rule every part that would move a page's bytes asks (eviction,
+  // the victim search, lazy copies and fills): the device memory of a shared
+  // region is the only copy, the one other processes map.
+  bool bytesStayOnDevice() const { return shared; }
+
   std::size_t pageCount() const { return pages.size(); }
   std::size_t pageOffset(std::size_t page) const { return page * pageSize; }
   // Bytes of device memory the page maps.

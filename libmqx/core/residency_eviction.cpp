@@ -63,7 +63,7 @@ std::vector<ResidencyManager::Victim> ResidencyManager::candidates(const std::ve
   std::vector<Victim> victims;
   const bool pageGranular = context_.options.evictionGranularity == EvictionGranularity::Page;
   context_.directory.forEach([&](Region& region) {
-    if (contains(keep, region.id) || region.shared) return;
+    if (contains(keep, region.id) || region.bytesStayOnDevice()) return;
     if (pageGranular) {
       for (std::uint32_t i = 0; i < region.pageCount(); ++i) {
         const PageState& page = region.pages[i];
@@ -135,7 +135,7 @@ std::size_t ResidencyManager::victimBytes(const Victim& victim) const {
 std::size_t ResidencyManager::evictRegionNow(RegionId id) {
   poll();
   Region* region = context_.directory.byId(id);
-  if (region == nullptr || region->shared) return 0;
+  if (region == nullptr || region->bytesStayOnDevice()) return 0;
   const bool pageGranular = context_.options.evictionGranularity == EvictionGranularity::Page;
   Victim victim{region, {}};
   if (pageGranular || !mayBeReached(*region))
