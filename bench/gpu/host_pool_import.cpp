@@ -113,9 +113,13 @@ void mapBlocks(CUdeviceptr view, const std::vector<CUmemGenericAllocationHandle>
   }
 }
 
-// Copies each block to `buffer` (64 MiB of device memory) and back into the block, each copy
-// timed to completion; the blocks keep their bytes.
-void timeCopies(CUdeviceptr view, std::size_t blocks, CUdeviceptr buffer, Timing& toDevice, Timing& toHost) {
+// Copies each block to a device buffer of one block and back into the block, each copy timed
+// to completion; the blocks keep their bytes. Returns the buffer (the caller frees it).
+CUdeviceptr timeCopies(CUdeviceptr view, std::size_t blocks, Timing& toDevice, Timing& toHost) {
+  CUdeviceptr buffer;
+  CHECK(cuMemAlloc(&buffer, kBlockBytes));
+  CHECK(cuMemsetD8(buffer, 0, kBlockBytes));
+  CHECK(cuCtxSynchronize());
   for (std::size_t i = 0; i < blocks; ++i) {
     auto start = Clock::now();
     CHECK(cuMemcpyHtoD(buffer, blockWords(view, i), kBlockBytes));
@@ -126,6 +130,7 @@ void timeCopies(CUdeviceptr view, std::size_t blocks, CUdeviceptr buffer, Timing
     CHECK(cuCtxSynchronize());
     toHost.add(msSince(start));
   }
+  return buffer;
 }
 
 void clearCloseOnExec(int fd) {
@@ -185,12 +190,8 @@ int runClient(const std::vector<int>& fds, CUmemLocation host, int reportFd) {
   const double lendMs = import.meanMs() + map.meanMs() + access.meanMs();
   reportPerBlock("import+map+access", lendMs);
 
-  CUdeviceptr buffer;
-  CHECK(cuMemAlloc(&buffer, kBlockBytes));
-  CHECK(cuMemsetD8(buffer, 0, kBlockBytes));
-  CHECK(cuCtxSynchronize());
   Timing toDevice, toHost;
-  timeCopies(view, blocks, buffer, toDevice, toHost);
+  const CUdeviceptr buffer = timeCopies(view, blocks, toDevice, toHost);
   report("copy HtoD (imported view -> device)", toDevice);
   report("copy DtoH (device -> imported view)", toHost);
 
@@ -307,12 +308,8 @@ int runLender(std::size_t blocks) {
       words[w] = pattern(b, w);
     fill.add(msSince(start));
   }
-  CUdeviceptr buffer;
-  CHECK(cuMemAlloc(&buffer, kBlockBytes));
-  CHECK(cuMemsetD8(buffer, 0, kBlockBytes));
-  CHECK(cuCtxSynchronize());
   Timing toDevice, toHost;
-  timeCopies(view, blocks, buffer, toDevice, toHost);
+  const CUdeviceptr buffer = timeCopies(view, blocks, toDevice, toHost);
   report("create", create);
   report("export (POSIX fd)", exports);
   report("map", map);
