@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "ipc/host_block_lending.hpp"
+#include "ipc/host_block_protocol.hpp"
 #include "manager_fixture.hpp"
 
 namespace mqx::test {
@@ -243,6 +244,70 @@ TEST_F(HostBlockLendingTest, GivesWhatThereIsTakesBackWhatWasLentHereAndRefusesA
 
   for (auto* blocks : {&first, &second, &again})
     ipc::closeDescriptors(*blocks);
+}
+
+// Abstract socket names have no permissions, so either side may meet a
+// process of another user: the borrower refuses a lender of another uid (its
+// pages' bytes would go into that user's memory) and the lender refuses a
+// borrower of another uid (it would read what the node's pool holds). The
+// other user is nobody, in a child that only root can make.
+TEST_F(HostBlockLendingTest, NothingIsLentOrBorrowedBetweenTwoUsers) {
+  if (::getuid() != 0) GTEST_SKIP() << "needs root to run a second user (fork and setuid to nobody)";
+  constexpr uid_t kNobody = 65534;
+  const std::string foreignLender = socketName("foreign-lender");
+  const std::string ours = socketName("ours");
+  // Both children are forked before this process starts a thread.
+  Child lenderOfNobody([&](int toParent, int fromParent) {
+    if (::setgid(kNobody) != 0 || ::setuid(kNobody) != 0) return 30;
+    device::SimBackend backend(embedded::simBackendOptions(smallConfig()));
+    ipc::HostBlockLender lender(backend, {foreignLender, kBlockBytes, 4});
+    std::string error;
+    if (!ok(lender.start(&error))) return 31;
+    const char ready = 1;
+    if (::write(toParent, &ready, 1) != 1) return 32;
+    char done = 0;
+    if (!readWithin(fromParent, &done, 1, 10s)) return 33;
+    return lender.lentBlocks() == 0 ? 0 : 34;
+  });
+  Child borrowerOfNobody([&](int, int) {
+    if (::setgid(kNobody) != 0 || ::setuid(kNobody) != 0) return 40;
+    // A raw request, not HostBlockBorrower, which would refuse root's lender
+    // itself before asking.
+    const auto address = ipc::abstractAddress(ours);
+    FileDescriptor socket(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+    if (!address || !socket.valid() || ::connect(socket.get(), address->get(), address->length) != 0) return 41;
+    ipc::detail::Request request;
+    request.count = 2;
+    request.sequence = 1;
+    request.blockBytes = kBlockBytes;
+    if (::send(socket.get(), &request, sizeof request, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof request))
+      return 0; // already closed on us: refused
+    ipc::detail::Answer answer;
+    pollfd waiting{socket.get(), POLLIN, 0};
+    if (::poll(&waiting, 1, 5000) != 1) return 42; // neither answered nor closed
+    const ssize_t got = ::recv(socket.get(), &answer, sizeof answer, 0);
+    return got <= 0 ? 0 : 43; // closed (0) or reset: refused; an answer: served
+  });
+  ASSERT_TRUE(lenderOfNobody.started() && borrowerOfNobody.started());
+
+  lenderOfNobody.signal();
+  char ready = 0;
+  ASSERT_TRUE(readWithin(lenderOfNobody.fromChild(), &ready, 1, 10s)) << "nobody's lender did not start";
+  ipc::HostBlockBorrower borrower(foreignLender, 2s);
+  std::vector<ipc::BorrowedHostBlock> borrowed;
+  EXPECT_EQ(borrower.borrow(kBlockBytes, 2, &borrowed), Status::NotPermitted);
+  EXPECT_TRUE(borrowed.empty());
+  EXPECT_NE(borrower.lastError().find("uid 65534"), std::string::npos) << borrower.lastError();
+  lenderOfNobody.signal();
+  EXPECT_EQ(lenderOfNobody.exitCode(10s), 0) << "30s: nobody's lender failed; 34: it lent blocks";
+
+  ipc::HostBlockLender lender(backend(), options(ours, 4));
+  std::string error;
+  ASSERT_EQ(lender.start(&error), Status::Success) << error;
+  borrowerOfNobody.signal();
+  EXPECT_EQ(borrowerOfNobody.exitCode(10s), 0) << "41: no connection; 42: no answer; 43: nobody was served";
+  EXPECT_EQ(lender.lentBlocks(), 0u);
+  EXPECT_EQ(lender.freeBlocks(), lender.blocks());
 }
 
 TEST_F(HostBlockLendingTest, WithoutALenderTheBorrowerSaysNotSupportedAtOnce) {
