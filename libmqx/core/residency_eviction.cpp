@@ -115,13 +115,7 @@ Status ResidencyManager::evictOne(const std::vector<RegionId>& keep, std::size_t
     }
     if (pending_.empty()) return Status::NotFound;
     // Everything evictable is in use: wait for the oldest work to finish.
-    ++context_.statistics.fenceWaits;
-    trace::TraceSpan wait(context_.trace, "fence wait", "wait", trace::kCurrentThreadTrack);
-    const auto started = std::chrono::steady_clock::now();
-    const Status waited = context_.backend.waitFence(pending_.front().fence);
-    context_.statistics.fenceWaitNanoseconds += static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count());
-    MQX_TRY(waited);
+    MQX_TRY(countFenceWait(FenceWait::ToEvict, [&] { return context_.backend.waitFence(pending_.front().fence); }));
   }
 }
 

@@ -150,17 +150,14 @@ Status ResidencyManager::backAll(std::span<const PageUse> uses, const std::vecto
     // (device memory is worth it), unless it already runs from host blocks.
     if (page.hostMapped() && mapper_.mayBeReached(page, PageAccess::Remap)) {
       if (hostFallback) continue;
-      ++context_.statistics.fenceWaits;
-      ++context_.statistics.fenceWaitsToRemap;
-      trace::TraceSpan wait(context_.trace, "fence wait (remap)", "wait", trace::kCurrentThreadTrack);
-      const auto started = std::chrono::steady_clock::now();
-      Status waited = Status::Success;
-      while (ok(waited) && mapper_.mayBeReached(page, PageAccess::Remap) && !pending_.empty()) {
-        waited = context_.backend.waitFence(pending_.front().fence);
-        poll();
-      }
-      context_.statistics.fenceWaitNanoseconds += nanosecondsSince(started);
-      MQX_TRY(waited);
+      MQX_TRY(countFenceWait(FenceWait::ToRemap, [&] {
+        Status waited = Status::Success;
+        while (ok(waited) && mapper_.mayBeReached(page, PageAccess::Remap) && !pending_.empty()) {
+          waited = context_.backend.waitFence(pending_.front().fence);
+          poll();
+        }
+        return waited;
+      }));
     }
     Status status = back(*use.region, use.page, keep);
     if (hostFallback && page.hostMapped() && (status == Status::OutOfMemory || status == Status::NotReady)) continue;
@@ -253,6 +250,18 @@ Status ResidencyManager::pinUntilComplete(std::span<const PageKey> pages, Stream
   work.pages.resize(done);
   pending_.push_back(std::move(work));
   return pinned;
+}
+
+Status ResidencyManager::countFenceWait(FenceWait why, const std::function<Status()>& wait) {
+  Statistics& statistics = context_.statistics;
+  ++statistics.fenceWaits;
+  if (why == FenceWait::ToRemap) ++statistics.fenceWaitsToRemap;
+  trace::TraceSpan span(context_.trace, why == FenceWait::ToRemap ? "fence wait (remap)" : "fence wait", "wait",
+                        trace::kCurrentThreadTrack);
+  const auto started = std::chrono::steady_clock::now();
+  const Status waited = wait();
+  statistics.fenceWaitNanoseconds += nanosecondsSince(started);
+  return waited;
 }
 
 void ResidencyManager::unpin(const PendingWork& work) {

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <span>
@@ -131,6 +132,11 @@ private:
   // afterwards, in a batch).
   Status releaseDevicePage(Region& region, std::uint32_t index);
   void unpin(const PendingWork& work);
+  // Why mqx waits for in-flight work (Statistics::fenceWaits).
+  enum class FenceWait { ToEvict, ToRemap };
+  // Runs `wait` as one fence wait of kind `why`: counted, traced and timed
+  // the same way wherever mqx waits (Statistics::fenceWaitNanoseconds).
+  Status countFenceWait(FenceWait why, const std::function<Status()>& wait);
   // Calls `function` (which returns false to stop) on each page of `pages`
   // whose region still exists; returns the position it stopped at.
   template <typename Function> std::size_t forEachPage(const std::vector<PageKey>& pages, Function&& function);
