@@ -10,9 +10,12 @@
 #include <cstring>
 #include <thread>
 #include <vector>
-#define CHECK(x) do { CUresult r = (x); if (r != CUDA_SUCCESS) { const char* n; cuGetErrorName(r, &n); std::printf("%s: %s\n", #x, n); std::exit(1);} } while (0)
+#include "cuda_context.hpp"
+static void check(CUresult r, const char* call) { if (r != CUDA_SUCCESS) { const char* n; cuGetErrorName(r, &n); std::printf("%s: %s\n", call, n); std::exit(1); } }
+#define CHECK(x) check((x), #x)
 int main() {
-  CHECK(cuInit(0)); CUdevice dev; CHECK(cuDeviceGet(&dev, 0)); CUcontext ctx; CHECK(cuDevicePrimaryCtxRetain(&ctx, dev)); CHECK(cuCtxSetCurrent(ctx));
+  mqx::bench::usePrimaryContext(0, check);
+  CUcontext ctx; CHECK(cuCtxGetCurrent(&ctx)); // the workers' threads make it theirs
   const size_t bytes = 64ull << 20; const int count = 32;
   CUmemAllocationProp prop{}; prop.type = CU_MEM_ALLOCATION_TYPE_PINNED; prop.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA; prop.location.id = 0;
   auto now = [] { return std::chrono::steady_clock::now(); };

@@ -29,6 +29,8 @@
 #include <thread>
 #include <vector>
 
+#include "cuda_context.hpp"
+
 extern char** environ;
 
 namespace {
@@ -82,15 +84,7 @@ std::uint64_t* blockWords(CUdeviceptr view, std::size_t block) {
   return reinterpret_cast<std::uint64_t*>(view + block * kBlockBytes);
 }
 
-CUdevice openDevice0() {
-  CHECK(cuInit(0));
-  CUdevice device;
-  CHECK(cuDeviceGet(&device, 0));
-  CUcontext context;
-  CHECK(cuDevicePrimaryCtxRetain(&context, device));
-  CHECK(cuCtxSetCurrent(context));
-  return device;
-}
+CUdevice openDevice0() { return mqx::bench::usePrimaryContext(0, check); }
 
 // Maps each block at its offset in `view`, then opens it to device 0 and to the CPU (whose
 // location must match the allocation's: HOST_NUMA or HOST).

@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "cuda_context.hpp"
+
 namespace {
 
 constexpr std::size_t kBufferBytes = std::size_t{64} << 20;
@@ -94,12 +96,7 @@ double seconds(std::chrono::steady_clock::time_point from) {
 int main(int argc, char** argv) {
   const Options options = parse(argc, argv);
   const auto started = std::chrono::steady_clock::now();
-  CHECK(cuInit(0));
-  CUdevice device;
-  CHECK(cuDeviceGet(&device, 0));
-  CUcontext context;
-  CHECK(cuDevicePrimaryCtxRetain(&context, device));
-  CHECK(cuCtxSetCurrent(context));
+  const CUdevice device = mqx::bench::usePrimaryContext(0, check);
   CUmodule module;
   CHECK(cuModuleLoad(&module, options.kernels.c_str()));
   CUfunction fill, update, checksum;
