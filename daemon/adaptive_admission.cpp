@@ -14,7 +14,42 @@ std::uint64_t since(std::uint64_t now, std::uint64_t before) { return now > befo
 
 AdaptiveAdmission::AdaptiveAdmission(const AdaptiveOptions& options)
     : options_(options), limit_(std::clamp(options.initialLimit, 1u, std::max(1u, options.maxLimit))),
-      levels_(std::max(1u, options.maxLimit) + 2) {}
+      levels_(std::max(1u, options.maxLimit) + 2), paging_(levels_.size()), roomLimit_(std::max(1u, options.maxLimit)) {
+}
+
+std::optional<double> AdaptiveAdmission::evictionShareAt(unsigned running, double now) const {
+  if (running >= paging_.size()) return std::nullopt;
+  const Paging& level = paging_[running];
+  if (level.at < 0 || now - level.at > options_.memorySeconds) return std::nullopt;
+  // Both sums faded alike since the last update: their ratio is the share.
+  const double fade = std::exp(-(now - level.at) / options_.pagingMemorySeconds);
+  if (level.seconds * fade < options_.pagingMinimumSeconds) return std::nullopt;
+  return level.evictionSeconds / level.seconds;
+}
+
+void AdaptiveAdmission::observePaging(const AdaptiveSample& sample, double dt) {
+  const double evicting =
+      static_cast<double>(since(sample.counters.evictionNanoseconds, lastCounters_.evictionNanoseconds)) * 1e-9;
+  // The interval ran at the level this sample sees: mqxd admits right after
+  // each sample, so the queries it admitted ran through the interval (those
+  // that ended in it are the error).
+  if (dt > 0 && sample.running >= 1 && sample.running < paging_.size()) {
+    Paging& level = paging_[sample.running];
+    const double fade = level.at < 0 ? 0 : std::exp(-(sample.seconds - level.at) / options_.pagingMemorySeconds);
+    level.seconds = level.seconds * fade + dt;
+    level.evictionSeconds = level.evictionSeconds * fade + evicting;
+    level.at = sample.seconds;
+  }
+  lastCounters_ = sample.counters;
+  roomLimit_ = std::max(1u, options_.maxLimit);
+  for (unsigned n = 1; n < roomLimit_; ++n) {
+    const auto share = evictionShareAt(n, sample.seconds);
+    if (share && *share > options_.growthEvictionShare) {
+      roomLimit_ = n;
+      break;
+    }
+  }
+}
 
 std::optional<double> AdaptiveAdmission::throughputAt(unsigned n, double now) const {
   if (n >= levels_.size()) return std::nullopt;
@@ -33,11 +68,12 @@ std::optional<AdaptiveDecision> AdaptiveAdmission::observe(const AdaptiveSample&
   if (!started_) {
     started_ = true;
     windowStart_ = lastSample_ = sample.seconds;
-    startCounters_ = sample.counters;
+    startCounters_ = lastCounters_ = sample.counters;
     return std::nullopt;
   }
   const double dt = std::max(0.0, sample.seconds - lastSample_);
   lastSample_ = sample.seconds;
+  observePaging(sample, dt);
   runningSeconds_ += dt * sample.running;
   waitingSeconds_ += sample.waiting > 0 ? dt : 0.0;
   atLimitSeconds_ += sample.running >= limit_ ? dt : 0.0;

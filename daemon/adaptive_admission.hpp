@@ -34,8 +34,24 @@
 //    stays when the throughput one above is known and not higher by `gain`,
 //    and grows by one otherwise. Estimates older than `memorySeconds` are forgotten, so
 //    the next level is probed again when the workload changes.
+//
+// Between windows, every sample: room for one more (Denning's load control
+// per query rather than per window). Each sample's eviction time is counted
+// to the level that ran during it (how many queries ran), in a per-level
+// average that fades over `pagingMemorySeconds`. Admission lets no more run
+// than the first level measured to evict beyond `growthEvictionShare`: its
+// queries' working sets no longer fit, and one more only adds evictions. A
+// window is 2-6 s and the simulated device's runs are 8-16 s, so the limit
+// alone moved at most twice a run and started each one at 2 wherever FIX-1
+// or FIX-2 was best (admission-grid-sim-8d10fb1: 0 to 2 decisions a run).
+// The first level that evicts is the one to run at in every regime measured:
+// FIX-1 where one query alone evicts (the sim at 40 MiB), FIX-2 where one
+// alone does not and two do (the sim at 81 MiB), FIX-3 or FIX-2 where two do
+// not and three evict 5% of the time (the H100, b242294). The limit stays the
+// bound on top (admissionLimit()).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -62,6 +78,10 @@ struct AdaptiveOptions {
   // little about a level.
   std::uint64_t minimumLaunches = 40;
   double longestWindowSeconds = 6.0;
+  // Room for one more: each level's eviction share fades with this time
+  // constant, and counts once this much time at the level is in it.
+  double pagingMemorySeconds = 10.0;
+  double pagingMinimumSeconds = 1.0;
 };
 
 // What the memory clients of one device did, summed since mqxd started
@@ -110,6 +130,12 @@ public:
   [[nodiscard]] std::optional<AdaptiveDecision> observe(const AdaptiveSample& sample);
 
   [[nodiscard]] unsigned limit() const { return limit_; }
+  // How many queries admission lets run now: the limit, or fewer where the
+  // first level measured to evict is below it (room for one more, above).
+  [[nodiscard]] unsigned admissionLimit() const { return std::min(limit_, roomLimit_); }
+  // The eviction share measured at `running` queries (fading), if measured
+  // long enough and within memorySeconds of `now`.
+  [[nodiscard]] std::optional<double> evictionShareAt(unsigned running, double now) const;
   // The measured seconds one eviction takes on this device (a moving
   // average over the windows with evictions); 0 before the first.
   [[nodiscard]] double costPerEviction() const { return costPerEviction_; }
@@ -124,7 +150,16 @@ private:
     double throughput = 0;
     double measuredAt = -1; // seconds; < 0: never
   };
+  // Eviction time seen at one level, both sums fading by pagingMemorySeconds.
+  struct Paging {
+    double seconds = 0;         // at this level
+    double evictionSeconds = 0; // spent evicting meanwhile
+    double at = -1;             // last update; < 0: never
+  };
   AdaptiveDecision decide(double now, double window, const DeviceCounters& delta, bool workLearned);
+  // Counts the interval since the last sample to the level that ran in it,
+  // and sets roomLimit_.
+  void observePaging(const AdaptiveSample& sample, double dt);
 
   AdaptiveOptions options_;
   unsigned limit_;
@@ -132,6 +167,9 @@ private:
   unsigned congestedLimit_ = 0; // the last limit whose evictions made it halve
   double congestedAt_ = -1;     // when (seconds; < 0: never)
   std::vector<Level> levels_;   // by concurrency, 0..maxLimit+1
+  std::vector<Paging> paging_;  // by concurrency, 0..maxLimit+1
+  unsigned roomLimit_;          // the first level measured to evict (maxLimit: none)
+  DeviceCounters lastCounters_; // at the last sample
   // The open window.
   bool started_ = false;
   double windowStart_ = 0;

@@ -145,10 +145,21 @@ void NodeDaemon::observeAdmission() {
         countQueryLaunches(running_[i], queryLaunches[i]);
   }
   for (std::uint32_t device = 0; device < devices_.size(); ++device) {
+    AdaptiveAdmission& controller = adaptive_[device];
+    const unsigned before = limits_->perDevice[device];
     const auto decision =
-        adaptive_[device].observe({now, deviceCounters_[device], running[device], waiting[device], work_.learned()});
+        controller.observe({now, deviceCounters_[device], running[device], waiting[device], work_.learned()});
+    // Every sample: the room for one more moves between windows.
+    limits_->perDevice[device] = controller.admissionLimit();
+    if (!decision && controller.admissionLimit() != before)
+      log(LogLevel::Info, "mqxd: adaptive admission{}: {} at most, not {}: {}",
+          devices_.size() > 1 ? fmt::format(" on device {}", device) : std::string(), controller.admissionLimit(),
+          before,
+          controller.admissionLimit() < controller.limit()
+              ? fmt::format("{} running evicted {:.3f} of the time", controller.admissionLimit(),
+                            controller.evictionShareAt(controller.admissionLimit(), now).value_or(0))
+              : fmt::format("no level below the limit {} evicts", controller.limit()));
     if (!decision) continue;
-    limits_->perDevice[device] = decision->limit;
     log(decision->limit != decision->before ? LogLevel::Info : LogLevel::Debug,
         "mqxd: adaptive admission{}: limit {} -> {}: {} ({:.1f} running, {:.3f} queries/s, {:.0f} launches/s, {:.0f} "
         "MB/s, {:.1f} "

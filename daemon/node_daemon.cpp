@@ -154,7 +154,7 @@ NodeDaemon::NodeDaemon(const Config& config)
   instanceLock_ = lockInstance(names_);
   for (std::size_t i = 0; i < devices_.size(); ++i) {
     adaptive_.emplace_back(adaptiveOptionsOf(config));
-    limits_->perDevice[i] = adaptive_.back().limit();
+    limits_->perDevice[i] = adaptive_.back().admissionLimit();
   }
   deviceCounters_.resize(devices_.size());
   const std::vector<pid_t> previous = previousClients(); // before create() removes a crashed mqxd's segment
