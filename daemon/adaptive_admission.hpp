@@ -36,8 +36,8 @@
 //    the next level is probed again when the workload changes.
 //
 // Between windows, every sample: room for one more (Denning's load control
-// per query rather than per window). Each sample's eviction time is counted
-// to the level that ran during it (how many queries ran), in a per-level
+// per query rather than per window). Each interval's eviction time is counted
+// to the level that ran through it (how many queries ran), in a per-level
 // average that fades over `pagingMemorySeconds`. Admission lets no more run
 // than the first level measured to evict beyond `growthEvictionShare`: its
 // queries' working sets no longer fit, and one more only adds evictions. A
@@ -170,6 +170,7 @@ private:
   std::vector<Paging> paging_;  // by concurrency, 0..maxLimit+1
   unsigned roomLimit_;          // the first level measured to evict (maxLimit: none)
   DeviceCounters lastCounters_; // at the last sample
+  unsigned lastRunning_ = 0;    // at the last sample
   // The open window.
   bool started_ = false;
   double windowStart_ = 0;

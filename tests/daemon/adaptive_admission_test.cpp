@@ -366,6 +366,21 @@ TEST(AdaptiveAdmission, OneAtATimeWhileOneAloneEvictsUntilThatFades) {
   EXPECT_LT(feed.controller.evictionShareAt(1, feed.now).value_or(1), 0.01);
 }
 
+// An interval in which the number of running queries changed counts to no
+// level: the evictions of a pair of which one just ended are not one query
+// alone evicting (on the simulated device at 81 MiB they looked so, and
+// admission went to one at a time where two were best).
+TEST(AdaptiveAdmission, EvictionsOfAnIntervalInWhichAQueryEndedCountToNoLevel) {
+  Feed feed(AdaptiveOptions{});
+  feed.run(2, 0.0, 2.0);
+  feed.run(1, 2.0, 0.1); // the pair's last evictions, seen at the first sample with one running
+  feed.run(1, 0.0, 1.5);
+  EXPECT_NEAR(feed.controller.evictionShareAt(1, feed.now).value_or(-1), 0.0, 1e-9);
+  EXPECT_EQ(feed.controller.admissionLimit(), feed.controller.limit());
+  feed.run(1, 0.05, 1.5);
+  EXPECT_EQ(feed.controller.admissionLimit(), 1u) << "one alone evicting for 1.5 s is counted";
+}
+
 // The room measured at a level is forgotten after memorySeconds without a
 // sample at that level, as the limit's throughput estimates are.
 TEST(AdaptiveAdmission, ARoomMeasuredLongAgoIsForgotten) {
