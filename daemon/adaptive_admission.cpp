@@ -21,9 +21,8 @@ std::optional<double> AdaptiveAdmission::evictionShareAt(unsigned running, doubl
   if (running >= paging_.size()) return std::nullopt;
   const Paging& level = paging_[running];
   if (level.at < 0 || now - level.at > options_.memorySeconds) return std::nullopt;
+  if (level.observed < options_.pagingMinimumSeconds) return std::nullopt;
   // Both sums faded alike since the last update: their ratio is the share.
-  const double fade = std::exp(-(now - level.at) / options_.pagingMemorySeconds);
-  if (level.seconds * fade < options_.pagingMinimumSeconds) return std::nullopt;
   return level.evictionSeconds / level.seconds;
 }
 
@@ -41,9 +40,12 @@ void AdaptiveAdmission::observePaging(const AdaptiveSample& sample, double dt) {
   lastRunning_ = sample.running;
   if (steady && dt > 0 && sample.running >= 1 && sample.running < paging_.size()) {
     Paging& level = paging_[sample.running];
+    // Not seen for memorySeconds: forgotten, as the limit's estimates are.
+    if (level.at >= 0 && sample.seconds - level.at > options_.memorySeconds) level = Paging{};
     const double fade = level.at < 0 ? 0 : std::exp(-(sample.seconds - level.at) / options_.pagingMemorySeconds);
     level.seconds = level.seconds * fade + dt;
     level.evictionSeconds = level.evictionSeconds * fade + evicting;
+    level.observed += dt;
     level.at = sample.seconds;
   }
   lastCounters_ = sample.counters;

@@ -155,6 +155,11 @@ private:
     double seconds = 0;         // at this level
     double evictionSeconds = 0; // spent evicting meanwhile
     double at = -1;             // last update; < 0: never
+    // Seconds seen at this level, not faded, since it was last forgotten:
+    // whether it is measured at all. Faded time would forget a level over
+    // the idle gaps of underload (one query of 1.2 s, then 3 s of nothing,
+    // and the simulated device at 40 MiB admitted a second query again).
+    double observed = 0;
   };
   AdaptiveDecision decide(double now, double window, const DeviceCounters& delta, bool workLearned);
   // Counts the interval since the last sample to the level that ran in it,

@@ -381,6 +381,19 @@ TEST(AdaptiveAdmission, EvictionsOfAnIntervalInWhichAQueryEndedCountToNoLevel) {
   EXPECT_EQ(feed.controller.admissionLimit(), 1u) << "one alone evicting for 1.5 s is counted";
 }
 
+// In underload queries come one by one with idle time between them: one
+// query alone that evicted is remembered across those gaps (memorySeconds),
+// not forgotten because the faded time at its level fell below a second.
+TEST(AdaptiveAdmission, OneAloneEvictingIsRememberedAcrossIdleGaps) {
+  Feed feed(AdaptiveOptions{});
+  for (int query = 0; query < 5; ++query) {
+    feed.run(1, 0.05, 1.2, 0);
+    EXPECT_EQ(feed.controller.admissionLimit(), 1u) << "query " << query;
+    feed.run(0, 0.0, 3.0, 0);
+    EXPECT_EQ(feed.controller.admissionLimit(), 1u) << "after query " << query << " and 3 s idle";
+  }
+}
+
 // The room measured at a level is forgotten after memorySeconds without a
 // sample at that level, as the limit's throughput estimates are.
 TEST(AdaptiveAdmission, ARoomMeasuredLongAgoIsForgotten) {
