@@ -79,7 +79,8 @@ struct AdaptiveOptions {
   std::uint64_t minimumLaunches = 40;
   double longestWindowSeconds = 6.0;
   // Room for one more: each level's eviction share fades with this time
-  // constant, and counts once this much time at the level is in it.
+  // constant, and counts once the level was seen this long in all (it is
+  // forgotten after memorySeconds without a sample at it).
   double pagingMemorySeconds = 10.0;
   double pagingMinimumSeconds = 1.0;
 };
