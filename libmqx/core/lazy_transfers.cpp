@@ -86,7 +86,8 @@ Status LazyTransfers::copyFromHost(Region& region, const Piece& piece, const std
                                    bool* done) {
   *done = true;
   PageState& page = region.pages[piece.page];
-  const bool lazy = options_.lazyTransfer && !region.bytesStayOnDevice() && !mapper_.mayBeReached(page, PageAccess::WriteImage);
+  const bool lazy =
+      options_.lazyTransfer && !region.bytesStayOnDevice() && !mapper_.mayBeReached(page, PageAccess::WriteImage);
   if (lazy && coversPage(region, piece)) {
     // protect() records this page's reference to the source before the old
     // image (which may be the same source) lets go of its own.
@@ -115,7 +116,8 @@ Status LazyTransfers::fill(Region& region, const Piece& piece, std::uint32_t pat
                            bool* done) {
   *done = true;
   PageState& page = region.pages[piece.page];
-  const bool lazy = options_.lazyTransfer && !region.bytesStayOnDevice() && !mapper_.mayBeReached(page, PageAccess::WriteImage);
+  const bool lazy =
+      options_.lazyTransfer && !region.bytesStayOnDevice() && !mapper_.mayBeReached(page, PageAccess::WriteImage);
   if (lazy && coversPage(region, piece) && piece.bytes % elementSize == 0) {
     HostImage image = HostImage::filled(elementSize, pattern);
     if (elementSize == 1 && pattern == 0) image = HostImage::of(HostImageKind::Zero);
@@ -138,7 +140,8 @@ Status LazyTransfers::fill(Region& region, const Piece& piece, std::uint32_t pat
 Status LazyTransfers::copyImage(Region& destination, const Piece& piece, Region& source, DevicePtr sourceAddress,
                                 bool* done) {
   *done = false;
-  if (!options_.lazyTransfer || destination.bytesStayOnDevice() || source.bytesStayOnDevice() || !coversPage(destination, piece))
+  if (!options_.lazyTransfer || destination.bytesStayOnDevice() || source.bytesStayOnDevice() ||
+      !coversPage(destination, piece))
     return Status::Success;
   const std::size_t sourceOffset = sourceAddress - source.base;
   if (sourceOffset % source.pageSize != 0) return Status::Success;
