@@ -106,7 +106,18 @@ struct AdaptiveSample {
   // Whether DeviceCounters::work is in learned runs (QueryWork::learned):
   // until it is, no level is estimated and the limit only goes down.
   bool workLearned = true;
+  // The most queries whose working sets fit the device together
+  // (workingSetLimit over the running and waiting queries); 0: no bound.
+  unsigned workingSetLimit = 0;
 };
+
+// The largest n for which the n smallest of `peaks` fit `capacity` together;
+// 0 when all of them do (nothing known bounds the level). A lower bound on
+// what any n of these queries need at once: SSB's repeated scans touch their
+// whole peak every run, so n queries whose peaks cannot all be resident evict
+// whenever their peaks meet (Denning: admit no more than whose working sets
+// fit).
+[[nodiscard]] unsigned workingSetLimit(std::vector<std::uint64_t> peaks, std::uint64_t capacity);
 
 struct AdaptiveDecision {
   unsigned before = 0;
@@ -120,6 +131,9 @@ struct AdaptiveDecision {
   double meanRunning = 0;
   bool binding = false; // queries waited and the running queries reached the limit
   std::string why;
+  // Each level's eviction share as room for one more sees it ("2: 0.004 of
+  // 12.1 s"): what admissionLimit() decides from, in the decision's log line.
+  std::string levels;
 };
 
 class AdaptiveAdmission {
@@ -163,6 +177,7 @@ private:
     double observed = 0;
   };
   AdaptiveDecision decide(double now, double window, const DeviceCounters& delta, bool workLearned);
+  [[nodiscard]] std::string describeLevels(double now) const;
   // Counts the interval since the last sample to the level that ran in it,
   // and sets roomLimit_.
   void observePaging(const AdaptiveSample& sample, double dt);
@@ -170,13 +185,14 @@ private:
   AdaptiveOptions options_;
   unsigned limit_;
   double costPerEviction_ = 0;
-  unsigned congestedLimit_ = 0; // the last limit whose evictions made it halve
-  double congestedAt_ = -1;     // when (seconds; < 0: never)
-  std::vector<Level> levels_;   // by concurrency, 0..maxLimit+1
-  std::vector<Paging> paging_;  // by concurrency, 0..maxLimit+1
-  unsigned roomLimit_;          // the first level measured to evict (maxLimit: none)
-  DeviceCounters lastCounters_; // at the last sample
-  unsigned lastRunning_ = 0;    // at the last sample
+  unsigned congestedLimit_ = 0;  // the last limit whose evictions made it halve
+  double congestedAt_ = -1;      // when (seconds; < 0: never)
+  std::vector<Level> levels_;    // by concurrency, 0..maxLimit+1
+  std::vector<Paging> paging_;   // by concurrency, 0..maxLimit+1
+  unsigned roomLimit_;           // the first level measured to evict (maxLimit: none)
+  unsigned workingSetLimit_ = 0; // at the last sample (0: no bound)
+  DeviceCounters lastCounters_;  // at the last sample
+  unsigned lastRunning_ = 0;     // at the last sample
   // The open window.
   bool started_ = false;
   double windowStart_ = 0;

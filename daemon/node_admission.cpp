@@ -108,9 +108,13 @@ void NodeDaemon::observeAdmission() {
   // Sampled every liveness interval; the controllers decide once a window.
   NodeState& node = segment_->state();
   const double now = static_cast<double>(monotonicNanoseconds()) * 1e-9;
-  std::vector<unsigned> running(devices_.size()), waiting(devices_.size());
+  std::vector<unsigned> running(devices_.size()), waiting(devices_.size()), workingSets(devices_.size());
   {
     RobustLock lock = lockNode();
+    // The peak demand of each query running or waiting on a device: how many
+    // of their working sets fit it together (AdaptiveSample::workingSetLimit).
+    std::vector<std::vector<std::uint64_t>> peaks(devices_.size());
+    const auto held = heldByQuery();
     // Each device's counters: what its freed records retired plus what its
     // live ones published. A client's last counters (published as it
     // leaves) are only in the retired part; counting deltas of live records
@@ -128,8 +132,13 @@ void NodeDaemon::observeAdmission() {
       if (record.state == ClientState::Running && record.device < devices_.size()) ++running[record.device];
       if (record.state == ClientState::Waiting && record.admissionRequested != 0) {
         for (std::uint32_t device = 0; device < devices_.size(); ++device)
-          if (record.device == kAnyDevice || record.device == device) ++waiting[device];
+          if (record.device == kAnyDevice || record.device == device) {
+            ++waiting[device];
+            peaks[device].push_back(demandFor(record, i, held[i], secondsNow()).peak);
+          }
       }
+      if (record.state == ClientState::Running && record.device < devices_.size())
+        peaks[record.device].push_back(demandFor(record, i, held[i], secondsNow()).peak);
     }
     for (std::uint32_t device = 0; device < devices_.size(); ++device) {
       DeviceCounters& counters = deviceCounters_[device];
@@ -138,6 +147,8 @@ void NodeDaemon::observeAdmission() {
       counters.evictionNanoseconds = totals[device].evictionNanoseconds;
       counters.bytesMoved = totals[device].bytesToDevice + totals[device].bytesToHost;
     }
+    for (std::uint32_t device = 0; device < devices_.size(); ++device)
+      workingSets[device] = workingSetLimit(std::move(peaks[device]), node.capacityOf(device));
     // The query is the one mqxd admitted in the slot.
     for (std::uint32_t i = 0; i < kMaxClients; ++i)
       if (node.clients[i].state == ClientState::Running && running_[i].pid != 0 &&
@@ -148,7 +159,8 @@ void NodeDaemon::observeAdmission() {
     AdaptiveAdmission& controller = adaptive_[device];
     const unsigned before = limits_->perDevice[device];
     const auto decision =
-        controller.observe({now, deviceCounters_[device], running[device], waiting[device], work_.learned()});
+        controller.observe({now, deviceCounters_[device], running[device], waiting[device], work_.learned(),
+                            workingSets[device]});
     // Every sample: the room for one more moves between windows.
     limits_->perDevice[device] = controller.admissionLimit();
     if (!decision && controller.admissionLimit() != before)
@@ -163,11 +175,11 @@ void NodeDaemon::observeAdmission() {
     log(decision->limit != decision->before ? LogLevel::Info : LogLevel::Debug,
         "mqxd: adaptive admission{}: limit {} -> {}: {} ({:.1f} running, {:.3f} queries/s, {:.0f} launches/s, {:.0f} "
         "MB/s, {:.1f} "
-        "evictions/s of {:.2f} ms, eviction share {:.3f})",
+        "evictions/s of {:.2f} ms, eviction share {:.3f}; by level {})",
         devices_.size() > 1 ? fmt::format(" on device {}", device) : std::string(), decision->before, decision->limit,
         decision->why, decision->meanRunning, decision->throughput, decision->launchesPerSecond,
         decision->bytesPerSecond / 1e6, decision->evictionsPerSecond, decision->costPerEviction * 1e3,
-        decision->evictionShare);
+        decision->evictionShare, decision->levels);
     if (trace_) trace_->record(trace::counterEvent("adaptive limit", "queries", decision->limit));
   }
 }
