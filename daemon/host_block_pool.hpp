@@ -13,8 +13,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "config/config.hpp"
 #include "device/device_backend.hpp"
@@ -35,6 +37,16 @@ public:
   [[nodiscard]] const ipc::HostBlockLender& lender() const { return *lender_; }
   // One phrase for mqxd's start line.
   [[nodiscard]] std::string describe() const;
+  // The device memory the pool's CUDA context, backend and blocks took, by
+  // the node's device index (NodeDaemonOptions::heldByDaemon): on device 0
+  // its free memory by NVML before the context less cuMemGetInfo's once the
+  // blocks are made (the blocks are host memory: the rest is the context's
+  // and the backend's). Empty on the simulated device, and when it cannot be
+  // measured (no NVML: cuMemGetInfo needs the context it would measure;
+  // warned). Why: the node's budget must leave it out; on an H100 it was
+  // 520 MiB (nvidia-smi), and a PyTorch client whose budget did not leave it
+  // out ran out of device memory (docs/daemon.md, "Lent host blocks").
+  [[nodiscard]] const std::vector<std::uint64_t>& deviceBytesHeld() const { return deviceBytesHeld_; }
 
 private:
   struct Backend; // the backend and what it needs alive (the CUDA driver's entry points)
@@ -44,10 +56,13 @@ private:
   static std::unique_ptr<Backend> openBackend(const Config& config, std::string* why);
   NodeHostBlockPool(std::unique_ptr<Backend> backend, std::unique_ptr<ipc::HostBlockLender> lender,
                     std::size_t blockBytes);
+  // deviceBytesHeld_, once the blocks are made.
+  void measureDeviceBytesHeld();
 
   std::unique_ptr<Backend> backend_; // outlives the lender, whose blocks it made
   std::unique_ptr<ipc::HostBlockLender> lender_;
   std::size_t blockBytes_;
+  std::vector<std::uint64_t> deviceBytesHeld_;
 };
 
 } // namespace mqx::daemon

@@ -2,10 +2,13 @@
 // SIGTERM, SIGINT, SIGQUIT or SIGHUP (a closed terminal), then removes the
 // node's segment and queues; SIGUSR1, SIGUSR2 and SIGALRM are ignored.
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
+#include <utility>
 
 #include "common/log.hpp"
 #include "config/config.hpp"
@@ -57,10 +60,24 @@ int main(int argc, char** argv) {
     sigaction(SIGQUIT, &action, nullptr);
     for (int ignored : {SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM})
       signal(ignored, SIG_IGN);
-    mqx::daemon::NodeDaemon daemon(config);
-    // Before "ready": a client that starts then finds the pool's socket.
-    const auto hostBlocks = mqx::daemon::NodeHostBlockPool::start(config, daemon.names().hostBlockPool);
-    if (hostBlocks != nullptr) mqx::log(mqx::LogLevel::Info, "mqxd: {}", hostBlocks->describe());
+    // The pool before the node: its CUDA context takes device memory (520
+    // MiB on an H100), which the node's budget must leave out (while it did
+    // not, a PyTorch client ran out of device memory; docs/daemon.md, "Lent
+    // host blocks"). The instance's lock before the pool, so that a
+    // second mqxd refuses before it takes device memory beside the first.
+    // The pool's socket has the node's names, which need no NodeDaemon; no
+    // client registers before the segment exists, and none runs before
+    // "ready". The node goes first at exit, then the pool.
+    const mqx::ipc::IpcNames names = mqx::ipc::IpcNames::forInstance(config.daemonInstance, getuid());
+    if (!names.problem.empty()) throw std::runtime_error(names.problem);
+    mqx::daemon::NodeDaemonOptions options;
+    options.instanceLock = mqx::daemon::lockInstance(names);
+    const auto hostBlocks = mqx::daemon::NodeHostBlockPool::start(config, names.hostBlockPool);
+    if (hostBlocks != nullptr) {
+      mqx::log(mqx::LogLevel::Info, "mqxd: {}", hostBlocks->describe());
+      options.heldByDaemon = hostBlocks->deviceBytesHeld();
+    }
+    mqx::daemon::NodeDaemon daemon(config, std::move(options));
     std::printf("mqxd: ready (%s)\n", daemon.names().segment.c_str());
     std::fflush(stdout);
     daemon.run(stopRequested);

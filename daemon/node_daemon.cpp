@@ -30,33 +30,51 @@ namespace {
 using namespace mqx::ipc;
 
 // The node's devices and their budgets (docs/daemon.md, "Capacity" and
-// "Several GPUs"), with what mqxd learned of each in its log.
-std::vector<DeviceEntry> devicesOf(const Config& config) {
+// "Several GPUs"), less what mqxd itself holds on each (`held`, by index),
+// with what mqxd learned of each in its log.
+std::vector<DeviceEntry> devicesOf(const Config& config, const std::vector<std::uint64_t>& held) {
   std::size_t listed = 0;
   const std::vector<NodeDevice> devices = nodeDevices(config, [&] {
     std::string why;
     auto gpus = probeDevices(&why);
     if (gpus.empty()) log(LogLevel::Info, "mqxd: no GPU memory found ({})", why);
     listed = gpus.size();
-    for (const DeviceMemory& gpu : gpus)
-      if (gpu.usedBytes > deviceReserveBytes(gpu.totalBytes))
+    for (std::size_t i = 0; i < gpus.size(); ++i) {
+      // What mqxd holds itself is in use too, and left out of the budget below.
+      const DeviceMemory& gpu = gpus[i];
+      const std::uint64_t used = gpu.usedBytes - std::min(gpu.usedBytes, i < held.size() ? held[i] : 0);
+      if (used > deviceReserveBytes(gpu.totalBytes))
         log(LogLevel::Warn,
             "mqxd: {} MiB of the device {} are in use already, more than the {} MiB reserve: its budget may not "
             "fit (set daemon.capacity)",
-            gpu.usedBytes >> 20, gpu.identity, deviceReserveBytes(gpu.totalBytes) >> 20);
+            used >> 20, gpu.identity, deviceReserveBytes(gpu.totalBytes) >> 20);
+    }
     return gpus;
   });
   if (listed > devices.size())
     log(LogLevel::Warn, "mqxd: {} GPUs listed, the node keeps the first {} (set CUDA_VISIBLE_DEVICES)", listed,
         devices.size());
+  const std::vector<NodeDevice> budgets = lessHeldByDaemon(devices, held);
   std::vector<DeviceEntry> entries;
-  for (const NodeDevice& device : devices) {
+  for (std::size_t i = 0; i < budgets.size(); ++i) {
+    const NodeDevice& device = budgets[i];
     DeviceEntry entry;
     std::snprintf(entry.identity, sizeof entry.identity, "%s", device.identity.c_str());
     entry.capacity = device.capacity;
     entries.push_back(entry);
-    log(LogLevel::Info, "mqxd: device {} {}: budget {} MiB: {}", entries.size() - 1, device.identity,
-        device.capacity >> 20, device.origin);
+    log(LogLevel::Info, "mqxd: device {} {}: budget {} MiB: {}", i, device.identity, devices[i].capacity >> 20,
+        device.origin);
+    if (device.capacity == devices[i].capacity) continue;
+    // The host block pool's context (NodeHostBlockPool::deviceBytesHeld):
+    // 520 MiB on an H100, which a client's budget of 15 GiB on a device
+    // made 16 GiB did not leave room for (docs/daemon.md, "Lent host blocks").
+    // Under a quarter left, the budget was set for a device without mqxd's
+    // own context: said, not undone.
+    const bool small = device.capacity < devices[i].capacity / 4;
+    log(small ? LogLevel::Warn : LogLevel::Info,
+        "mqxd: device {} {}: budget {} MiB -> {} MiB: mqxd's own CUDA context (host block pool) holds {} MiB{}", i,
+        device.identity, devices[i].capacity >> 20, device.capacity >> 20, held[i] >> 20,
+        small ? ", more than 3/4 of the budget (raise daemon.capacity, or set daemon.host_block_pool = 0)" : "");
   }
   return entries;
 }
@@ -120,8 +138,16 @@ const char* kindName(MessageKind kind) {
   }
 }
 
-// The instance's lock, held for mqxd's life: of two mqxd started at the same
-// instant, one gets it and the other says who runs (was: "File exists").
+std::string historyPath(const Config& config) {
+  if (!config.demandStateFile.empty()) return config.demandStateFile;
+  const char* home = std::getenv("HOME");
+  return std::string(home != nullptr ? home : ".") + "/.mqx-demand";
+}
+
+} // namespace
+
+// Of two mqxd started at the same instant, the other says who runs (was:
+// "File exists").
 FileDescriptor lockInstance(const IpcNames& names) {
   FileDescriptor lock(::open(names.lockFile.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!lock.valid()) throw std::runtime_error(fmt::format("cannot open {}: {}", names.lockFile, std::strerror(errno)));
@@ -135,23 +161,15 @@ FileDescriptor lockInstance(const IpcNames& names) {
   return lock;
 }
 
-std::string historyPath(const Config& config) {
-  if (!config.demandStateFile.empty()) return config.demandStateFile;
-  const char* home = std::getenv("HOME");
-  return std::string(home != nullptr ? home : ".") + "/.mqx-demand";
-}
-
-} // namespace
-
-NodeDaemon::NodeDaemon(const Config& config)
-    : config_(config), names_(IpcNames::forInstance(config.daemonInstance, getuid())), devices_(devicesOf(config)),
-      limits_(std::make_shared<ConcurrencyLimits>()),
+NodeDaemon::NodeDaemon(const Config& config, NodeDaemonOptions options)
+    : config_(config), names_(IpcNames::forInstance(config.daemonInstance, getuid())),
+      devices_(devicesOf(config, options.heldByDaemon)), limits_(std::make_shared<ConcurrencyLimits>()),
       placement_(admissionPolicyOf(config, limits_), config.placement, capacitiesOf(devices_)),
       history_(historyPath(config)), undeclared_(UndeclaredOptions{config.undeclaredSettleMilliseconds / 1000.0}),
       launches_(std::chrono::milliseconds(config.launchLeaseMilliseconds), static_cast<std::uint32_t>(devices_.size())),
       rosterPath_(names_.rosterFile) {
   if (!names_.problem.empty()) throw std::runtime_error(names_.problem);
-  instanceLock_ = lockInstance(names_);
+  instanceLock_ = options.instanceLock.valid() ? std::move(options.instanceLock) : lockInstance(names_);
   for (std::size_t i = 0; i < devices_.size(); ++i) {
     adaptive_.emplace_back(adaptiveOptionsOf(config));
     limits_->perDevice[i] = adaptive_.back().admissionLimit();

@@ -42,11 +42,29 @@ struct SegmentDamaged : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The instance's lock (flock on IpcNames::lockFile), held for mqxd's life:
+// one mqxd per user and instance; of two started at the same instant, one
+// gets it. Throws std::runtime_error naming the mqxd that runs.
+FileDescriptor lockInstance(const ipc::IpcNames& names);
+
+// What mqxd hands NodeDaemon besides the configuration.
+struct NodeDaemonOptions {
+  // The instance's lock when mqxd took it first (lockInstance), else
+  // NodeDaemon takes it. mqxd takes it before its host block pool, so that
+  // a second mqxd refuses before it takes device memory beside the first.
+  FileDescriptor instanceLock;
+  // The device memory mqxd itself holds, by the node's device index (its
+  // host block pool's CUDA context: NodeHostBlockPool::deviceBytesHeld):
+  // left out of each device's budget (lessHeldByDaemon), so that the
+  // clients' budgets fit beside it.
+  std::vector<std::uint64_t> heldByDaemon;
+};
+
 class NodeDaemon {
 public:
   // Creates the segment and queue; throws std::runtime_error when another
   // mqxd of this user and instance is alive.
-  explicit NodeDaemon(const Config& config);
+  explicit NodeDaemon(const Config& config, NodeDaemonOptions options = {});
   ~NodeDaemon();
 
   // Serves until `stop` becomes true (checked at least every liveness
