@@ -710,7 +710,14 @@ void MemoryManager::memoryInfo(std::size_t* freeBytes, std::size_t* totalBytes) 
 
 Statistics MemoryManager::statistics() const {
   LockScope scope(state_->mutex);
-  return state_->stats;
+  return statisticsWithGauges();
+}
+
+Statistics MemoryManager::statisticsWithGauges() const {
+  Statistics stats = state_->stats;
+  stats.swapBytesHeld = state_->swap.reservedBytes();
+  stats.swapBytesBorrowed = state_->swap.lentBytes();
+  return stats;
 }
 
 std::optional<ManagerUsage> MemoryManager::tryUsage() const {
@@ -719,7 +726,8 @@ std::optional<ManagerUsage> MemoryManager::tryUsage() const {
   if (insideManager) return std::nullopt;
   std::unique_lock lock(state_->mutex, std::try_to_lock);
   if (!lock.owns_lock()) return std::nullopt;
-  return ManagerUsage{state_->stats, state_->swap.usedBytes(), state_->swap.reservedBytes(), state_->swap.lentBytes()};
+  return ManagerUsage{statisticsWithGauges(), state_->swap.usedBytes(), state_->swap.reservedBytes(),
+                      state_->swap.lentBytes()};
 }
 
 void MemoryManager::finishTrace() {

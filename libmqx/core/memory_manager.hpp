@@ -185,6 +185,8 @@ public:
   std::size_t residentBytes() const;
 
 private:
+  // The counters and the swap buffer's gauges; call with the lock held.
+  [[nodiscard]] Statistics statisticsWithGauges() const;
   // openShared (at 0: a range of its own) and openSharedAt.
   Status mapShared(std::span<const SharedPiece> pieces, std::size_t mappedBytes, DevicePtr at, DevicePtr* address);
 

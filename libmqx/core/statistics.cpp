@@ -32,6 +32,8 @@ std::string Statistics::toJson() const {
       {"eviction_ns", evictionNanoseconds},
       {"fence_waits_to_remap", fenceWaitsToRemap},
       {"fence_wait_ns", fenceWaitNanoseconds},
+      {"swap_bytes_held", swapBytesHeld},
+      {"swap_bytes_borrowed", swapBytesBorrowed},
   };
   return counters.dump();
 }

@@ -38,6 +38,13 @@ struct Statistics {
   // a drain's cost goes (issue 31).
   std::uint64_t fenceWaitsToRemap = 0;
   std::uint64_t fenceWaitNanoseconds = 0;
+  // Gauges, set when the statistics are read (MemoryManager::statistics):
+  // the host blocks the swap buffer holds, and of them those borrowed from
+  // mqxd's pool (docs/daemon.md, "Lent host blocks"): whether a fill ran on
+  // lent blocks shows in the exit line, which is written when a process's
+  // objects are not destroyed.
+  std::uint64_t swapBytesHeld = 0;
+  std::uint64_t swapBytesBorrowed = 0;
 
   // One line of JSON, {"bytes_to_device":N,...}: every counter, keyed in snake_case.
   std::string toJson() const;

@@ -36,12 +36,14 @@ TEST(StatisticsJson, EveryCounterParsesBackExactly) {
                                  &statistics.bytesWrittenAheadStale,
                                  &statistics.evictionNanoseconds,
                                  &statistics.fenceWaitsToRemap,
-                                 &statistics.fenceWaitNanoseconds})
+                                 &statistics.fenceWaitNanoseconds,
+                                 &statistics.swapBytesHeld,
+                                 &statistics.swapBytesBorrowed})
     *counter = value++;
   const std::string text = statistics.toJson();
   EXPECT_EQ(text.find('\n'), std::string::npos) << text;
   const nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(text);
-  ASSERT_EQ(parsed.size(), 24u) << text;
+  ASSERT_EQ(parsed.size(), 26u) << text;
   const std::pair<const char*, std::uint64_t> expected[] = {
       {"bytes_to_device", statistics.bytesToDevice},
       {"bytes_to_host", statistics.bytesToHost},
@@ -67,6 +69,8 @@ TEST(StatisticsJson, EveryCounterParsesBackExactly) {
       {"eviction_ns", statistics.evictionNanoseconds},
       {"fence_waits_to_remap", statistics.fenceWaitsToRemap},
       {"fence_wait_ns", statistics.fenceWaitNanoseconds},
+      {"swap_bytes_held", statistics.swapBytesHeld},
+      {"swap_bytes_borrowed", statistics.swapBytesBorrowed},
   };
   auto field = parsed.items().begin();
   for (const auto& [key, counter] : expected) {

@@ -91,6 +91,10 @@ TEST_F(LentHostBlocksTest, EvictedPagesMapLentBlocksAndEveryByteSurvives) {
   runBeyondTheDevice();
   EXPECT_GT(borrowed_->borrowedBytes(), 0U) << "the swap buffer took the pool's blocks";
   EXPECT_EQ(lender_->lentBlocks() * 64 * KiB, borrowed_->heldBytes());
+  // The exit line's gauges say so too (run-peers reads them).
+  const Statistics statistics = manager_->statistics();
+  EXPECT_EQ(statistics.swapBytesBorrowed, borrowed_->heldBytes());
+  EXPECT_GE(statistics.swapBytesHeld, statistics.swapBytesBorrowed);
   manager_.reset();
   hook::registerHostMemoryManager(nullptr);
   EXPECT_EQ(borrowed_->heldBytes(), 0U);
@@ -108,6 +112,8 @@ TEST_F(LentHostBlocksTest, WhatTheEmptiedPoolCannotGiveIsCreatedHere) {
   startWithPool(64 * KiB, 3);
   runBeyondTheDevice();
   EXPECT_EQ(borrowed_->borrowedBytes(), 3 * 64 * KiB) << "all three, then blocks of its own";
+  EXPECT_EQ(manager_->statistics().swapBytesBorrowed, 3 * 64 * KiB);
+  EXPECT_GT(manager_->statistics().swapBytesHeld, 3 * 64 * KiB) << "and blocks created here";
   EXPECT_EQ(lender_->freeBlocks(), 0U);
 }
 
