@@ -37,6 +37,13 @@ DevicePtr BackendConformance::reserve(std::size_t granules) {
   return base;
 }
 
+void BackendConformance::createHostBlocks(std::size_t count, std::vector<HostBlock>* blocks) {
+  const Status created = backend_->createHostBlocks(granularity_, count, blocks);
+  if (created == Status::NotSupported) GTEST_SKIP() << "the device cannot map host memory under its ranges";
+  ASSERT_EQ(created, Status::Success);
+  ASSERT_EQ(blocks->size(), count);
+}
+
 Status BackendConformance::map(DevicePtr address, std::size_t bytes) {
   const Status status = backend_->map(address, bytes);
   if (ok(status)) mappings_.emplace_back(address, bytes);
@@ -251,10 +258,8 @@ TEST_P(BackendConformance, FencesAreReachedInTheirStreamsOrder) {
 
 TEST_P(BackendConformance, HostBlocksMappedUnderADeviceRangeAreTheSameBytes) {
   std::vector<HostBlock> blocks;
-  const Status created = backend().createHostBlocks(granule(), 2, &blocks);
-  if (created == Status::NotSupported) GTEST_SKIP() << "the device cannot map host memory under its ranges";
-  ASSERT_EQ(created, Status::Success);
-  ASSERT_EQ(blocks.size(), 2u);
+  createHostBlocks(2, &blocks);
+  if (IsSkipped() || HasFatalFailure()) return;
   const DevicePtr range = reserve(2);
   const auto data = pattern(2 * granule(), 7);
   for (std::size_t i = 0; i < 2; ++i) {
@@ -282,9 +287,8 @@ TEST_P(BackendConformance, HostBlocksMappedUnderADeviceRangeAreTheSameBytes) {
 
 TEST_P(BackendConformance, AHostBlockBatchIsMappedWholeOrNotAtAll) {
   std::vector<HostBlock> blocks;
-  const Status created = backend().createHostBlocks(granule(), 2, &blocks);
-  if (created == Status::NotSupported) GTEST_SKIP() << "the device cannot map host memory under its ranges";
-  ASSERT_EQ(created, Status::Success);
+  createHostBlocks(2, &blocks);
+  if (IsSkipped() || HasFatalFailure()) return;
   const DevicePtr range = reserve(4);
   // The second lies off the granularity: refused, and the first with it.
   const HostMapping mappings[2] = {{range, blocks[0]}, {range + 2 * granule() + granule() / 2, blocks[1]}};

@@ -53,6 +53,11 @@ protected:
   // A mapping made otherwise than through map() (mapShared): unmapped at
   // the end as map()'s are.
   void track(DevicePtr address, std::size_t bytes) { mappings_.emplace_back(address, bytes); }
+  // `count` host blocks of one granule each. Skips the test where the
+  // backend cannot map host memory under its ranges, fails it where
+  // creating them failed: the caller returns when IsSkipped() or
+  // HasFatalFailure().
+  void createHostBlocks(std::size_t count, std::vector<HostBlock>* blocks);
   // Copies `bytes` at `address` to the host through the backend and waits.
   std::vector<unsigned char> read(DevicePtr address, std::size_t bytes);
   // Copies `bytes` to `address` through the backend and waits.
