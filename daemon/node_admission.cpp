@@ -115,6 +115,7 @@ void NodeDaemon::observeAdmission() {
     // of their working sets fit it together (AdaptiveSample::workingSetLimit).
     std::vector<std::vector<std::uint64_t>> peaks(devices_.size());
     const auto held = heldByQuery();
+    const double demandNow = secondsNow(); // demandFor's clock
     // Each device's counters: what its freed records retired plus what its
     // live ones published. A client's last counters (published as it
     // leaves) are only in the retired part; counting deltas of live records
@@ -129,16 +130,16 @@ void NodeDaemon::observeAdmission() {
         totals[record.device].addCounters(record.activity);
         if (record.querySlot < kMaxClients) queryLaunches[record.querySlot] += record.activity.launches;
       }
-      if (record.state == ClientState::Running && record.device < devices_.size()) ++running[record.device];
-      if (record.state == ClientState::Waiting && record.admissionRequested != 0) {
-        for (std::uint32_t device = 0; device < devices_.size(); ++device)
-          if (record.device == kAnyDevice || record.device == device) {
-            ++waiting[device];
-            peaks[device].push_back(demandFor(record, i, held[i], secondsNow()).peak);
-          }
+      const bool waits = record.state == ClientState::Waiting && record.admissionRequested != 0;
+      const bool runs = record.state == ClientState::Running && record.device < devices_.size();
+      if (!waits && !runs) continue;
+      if (runs) ++running[record.device];
+      const std::uint64_t peak = demandFor(record, i, held[i], demandNow).peak;
+      for (std::uint32_t device = 0; device < devices_.size(); ++device) {
+        if (record.device != device && !(waits && record.device == kAnyDevice)) continue;
+        if (waits) ++waiting[device];
+        peaks[device].push_back(peak);
       }
-      if (record.state == ClientState::Running && record.device < devices_.size())
-        peaks[record.device].push_back(demandFor(record, i, held[i], secondsNow()).peak);
     }
     for (std::uint32_t device = 0; device < devices_.size(); ++device) {
       DeviceCounters& counters = deviceCounters_[device];
@@ -158,9 +159,8 @@ void NodeDaemon::observeAdmission() {
   for (std::uint32_t device = 0; device < devices_.size(); ++device) {
     AdaptiveAdmission& controller = adaptive_[device];
     const unsigned before = limits_->perDevice[device];
-    const auto decision =
-        controller.observe({now, deviceCounters_[device], running[device], waiting[device], work_.learned(),
-                            workingSets[device]});
+    const auto decision = controller.observe(
+        {now, deviceCounters_[device], running[device], waiting[device], work_.learned(), workingSets[device]});
     // Every sample: the room for one more moves between windows.
     limits_->perDevice[device] = controller.admissionLimit();
     if (!decision && controller.admissionLimit() != before)
