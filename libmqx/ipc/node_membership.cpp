@@ -142,16 +142,23 @@ NodeMembership::~NodeMembership() { leave(); }
 bool NodeMembership::checkNode() {
   if (lost()) return false;
   if (const auto damage = segment_->damage()) {
-    loseNode(*damage);
+    loseNode(fmt::format("the node's segment {} is damaged ({})", names_.segment, *damage));
     return false;
   }
   return true;
 }
 
+void NodeMembership::loseNode(const NodeLockUnusable& error) {
+  if (dynamic_cast<const NodeLockHeld*>(&error) != nullptr) {
+    loseNode(std::string(error.what()));
+    return;
+  }
+  loseNode(fmt::format("the node's segment {} is damaged ({})", names_.segment, error.what()));
+}
+
 void NodeMembership::loseNode(const std::string& why) {
   if (lost_.exchange(true, std::memory_order_acq_rel)) return;
-  log(LogLevel::Error, "mqx: the node's segment {} is damaged ({}): leaving the node; this process runs alone",
-      names_.segment, why);
+  log(LogLevel::Error, "mqx: {}: leaving the node; this process runs alone", why);
   stopping_ = true; // the serving thread ends at its next pass
   if (replies_ != nullptr) replies_->removeName();
   if (evictions_ != nullptr) evictions_->removeName();
@@ -180,10 +187,12 @@ void NodeMembership::leave() {
 
 void NodeMembership::retire(const Message& notice) {
   if (slot_ == kNoSlot || !inJoiningProcess() || lost()) return;
-  {
+  try {
     RobustLock lock(node().lock);
     if (const auto held = ClientRecords(node()).leave(slot_, getpid()); held && *held != 0)
       log(LogLevel::Debug, "leaving the node with {} bytes still held; given back", *held);
+  } catch (const NodeLockUnusable& error) {
+    loseNode(error); // leave() runs from destructors and at exit: it may not throw
   }
   slot_ = kNoSlot;
   sendTo(names_.daemonQueue, notice);
@@ -210,15 +219,19 @@ void NodeMembership::publishActivity() {
     if (activitySource_) activity = activitySource_();
   }
   if (!activity) return; // busy: the next pass publishes
-  RobustLock lock(node().lock);
-  ClientRecords(node()).publishActivity(slot_, getpid(), *activity);
+  try {
+    RobustLock lock(node().lock);
+    ClientRecords(node()).publishActivity(slot_, getpid(), *activity);
+  } catch (const NodeLockUnusable& error) {
+    loseNode(error); // also called from leave(), which may not throw
+  }
 }
 
 void NodeMembership::serveEvictions() {
   try {
     serveEvictionsUntilStopped();
   } catch (const NodeLockUnusable& error) {
-    loseNode(error.what());
+    loseNode(error);
   }
 }
 
@@ -292,8 +305,12 @@ bool NodeMembership::skipStoppedHolder(pid_t pid, std::uint64_t held) {
 
 void NodeMembership::setBlocked(bool blocked) {
   if (slot_ == kNoSlot || lost()) return; // left the node: nobody waits for this record
-  RobustLock lock(node().lock);
-  ClientRecords(node()).setBlockedOnMemory(slot_, getpid(), blocked);
+  try {
+    RobustLock lock(node().lock);
+    ClientRecords(node()).setBlockedOnMemory(slot_, getpid(), blocked);
+  } catch (const NodeLockUnusable& error) {
+    loseNode(error); // requestEviction's guard clears it from a destructor
+  }
 }
 
 bool NodeMembership::mustYield() {
@@ -458,7 +475,7 @@ std::uint64_t NodeMembership::progress() {
 }
 
 std::string NodeMembership::describeNode() {
-  if (lost()) return "the node was lost (its segment is damaged): this process runs alone";
+  if (lost()) return "the node was lost (damaged, or its lock held past its bound): this process runs alone";
   struct Other {
     std::uint64_t held;
     pid_t pid;

@@ -89,9 +89,13 @@ public:
   // Checks the segment (its size by fstat, then its header) and leaves the
   // node when it is damaged; whether it is still usable.
   bool checkNode();
-  // Leaves the node because of `why` (said once): stops serving, removes
-  // this process's queues, never touches the segment again.
+  // Leaves the node because of `why` (said once, as "mqx: <why>: leaving
+  // the node; ..."): stops serving, removes this process's queues, never
+  // touches the segment again.
   void loseNode(const std::string& why);
+  // The same for a lock that failed: a held one (NodeLockHeld) says why
+  // itself, any other means a damaged segment.
+  void loseNode(const NodeLockUnusable& error);
 
   Role role() const { return role_; }
   std::uint32_t slot() const { return slot_; }

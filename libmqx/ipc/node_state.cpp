@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -115,6 +116,15 @@ bool processStopped(pid_t pid) {
   if (pid <= 0) return false;
   const char state = procState(pid);
   return state == 'T' || state == 't';
+}
+
+pid_t processOfThread(pid_t thread) {
+  if (thread <= 0) return thread;
+  std::ifstream status("/proc/" + std::to_string(thread) + "/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.starts_with("Tgid:")) return static_cast<pid_t>(std::strtol(line.c_str() + 5, nullptr, 10));
+  return thread;
 }
 
 } // namespace mqx::ipc

@@ -205,5 +205,8 @@ bool processAlive(pid_t pid);
 // tracer ('T' or 't' in /proc/<pid>/stat). A stopped process holds its
 // device memory and serves no eviction request until SIGCONT.
 bool processStopped(pid_t pid);
+// The process that thread `thread` belongs to (Tgid in /proc/<thread>/status),
+// or `thread` itself when that cannot be read.
+pid_t processOfThread(pid_t thread);
 
 } // namespace mqx::ipc

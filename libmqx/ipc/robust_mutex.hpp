@@ -21,6 +21,24 @@ struct NodeLockUnusable : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The mutex works, but its holder keeps it past LockWait's bound: it is
+// stopped (SIGSTOP, a tracer) or hung inside a critical section of a few
+// microseconds. Its what() is the whole reason, naming the holder and the
+// command that resumes it. Whoever waited leaves the node as for a damaged
+// one (docs/hardening.md, "A stopped holder" in its table of faults).
+struct NodeLockHeld : NodeLockUnusable {
+  using NodeLockUnusable::NodeLockUnusable;
+};
+
+// How long lock() waits for another holder. Every critical section on the
+// node is a few loads and stores, so a holder that keeps the lock for a
+// second while stopped, or for ten seconds at all, will not give it back
+// soon: the waiter must not hang its host program for it.
+struct LockWait {
+  std::chrono::milliseconds stoppedHolder{1000};
+  std::chrono::milliseconds anyHolder{10000};
+};
+
 class RobustMutex {
 public:
   // Placement-constructed once by the segment's creator.
@@ -31,8 +49,9 @@ public:
 
   // Returns true when the previous holder died holding it; the protected
   // state is then marked consistent again (callers keep their state valid
-  // after every single store, so there is nothing else to repair).
-  bool lock();
+  // after every single store, so there is nothing else to repair). Throws
+  // NodeLockHeld past `wait`, NodeLockUnusable when it is no mutex.
+  bool lock(const LockWait& wait = {});
   // True when taken (a dead holder's lock is taken and made consistent).
   bool tryLock();
   // Waits at most `timeout` (docs/hardening.md: a damaged segment or a
@@ -45,6 +64,9 @@ public:
   pid_t holder() const;
 
 private:
+  // pthread_mutex_timedlock's result after at most `timeout`.
+  int lockOrError(std::chrono::nanoseconds timeout);
+
   pthread_mutex_t mutex_;
 };
 

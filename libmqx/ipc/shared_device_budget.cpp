@@ -19,14 +19,15 @@ const ClientRecord* ownRecord(NodeMembership& membership) {
 }
 
 // `onNode()`, unless the node is lost (or found lost by it: its lock is no
-// mutex), then `alone()`: a damaged node is a node lost, not a query lost.
+// mutex, or its holder is stopped), then `alone()`: a damaged node is a node
+// lost, not a query lost.
 template <typename OnNode, typename Alone>
 auto onNodeOr(NodeMembership& membership, OnNode&& onNode, Alone&& alone) -> decltype(alone()) {
   if (!membership.lost()) {
     try {
       return onNode();
     } catch (const NodeLockUnusable& error) {
-      membership.loseNode(error.what());
+      membership.loseNode(error);
     }
   }
   return alone();
@@ -195,6 +196,9 @@ std::uint64_t SharedDeviceBudget::progress() {
       *membership_, [&] { return membership_->progress(); }, [] { return std::uint64_t{0}; });
 }
 
-std::string SharedDeviceBudget::describeNode() { return membership_->describeNode(); }
+std::string SharedDeviceBudget::describeNode() {
+  return onNodeOr(
+      *membership_, [&] { return membership_->describeNode(); }, [&] { return membership_->describeNode(); });
+}
 
 } // namespace mqx::ipc

@@ -5,10 +5,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstring>
+#include <string>
+#include <thread>
 
 #include "ipc/message_queue.hpp"
 #include "ipc/messages.hpp"
+#include "ipc/node_state.hpp"
 #include "ipc/shared_segment.hpp"
 
 namespace mqx::ipc {
@@ -93,6 +97,77 @@ TEST(RobustMutex, HolderKilledWhileHoldingItDoesNotHangOthers) {
   waitpid(child, nullptr, 0);
   RobustLock lock(node.lock);
   EXPECT_TRUE(lock.ownerDied());
+}
+
+// A child that takes the node's lock and keeps it: stopped by SIGSTOP when
+// `stop`, else asleep. Returns its pid once it holds the lock.
+pid_t childHoldingTheLock(NodeState& node, bool stop) {
+  const pid_t child = fork();
+  if (child == 0) {
+    node.lock.lock();
+    if (stop) raise(SIGSTOP);
+    for (;;)
+      pause();
+  }
+  while (node.lock.holder() != child)
+    usleep(1000);
+  if (stop)
+    while (!processStopped(child))
+      usleep(1000);
+  return child;
+}
+
+void endChild(pid_t child) {
+  kill(child, SIGKILL);
+  kill(child, SIGCONT);
+  waitpid(child, nullptr, 0);
+}
+
+// A holder stopped inside its critical section hung every later locker for
+// ever (tests/faults AStoppedHolderIsNamedOnce... hung CI): past the bound the
+// waiter gets the reason, with the command that resumes the holder.
+TEST(RobustMutex, AStoppedHolderIsGivenUpAfterItsBound) {
+  const auto names = IpcNames::forInstance("stopped" + std::to_string(getpid()), getuid());
+  auto segment = SharedSegment::create(names, {DeviceEntry{{'s', 'i', 'm', '-', '0'}, 1 << 20}});
+  NodeState& node = segment->state();
+  const pid_t child = childHoldingTheLock(node, true);
+  const auto start = std::chrono::steady_clock::now();
+  std::string reason;
+  try {
+    node.lock.lock(LockWait{std::chrono::milliseconds(300), std::chrono::seconds(30)});
+    ADD_FAILURE() << "took the lock of a stopped holder";
+  } catch (const NodeLockHeld& error) {
+    reason = error.what();
+  }
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(waited, std::chrono::milliseconds(300));
+  EXPECT_LT(waited, std::chrono::seconds(3)) << "waited for the stopped holder past its bound";
+  EXPECT_NE(reason.find("process " + std::to_string(child) + " is stopped holding the node's lock"), std::string::npos)
+      << reason;
+  EXPECT_NE(reason.find("kill -CONT " + std::to_string(child)), std::string::npos) << reason;
+  endChild(child);
+  RobustLock lock(node.lock); // the dead holder's lock is taken back
+  EXPECT_TRUE(lock.ownerDied());
+}
+
+// A live holder is waited for, up to the bound on any holder.
+TEST(RobustMutex, ALiveHolderIsWaitedForUpToTheBound) {
+  const auto names = IpcNames::forInstance("held" + std::to_string(getpid()), getuid());
+  auto segment = SharedSegment::create(names, {DeviceEntry{{'s', 'i', 'm', '-', '0'}, 1 << 20}});
+  NodeState& node = segment->state();
+  const pid_t child = childHoldingTheLock(node, false);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THROW(node.lock.lock(LockWait{std::chrono::milliseconds(100), std::chrono::milliseconds(400)}), NodeLockHeld);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(400))
+      << "a live holder was given up before the bound";
+  // Released within the bound (it dies), the lock is taken.
+  std::thread killer([child] {
+    usleep(200'000);
+    endChild(child);
+  });
+  EXPECT_TRUE(node.lock.lock(LockWait{std::chrono::milliseconds(100), std::chrono::seconds(20)}));
+  node.lock.unlock();
+  killer.join();
 }
 
 } // namespace

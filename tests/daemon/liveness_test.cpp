@@ -40,6 +40,35 @@ TEST_F(Liveness, ClientKilledHoldingTheLockLeavesOthersFinishing) {
   EXPECT_GE(segment_->state().deadClients, 1u);
 }
 
+// A client stopped (SIGSTOP) holding the node's lock: a joined client's
+// heartbeat blocked on it for ever, and so did its exit (tests/faults'
+// AStoppedHolderIsNamedOnce... hung CI once). Now the waiter names the
+// holder with the command that resumes it, leaves the node and finishes
+// alone, correct.
+TEST_F(Liveness, AClientStoppedHoldingTheLockIsNamedAndLeftBehind) {
+  startDaemon();
+  auto worker = client({"work-hold", "2", std::to_string(3 << 20), "3", "13", "2500"}, {}, true);
+  ASSERT_TRUE(worker->waitForLine("ready", 20s));
+  auto holder = client({"hold-lock", std::to_string(4 << 20)});
+  ASSERT_TRUE(holder->waitForLine("locked", 10s));
+  holder->signal(SIGSTOP);
+  const auto start = std::chrono::steady_clock::now();
+  const auto status = worker->wait(20s);
+  const auto took = std::chrono::steady_clock::now() - start;
+  const std::string log = worker->readRest(1s);
+  holder->signal(SIGKILL);
+  holder->signal(SIGCONT);
+  ASSERT_TRUE(status.has_value()) << "the worker hangs on the stopped holder's lock; " << log;
+  EXPECT_EQ(*status, 0) << log;
+  EXPECT_LT(took, 8s) << log;
+  const std::string pid = std::to_string(holder->pid());
+  EXPECT_NE(log.find("process " + pid + " is stopped holding the node's lock (kill -CONT " + pid +
+                     " resumes it): leaving the node; this process runs alone"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(holder->wait(5s), 128 + SIGKILL);
+}
+
 TEST_F(Liveness, ForkedChildOfAClientNeitherUsesNorFreesItsRecord) {
   startDaemon();
   auto member = ipc::NodeMembership::connect(ipc::NodeOptions{instance_}, ipc::NodeMembership::Role::Memory, "parent");
