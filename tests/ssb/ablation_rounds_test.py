@@ -19,7 +19,11 @@ with tempfile.TemporaryDirectory() as scratch:
     ablations = json.loads(out.read_text())["experiments"]["ablations"]
     assert ablations["rounds"] == 2, ablations
     assert [row["variant"] for row in ablations["variants"]] == ["Full", "NoPage"], ablations["variants"]
+    # The order they ran in is kept (the call's first run starts cold), each run naming its place.
+    assert sorted(ablations["order"]) == ["Full", "Full", "NoPage", "NoPage"], ablations["order"]
     for row in ablations["variants"]:
+        positions = [run["position"] for run in row["rounds"]]
+        assert [ablations["order"][p - 1] for p in positions] == [row["variant"]] * 2, (positions, ablations["order"])
         values = row["makespan_s_values"]
         assert len(values) == 2 and len(row["rounds"]) == 2, row
         assert row["makespan_s"] in values, row  # the median run's (of two: the larger)

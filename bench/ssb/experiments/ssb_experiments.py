@@ -583,16 +583,19 @@ def ablations(setup: Setup, queries: Sequence[str], variants: Optional[Sequence[
         return {"queries": list(queries), **budget_info, "repeat": setup.repeat, "variants": rows}
     order = random.Random(seed)
     measured: dict[str, list[dict]] = {name: [] for name in names}
+    sequence: list[str] = []  # the order they ran in: the call's first run starts cold
     for _ in range(rounds):
         for name in order.sample(names, len(names)):
-            measured[name].append(_contended(setup, queries, ABLATIONS[name], budget))
+            sequence.append(name)
+            measured[name].append({**_contended(setup, queries, ABLATIONS[name], budget), "position": len(sequence)})
     rows = []
     for name in names:
         runs = measured[name]
         median = sorted(runs, key=lambda run: run.get("makespan_s", float("inf")))[len(runs) // 2]
         makespans = [run.get("makespan_s") for run in runs]
         rows.append({"variant": name, **median, "makespan_s_values": makespans, "rounds": runs})
-    return {"queries": list(queries), **budget_info, "repeat": setup.repeat, "rounds": rounds, "variants": rows}
+    return {"queries": list(queries), **budget_info, "repeat": setup.repeat, "rounds": rounds, "order": sequence,
+            "variants": rows}
 
 
 def cdr(setup: Setup, queries: Sequence[str], rounds: int, seed: int) -> dict:
