@@ -24,6 +24,18 @@ void BudgetReservation::reset() {
   if (bytes_ != 0) budget_->release(std::exchange(bytes_, 0));
 }
 
+BudgetReservation BudgetReservation::split(std::size_t bytes) {
+  if (bytes == 0 || bytes > bytes_) return {};
+  bytes_ -= bytes;
+  return BudgetReservation(*budget_, bytes);
+}
+
+void BudgetReservation::absorb(BudgetReservation&& other) {
+  if (other.bytes_ == 0) return;
+  if (budget_ == nullptr) budget_ = other.budget_;
+  bytes_ += std::exchange(other.bytes_, 0);
+}
+
 BudgetReservation PageMapper::reserve(std::size_t bytes) {
   if (bytes == 0 || !budget_.tryAcquire(bytes)) return {};
   return BudgetReservation(budget_, bytes);

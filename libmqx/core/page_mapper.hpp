@@ -50,6 +50,11 @@ public:
 
   std::size_t bytes() const { return bytes_; }
   explicit operator bool() const { return bytes_ != 0; }
+  // `bytes` of this reservation as one of their own (empty when it holds
+  // fewer): ResidencyManager's spare page backs a page with them.
+  BudgetReservation split(std::size_t bytes);
+  // Takes `other`'s bytes into this one (both of one budget).
+  void absorb(BudgetReservation&& other);
 
 private:
   friend class PageMapper;

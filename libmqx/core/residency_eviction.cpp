@@ -88,7 +88,7 @@ std::vector<ResidencyManager::Victim> ResidencyManager::candidates(const std::ve
 }
 
 Status ResidencyManager::evictOne(const std::vector<RegionId>& keep, std::size_t bytes,
-                                  std::vector<PeerCandidate>* refused) {
+                                  std::vector<PeerCandidate>* refused, const EvictionRun& run) {
   for (;;) {
     poll();
     std::vector<EvictionCandidate> list;
@@ -97,7 +97,7 @@ Status ResidencyManager::evictOne(const std::vector<RegionId>& keep, std::size_t
     // the same policy among their published regions too (their last uses are
     // on the node clock, like ours).
     std::vector<PeerCandidate> peers;
-    peers_.collect(*refused, &peers);
+    if (run.otherProcesses) peers_.collect(*refused, &peers);
     const std::size_t local = list.size();
     for (std::size_t i = 0; i < peers.size(); ++i) {
       list.push_back(peers[i].inputs);
@@ -109,11 +109,11 @@ Status ResidencyManager::evictOne(const std::vector<RegionId>& keep, std::size_t
         if (ok(peers_.evictAt(peers[choice - local], bytes, refused))) return Status::Success;
         continue; // its owner freed nothing: choose again without it
       }
-      MQX_TRY(evict(victims[choice]));
+      MQX_TRY(evict(victims[choice], run.whileWritingBack));
       peers_.publish(*victims[choice].region);
       return Status::Success;
     }
-    if (pending_.empty()) return Status::NotFound;
+    if (pending_.empty() || !run.mayWait) return Status::NotFound;
     // Everything evictable is in use: wait for the oldest work to finish.
     MQX_TRY(countFenceWait(FenceWait::ToEvict, [&] { return context_.backend.waitFence(pending_.front().fence); }));
   }
@@ -143,6 +143,12 @@ std::size_t ResidencyManager::evictRegionNow(RegionId id) {
 }
 
 std::size_t ResidencyManager::evictBestNow() {
+  // Another process asks for memory: the spare page is given first (nothing
+  // moves).
+  if (const std::size_t spare = spare_.bytes(); spare != 0) {
+    spare_ = {};
+    return spare;
+  }
   poll();
   std::vector<EvictionCandidate> list;
   auto victims = candidates({}, &list);
@@ -154,7 +160,7 @@ std::size_t ResidencyManager::evictBestNow() {
   return size;
 }
 
-Status ResidencyManager::evict(const Victim& victim) {
+Status ResidencyManager::evict(const Victim& victim, const std::function<Status()>* whileWritingBack) {
   auto& backend = context_.backend;
   auto& stats = context_.statistics;
   Region& region = *victim.region;
@@ -211,6 +217,13 @@ Status ResidencyManager::evict(const Victim& victim) {
                                region.pageDataBytes(writeBack.index), toHost, slots_.pinned()));
     inFlight.issued(writeBack.slot);
     MQX_TRY(backend.enqueueFence(toHost, &writeBack.done));
+  }
+  // The caller's copies to the device go now, beside these on the other
+  // engine (refillSpare): after the ordering above, so the write-backs do
+  // not wait for them.
+  if (whileWritingBack != nullptr) {
+    if (!writeBacks.empty()) ++stats.evictionsBesideLoads;
+    MQX_TRY((*whileWritingBack)());
   }
   // Clean pages give their device memory back while the write-backs run,
   // and so does each dirty page as soon as its own write-back is done.

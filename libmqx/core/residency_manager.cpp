@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <utility>
 
 #include "common/log.hpp"
 #include "core/load_batch.hpp"
@@ -15,6 +16,10 @@ namespace {
 bool contains(const std::vector<RegionId>& ids, RegionId id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
 }
+
+// The spare page is kept only where a page is at most this fraction of the
+// budget (ResidencyManager::back).
+constexpr std::size_t kSparePagesPerBudget = 16;
 
 std::uint64_t nanosecondsSince(std::chrono::steady_clock::time_point start) {
   return static_cast<std::uint64_t>(
@@ -88,6 +93,7 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
   if (backed == Status::OutOfMemory && hostFallback) backed = backAll(uses, keep, &newlyBacked, true);
   MQX_TRY(backed);
   LoadBatch loads;
+  LoadSources read;
   for (const auto& use : uses) {
     PageState& page = use.region->pages[use.page];
     if (!page.backed()) { // runs from its host block
@@ -99,10 +105,20 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
       loads.add(use.region->pageAddress(use.page), page.host(), use.region->pageDataBytes(use.page));
     }
   }
-  LoadSources read;
-  const Status issued = loads.issue(context_.backend, slots_.pinned(), context_.statistics, context_.trace, read);
-  mapper_.loadsIssued(read);
-  MQX_TRY(issued);
+  Status issued = Status::Success;
+  bool loadsIssued = false;
+  const std::function<Status()> issueLoads = [&] {
+    if (std::exchange(loadsIssued, true)) return issued;
+    issued = loads.issue(context_.backend, slots_.pinned(), context_.statistics, context_.trace, read);
+    mapper_.loadsIssued(read);
+    return issued;
+  };
+  // A page that took the spare is loaded while the victim that refills the
+  // spare is written back: the two copy engines at once, where evicting
+  // first put a whole write-back before the load (bench/results/
+  // peers-matrix-trace-H100-2d123b6.json: 1.4 ms of 3.2 ms per eviction).
+  MQX_TRY(refillSpare(keep, issueLoads));
+  MQX_TRY(issueLoads());
   auto& backend = context_.backend;
   const StreamHandle toDevice = backend.transferStream(device::TransferDirection::ToDevice);
   if (!loads.empty()) {
@@ -167,6 +183,26 @@ Status ResidencyManager::backAll(std::span<const PageUse> uses, const std::vecto
   return Status::Success;
 }
 
+Status ResidencyManager::refillSpare(const std::vector<RegionId>& keep, const std::function<Status()>& issueLoads) {
+  if (spareBytes_ == 0 || spare_.bytes() >= spareBytes_) return Status::Success;
+  const std::size_t missing = spareBytes_ - spare_.bytes();
+  if (BudgetReservation more = mapper_.reserve(missing)) {
+    spare_.absorb(std::move(more));
+    return Status::Success;
+  }
+  trace::TraceSpan span(context_.trace, "refill spare page", "eviction", trace::kCurrentThreadTrack);
+  std::vector<PeerCandidate> refused;
+  // Only this process's victims: asking another one waits for its answer
+  // with the loads not yet issued.
+  const Status evicted = evictOne(keep, missing, &refused, EvictionRun{false, false, &issueLoads});
+  // Nothing evictable without waiting, or no swap slot for the victim: the
+  // operation goes on without a spare (the next back() evicts first).
+  if (evicted == Status::NotFound || evicted == Status::OutOfMemory) return Status::Success;
+  MQX_TRY(evicted);
+  if (BudgetReservation more = mapper_.reserve(missing)) spare_.absorb(std::move(more));
+  return Status::Success;
+}
+
 Status ResidencyManager::unbackUnloaded(Region& region, std::uint32_t index) {
   // Backed by the launch that yields, before any load: nothing to keep.
   MQX_TRY(mapper_.unmapFromDevice(region, index));
@@ -179,7 +215,20 @@ Status ResidencyManager::back(Region& region, std::uint32_t index, const std::ve
   const std::size_t bytes = region.pageMappedBytes(index);
   std::vector<PeerCandidate> refused; // other processes' regions whose owners freed nothing
   for (;;) {
-    if (BudgetReservation reservation = mapper_.reserve(bytes)) {
+    BudgetReservation reservation = mapper_.reserve(bytes);
+    // The budget is full: the spare page, when there is one, backs it now
+    // (makeResident refills it while this operation's loads run). What is
+    // left of it after a smaller page is given back whole for a larger one:
+    // stranded, it could fail an operation that needs the whole budget.
+    if (!reservation && spare_) {
+      if (spare_.bytes() >= bytes) {
+        reservation = spare_.split(bytes);
+      } else {
+        spare_ = {};
+        reservation = mapper_.reserve(bytes);
+      }
+    }
+    if (reservation) {
       // A page on its host block leaves it (no in-flight work reaches it:
       // backAll asked).
       const Status status = mapper_.mapToDevice(region, index, std::move(reservation));
@@ -189,6 +238,11 @@ Status ResidencyManager::back(Region& region, std::uint32_t index, const std::ve
       // allocation does (§6).
       log(LogLevel::Debug, "device map of {} bytes failed within budget; evicting and retrying", bytes);
     }
+    // From the first time the budget is full, a page is kept spare, where a
+    // page is at most a sixteenth of the budget: a larger one would cost
+    // more residency than its overlap saves.
+    if (context_.options.sparePage && bytes * kSparePagesPerBudget <= context_.budget.limit())
+      spareBytes_ = std::max(spareBytes_, bytes);
     Status evicted = evictOne(keep, bytes, &refused);
     if (evicted == Status::NotFound) {
       // Nothing of ours is evictable and no published region of another

@@ -45,6 +45,17 @@ struct ResidencyContext {
 
 // Evicting for another process (LocalVictims) is PeerEviction's to ask:
 // PeerEviction::evictForOtherProcess and waitForTurn take this manager.
+// How ResidencyManager::evictOne goes about it: whether it waits for
+// in-flight work when nothing is evictable now, whether it may ask another
+// process (and wait for its answer), and what evict() runs once
+// the victim's write-backs are enqueued, before it waits for them
+// (ResidencyManager::refillSpare).
+struct EvictionRun {
+  bool mayWait = true;
+  bool otherProcesses = true; // victims among other processes' published regions too (paper §6)
+  const std::function<Status()>* whileWritingBack = nullptr;
+};
+
 class ResidencyManager final : public LocalVictims {
 public:
   ResidencyManager(ResidencyContext context, std::unique_ptr<ReplacementPolicy> policy);
@@ -107,11 +118,19 @@ private:
   Status back(Region& region, std::uint32_t page, const std::vector<RegionId>& keep);
   Status unbackUnloaded(Region& region, std::uint32_t page);
   // Frees device memory by evicting one victim; NotFound when nothing is
-  // evictable, after waiting for in-flight work if there is any.
-  // With a node, the victim may be another process's region (paper §6):
-  // its owner is asked to evict it; those that freed nothing are added to
-  // `refused` and not chosen again.
-  Status evictOne(const std::vector<RegionId>& keep, std::size_t bytes, std::vector<PeerCandidate>* refused);
+  // evictable, after waiting for in-flight work if there is any (and
+  // `run.mayWait`). With a node, the victim may be another process's region
+  // (paper §6): its owner is asked to evict it; those that freed nothing
+  // are added to `refused` and not chosen again.
+  Status evictOne(const std::vector<RegionId>& keep, std::size_t bytes, std::vector<PeerCandidate>* refused,
+                  const EvictionRun& run = {});
+  // Tops the spare page up (ResidencyOptions::sparePage): from the budget,
+  // else by evicting a victim whose write-backs run while `issueLoads` (this
+  // operation's loads, into pages that took the spare) runs on the other copy
+  // engine. Whatever happens, `issueLoads` has run once when it returns
+  // Success. Never waits for in-flight work or another process: with
+  // nothing of its own evictable now, the next back() evicts as before.
+  Status refillSpare(const std::vector<RegionId>& keep, const std::function<Status()>& issueLoads);
   std::size_t victimBytes(const Victim& victim) const;
   void traceUsage(); // counter samples of the budget and the swap buffer (tracing on)
   // Whether the page may be evicted now: resident, and no in-flight work
@@ -120,7 +139,7 @@ private:
   // Whether in-flight work may reach a page of `region` (PageMapper::mayBeReached).
   bool mayBeReached(const Region& region);
   std::vector<Victim> candidates(const std::vector<RegionId>& keep, std::vector<EvictionCandidate>* out);
-  Status evict(const Victim& victim);
+  Status evict(const Victim& victim, const std::function<Status()>* whileWritingBack = nullptr);
   // A dirty page on its way to the swap buffer, or a clean page's new host
   // block.
   struct WriteBack {
@@ -179,6 +198,12 @@ private:
   std::vector<StreamHandle> streamsAfterLoads_;
 
   std::deque<PendingWork> pending_;
+
+  // The spare page (ResidencyOptions::sparePage): budget held for a page to
+  // take at once; spareBytes_ is 0 until the budget was first found full,
+  // then the largest page that had to wait for an eviction.
+  BudgetReservation spare_;
+  std::size_t spareBytes_ = 0;
 };
 
 } // namespace mqx

@@ -32,6 +32,7 @@ std::string Statistics::toJson() const {
       {"eviction_ns", evictionNanoseconds},
       {"fence_waits_to_remap", fenceWaitsToRemap},
       {"fence_wait_ns", fenceWaitNanoseconds},
+      {"evictions_beside_loads", evictionsBesideLoads},
       {"swap_bytes_held", swapBytesHeld},
       {"swap_bytes_borrowed", swapBytesBorrowed},
   };

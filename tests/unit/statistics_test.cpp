@@ -37,13 +37,14 @@ TEST(StatisticsJson, EveryCounterParsesBackExactly) {
                                  &statistics.evictionNanoseconds,
                                  &statistics.fenceWaitsToRemap,
                                  &statistics.fenceWaitNanoseconds,
+                                 &statistics.evictionsBesideLoads,
                                  &statistics.swapBytesHeld,
                                  &statistics.swapBytesBorrowed})
     *counter = value++;
   const std::string text = statistics.toJson();
   EXPECT_EQ(text.find('\n'), std::string::npos) << text;
   const nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(text);
-  ASSERT_EQ(parsed.size(), 26u) << text;
+  ASSERT_EQ(parsed.size(), 27u) << text;
   const std::pair<const char*, std::uint64_t> expected[] = {
       {"bytes_to_device", statistics.bytesToDevice},
       {"bytes_to_host", statistics.bytesToHost},
@@ -69,6 +70,7 @@ TEST(StatisticsJson, EveryCounterParsesBackExactly) {
       {"eviction_ns", statistics.evictionNanoseconds},
       {"fence_waits_to_remap", statistics.fenceWaitsToRemap},
       {"fence_wait_ns", statistics.fenceWaitNanoseconds},
+      {"evictions_beside_loads", statistics.evictionsBesideLoads},
       {"swap_bytes_held", statistics.swapBytesHeld},
       {"swap_bytes_borrowed", statistics.swapBytesBorrowed},
   };

@@ -1,0 +1,109 @@
+// The spare page (policy.spare_page, ResidencyManager::refillSpare): once the
+// budget is full, a page's worth of it is kept; a page that must be backed
+// takes it at once, and the victim that refills it is written back while
+// that page loads, on the other copy engine. The bytes stay right with it on
+// and off, another process asking for memory is given the spare first, and
+// pages larger than a sixteenth of the budget keep none.
+#include <gtest/gtest.h>
+
+#include "manager_fixture.hpp"
+
+namespace mqx::test {
+namespace {
+
+constexpr std::size_t KiB = 1024;
+constexpr std::size_t kPage = 64 * KiB; // a sixteenth of the 1 MiB device
+
+class SparePageTest : public ManagerTest {
+protected:
+  static Config spareConfig(bool spare, std::size_t pageSize = kPage) {
+    Config config = smallConfig();
+    config.pageSize = pageSize;
+    config.pointersInParameters = true;
+    config.sparePage = spare;
+    return config;
+  }
+  // `count` regions of `bytes`, each written by a kernel (dirty on the
+  // device), through a device that holds fewer: evictions with loads.
+  void cycleDirtyRegions(int count, std::size_t bytes) {
+    for (int i = 0; i < count; ++i) {
+      const DevicePtr address = allocate(bytes);
+      std::vector<std::uint8_t> data = pattern(bytes, static_cast<std::uint8_t>(i + 1));
+      ASSERT_EQ(manager_->copyHostToDevice(address, data.data(), bytes, 0, true), Status::Success);
+      regions_.emplace_back(address, std::move(data));
+    }
+    // Two rounds over all of them: every region is loaded back at least once.
+    for (int round = 0; round < 2; ++round)
+      for (auto& [address, data] : regions_) {
+        const auto seed = static_cast<std::uint8_t>(round * 7 + 3);
+        ASSERT_EQ(transform(address, address, data.size(), seed), Status::Success);
+        transformReference(data.data(), data.data(), data.size(), seed);
+      }
+    ASSERT_EQ(manager_->synchronizeAll(), Status::Success);
+  }
+  void expectEveryRegionIntact() {
+    for (const auto& [address, bytes] : regions_)
+      EXPECT_EQ(read(address, bytes.size()), bytes) << "region at " << address;
+  }
+
+  std::vector<std::pair<DevicePtr, std::vector<std::uint8_t>>> regions_;
+};
+
+TEST_F(SparePageTest, VictimsAreWrittenBackBesideTheLoadsAndNothingIsLost) {
+  start(spareConfig(true));
+  cycleDirtyRegions(24, kPage); // 1.5 MiB of one-page regions on the 1 MiB device
+  const Statistics statistics = manager_->statistics();
+  EXPECT_GT(statistics.evictions, 0U);
+  // Every eviction after the first one that found the budget full refills
+  // the spare while a page loads (one-page regions: each load took it).
+  EXPECT_GT(statistics.evictionsBesideLoads, 0U);
+  EXPECT_LE(statistics.evictionsBesideLoads, statistics.evictions);
+  expectEveryRegionIntact();
+}
+
+TEST_F(SparePageTest, OffEveryVictimIsWrittenBackBeforeItsLoads) {
+  start(spareConfig(false));
+  cycleDirtyRegions(24, kPage);
+  const Statistics statistics = manager_->statistics();
+  EXPECT_GT(statistics.evictions, 0U);
+  EXPECT_EQ(statistics.evictionsBesideLoads, 0U);
+  expectEveryRegionIntact();
+}
+
+TEST_F(SparePageTest, ThePageThatTakesTheSpareNeedsNoEvictionFirst) {
+  // The same work with and without a spare evicts about as often: the spare
+  // moves each eviction beside a load, it does not add one per load (one
+  // more at most, to fill it once).
+  start(spareConfig(false));
+  cycleDirtyRegions(24, kPage);
+  const std::uint64_t without = manager_->statistics().evictions;
+  regions_.clear();
+  start(spareConfig(true));
+  cycleDirtyRegions(24, kPage);
+  const std::uint64_t with = manager_->statistics().evictions;
+  EXPECT_LE(with, without + without / 16 + 1) << "without " << without;
+  expectEveryRegionIntact();
+}
+
+TEST_F(SparePageTest, AnotherProcessAskingForMemoryIsGivenTheSpareFirst) {
+  start(spareConfig(true));
+  cycleDirtyRegions(24, kPage);
+  const Statistics before = manager_->statistics();
+  ASSERT_GT(before.evictionsBesideLoads, 0U) << "no spare was kept";
+  // The spare is budget held and unused: handing it over moves nothing.
+  EXPECT_EQ(manager_->evictForOtherProcess(kPage, std::chrono::milliseconds(100)), kPage);
+  EXPECT_EQ(manager_->statistics().evictions, before.evictions);
+  expectEveryRegionIntact();
+}
+
+TEST_F(SparePageTest, PagesLargerThanASixteenthOfTheBudgetKeepNoSpare) {
+  start(spareConfig(true, 128 * KiB)); // an eighth of the device
+  cycleDirtyRegions(12, 128 * KiB);
+  const Statistics statistics = manager_->statistics();
+  EXPECT_GT(statistics.evictions, 0U);
+  EXPECT_EQ(statistics.evictionsBesideLoads, 0U);
+  expectEveryRegionIntact();
+}
+
+} // namespace
+} // namespace mqx::test
