@@ -358,7 +358,7 @@ const std::map<std::string, KeyHandler>& keyTable() {
       {"policy.random_seed", integerKey(&Config::randomSeed, 0, std::numeric_limits<std::uint64_t>::max())},
       {"policy.write_back_ahead", doubleKey(&Config::writeBackAhead, 0.0, 0.5)},
       {"policy.write_back_ahead_quiet_operations", integerKey(&Config::writeBackAheadQuietOperations, 0, 1'000'000)},
-      {"policy.spare_page", boolKey(&Config::sparePage)},
+      {"policy.spare_pages", integerKey(&Config::sparePages, 0, 16)},
       {"optimizations.lazy_transfer", boolKey(&Config::lazyTransfer)},
       {"optimizations.copy_on_write", boolKey(&Config::copyOnWrite)},
       {"optimizations.cow_min_bytes", sizeKey(&Config::cowMinBytes, 0, std::size_t{1} << 40)},

@@ -32,7 +32,7 @@ struct Config {
   std::uint64_t randomSeed = 0;
   double writeBackAhead = 0.02;
   std::uint32_t writeBackAheadQuietOperations = 64;
-  bool sparePage = true;
+  std::uint32_t sparePages = 1;
   // [optimizations]
   bool lazyTransfer = true;
   bool copyOnWrite = true;

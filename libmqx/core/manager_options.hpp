@@ -38,11 +38,11 @@ struct ResidencyOptions {
   // anything is written ahead again: such a launch voids every write ahead
   // in flight (residency_write_ahead.cpp).
   std::uint32_t writeBackAheadQuietOperations = 64;
-  // policy.spare_page: once the budget is full, a page's worth of it is kept
-  // spare; a page that must be backed takes it at once, and the victim that
-  // refills it is written back while the page loads, on the other copy
-  // engine, instead of before (ResidencyManager::refillSpare).
-  bool sparePage = true;
+  // policy.spare_pages: once the budget is full, this many pages of it are
+  // kept spare (0: none); a page that must be backed takes one at once, and
+  // the victims that refill them are written back while the page loads, on
+  // the other copy engine, instead of before (ResidencyManager::refillSpare).
+  unsigned sparePages = 1;
 };
 
 // The process's trace (trace.*): Chrome trace-event JSON.

@@ -17,9 +17,9 @@ bool contains(const std::vector<RegionId>& ids, RegionId id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
 }
 
-// The spare page is kept only where a page is at most this fraction of the
+// The spare pages are kept only where they are at most this fraction of the
 // budget (ResidencyManager::back).
-constexpr std::size_t kSparePagesPerBudget = 16;
+constexpr std::size_t kBudgetPerSpare = 16;
 
 std::uint64_t nanosecondsSince(std::chrono::steady_clock::time_point start) {
   return static_cast<std::uint64_t>(
@@ -185,21 +185,32 @@ Status ResidencyManager::backAll(std::span<const PageUse> uses, const std::vecto
 
 Status ResidencyManager::refillSpare(const std::vector<RegionId>& keep, const std::function<Status()>& issueLoads) {
   if (spareBytes_ == 0 || spare_.bytes() >= spareBytes_) return Status::Success;
-  const std::size_t missing = spareBytes_ - spare_.bytes();
-  if (BudgetReservation more = mapper_.reserve(missing)) {
-    spare_.absorb(std::move(more));
-    return Status::Success;
-  }
+  const std::size_t page = spareBytes_ / std::max(1u, context_.options.sparePages);
+  // What the budget has free, a page at a time; then what is short of a page.
+  const auto takeFree = [&] {
+    while (spare_.bytes() < spareBytes_) {
+      BudgetReservation more = mapper_.reserve(std::min(page, spareBytes_ - spare_.bytes()));
+      if (!more) return;
+      spare_.absorb(std::move(more));
+    }
+  };
+  takeFree();
+  if (spareBytes_ - spare_.bytes() < page) return Status::Success; // a page short at most: not worth a victim
   trace::TraceSpan span(context_.trace, "refill spare page", "eviction", trace::kCurrentThreadTrack);
   std::vector<PeerCandidate> refused;
-  // Only this process's victims: asking another one waits for its answer
-  // with the loads not yet issued.
-  const Status evicted = evictOne(keep, missing, &refused, EvictionRun{false, false, &issueLoads});
-  // Nothing evictable without waiting, or no swap slot for the victim: the
-  // operation goes on without a spare (the next back() evicts first).
-  if (evicted == Status::NotFound || evicted == Status::OutOfMemory) return Status::Success;
-  MQX_TRY(evicted);
-  if (BudgetReservation more = mapper_.reserve(missing)) spare_.absorb(std::move(more));
+  // A victim at a time, each written back while the loads run (the first
+  // eviction issues them), at most one per spare page and one more (a
+  // victim may free less than a page).
+  for (unsigned victim = 0; victim <= context_.options.sparePages && spareBytes_ - spare_.bytes() >= page; ++victim) {
+    // Only this process's victims: asking another one waits for its answer
+    // with the loads not yet issued.
+    const Status evicted = evictOne(keep, page, &refused, EvictionRun{false, false, &issueLoads});
+    // Nothing evictable without waiting, or no swap slot for the victim:
+    // the operation goes on with less spare (the next back() evicts first).
+    if (evicted == Status::NotFound || evicted == Status::OutOfMemory) return Status::Success;
+    MQX_TRY(evicted);
+    takeFree();
+  }
   return Status::Success;
 }
 
@@ -238,11 +249,11 @@ Status ResidencyManager::back(Region& region, std::uint32_t index, const std::ve
       // allocation does (§6).
       log(LogLevel::Debug, "device map of {} bytes failed within budget; evicting and retrying", bytes);
     }
-    // From the first time the budget is full, a page is kept spare, where a
-    // page is at most a sixteenth of the budget: a larger one would cost
-    // more residency than its overlap saves.
-    if (context_.options.sparePage && bytes * kSparePagesPerBudget <= context_.budget.limit())
-      spareBytes_ = std::max(spareBytes_, bytes);
+    // From the first time the budget is full, pages are kept spare, where
+    // they are at most a sixteenth of the budget: more would cost more
+    // residency than their overlap saves.
+    const std::size_t spare = bytes * context_.options.sparePages;
+    if (spare * kBudgetPerSpare <= context_.budget.limit()) spareBytes_ = std::max(spareBytes_, spare);
     Status evicted = evictOne(keep, bytes, &refused);
     if (evicted == Status::NotFound) {
       // Nothing of ours is evictable and no published region of another

@@ -124,7 +124,7 @@ private:
   // are added to `refused` and not chosen again.
   Status evictOne(const std::vector<RegionId>& keep, std::size_t bytes, std::vector<PeerCandidate>* refused,
                   const EvictionRun& run = {});
-  // Tops the spare page up (ResidencyOptions::sparePage): from the budget,
+  // Tops the spare page up (ResidencyOptions::sparePages): from the budget,
   // else by evicting a victim whose write-backs run while `issueLoads` (this
   // operation's loads, into pages that took the spare) runs on the other copy
   // engine. Whatever happens, `issueLoads` has run once when it returns
@@ -199,7 +199,7 @@ private:
 
   std::deque<PendingWork> pending_;
 
-  // The spare page (ResidencyOptions::sparePage): budget held for a page to
+  // The spare page (ResidencyOptions::sparePages): budget held for a page to
   // take at once; spareBytes_ is 0 until the budget was first found full,
   // then the largest page that had to wait for an eviction.
   BudgetReservation spare_;

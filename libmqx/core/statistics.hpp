@@ -39,7 +39,7 @@ struct Statistics {
   std::uint64_t fenceWaitsToRemap = 0;
   std::uint64_t fenceWaitNanoseconds = 0;
   // Evictions that refilled the spare page with their write-backs running
-  // beside the loads of the page that took it (policy.spare_page).
+  // beside the loads of the page that took it (policy.spare_pages).
   std::uint64_t evictionsBesideLoads = 0;
   // Gauges, set when the statistics are read (MemoryManager::statistics):
   // the host blocks the swap buffer holds, and of them those borrowed from

@@ -21,7 +21,7 @@ ManagerOptions managerOptions(const Config& config) {
   options.residency.evictionTimeoutMilliseconds = config.evictionTimeoutMilliseconds;
   options.residency.writeBackAheadFraction = config.writeBackAhead;
   options.residency.writeBackAheadQuietOperations = config.writeBackAheadQuietOperations;
-  options.residency.sparePage = config.sparePage;
+  options.residency.sparePages = config.sparePages;
   options.policy.replacement = config.replacement;
   options.policy.latencyFactor = config.latencyFactor;
   options.policy.randomSeed = config.randomSeed;

@@ -88,6 +88,8 @@ TEST(Config, BadInputNamesTheKeyOnOneLine) {
         Case{"[policy]\nwrite_back_ahead = 0.75", "policy.write_back_ahead"},
         Case{"[policy]\nwrite_back_ahead = -0.1", "policy.write_back_ahead"},
         Case{"[policy]\nwrite_back_ahead_quiet_operations = -1", "policy.write_back_ahead_quiet_operations"},
+        Case{"[policy]\nspare_pages = 17", "policy.spare_pages"},
+        Case{"[policy]\nspare_pages = true", "policy.spare_pages"},
         Case{"[memory]\npage_size = \"3MiB\"", "memory.page_size"},
         Case{"[memory]\npage_size = \"lots\"", "memory.page_size"},
         Case{"[memory]\npage_size = -4", "memory.page_size"},
@@ -205,6 +207,7 @@ latency_factor = 0.25
 random_seed = 7
 write_back_ahead = 0.1
 write_back_ahead_quiet_operations = 5
+spare_pages = 2
 [optimizations]
 reference_detection = "scan"
 [daemon]
@@ -225,6 +228,8 @@ level = "debug"
   EXPECT_EQ(embedded::managerOptions(config).residency.writeBackAheadFraction, 0.1);
   EXPECT_EQ(values.at("policy.write_back_ahead_quiet_operations"), ConfigValue{std::uint64_t{5}});
   EXPECT_EQ(embedded::managerOptions(config).residency.writeBackAheadQuietOperations, 5U);
+  EXPECT_EQ(values.at("policy.spare_pages"), ConfigValue{std::uint64_t{2}});
+  EXPECT_EQ(embedded::managerOptions(config).residency.sparePages, 2U);
   EXPECT_EQ(values.at("daemon.mps"), ConfigValue{std::string("detect")});
   const std::vector<std::string> kernels = {"a", "b"};
   EXPECT_EQ(values.at("kernelopt.resizable_kernels"), ConfigValue{kernels});

@@ -644,7 +644,7 @@ const std::vector<Variant>& ablations() {
        },
        StreamOrder::Dependencies},
       // Pages of a sixteenth of the budget, so that a spare page is kept
-      // (policy.spare_page), on a device whose copies take their time: the
+      // (policy.spare_pages), on a device whose copies take their time: the
       // victim that refills it is written back while the loads of the page
       // that took it run. With launches that name their pointers, and with
       // launches that may reach every page.

@@ -230,7 +230,7 @@ TEST_F(ManagerTest, ParameterScanFindsInteriorAndStructPointers) {
 TEST_F(ManagerTest, PageGranularEvictionEvictsOnlyWhatIsNeeded) {
   Config config = smallConfig();
   config.evictionGranularity = EvictionGranularity::Page;
-  config.sparePage = false; // exactly what is needed: the spare page's one more is spare_page_test.cpp's
+  config.sparePages = 0; // exactly what is needed: the spare page's one more is spare_page_test.cpp's
   TearDown();
   start(config);
   DevicePtr big = allocate(768 * KiB);

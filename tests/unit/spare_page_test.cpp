@@ -1,4 +1,4 @@
-// The spare page (policy.spare_page, ResidencyManager::refillSpare): once the
+// The spare page (policy.spare_pages, ResidencyManager::refillSpare): once the
 // budget is full, a page's worth of it is kept; a page that must be backed
 // takes it at once, and the victim that refills it is written back while
 // that page loads, on the other copy engine. The bytes stay right with it on
@@ -16,11 +16,11 @@ constexpr std::size_t kPage = 64 * KiB; // a sixteenth of the 1 MiB device
 
 class SparePageTest : public ManagerTest {
 protected:
-  static Config spareConfig(bool spare, std::size_t pageSize = kPage) {
+  static Config spareConfig(unsigned sparePages, std::size_t pageSize = kPage) {
     Config config = smallConfig();
     config.pageSize = pageSize;
     config.pointersInParameters = true;
-    config.sparePage = spare;
+    config.sparePages = sparePages;
     return config;
   }
   // `count` regions of `bytes`, each written by a kernel (dirty on the
@@ -50,7 +50,7 @@ protected:
 };
 
 TEST_F(SparePageTest, VictimsAreWrittenBackBesideTheLoadsAndNothingIsLost) {
-  start(spareConfig(true));
+  start(spareConfig(1));
   cycleDirtyRegions(24, kPage); // 1.5 MiB of one-page regions on the 1 MiB device
   const Statistics statistics = manager_->statistics();
   EXPECT_GT(statistics.evictions, 0U);
@@ -62,7 +62,7 @@ TEST_F(SparePageTest, VictimsAreWrittenBackBesideTheLoadsAndNothingIsLost) {
 }
 
 TEST_F(SparePageTest, OffEveryVictimIsWrittenBackBeforeItsLoads) {
-  start(spareConfig(false));
+  start(spareConfig(0));
   cycleDirtyRegions(24, kPage);
   const Statistics statistics = manager_->statistics();
   EXPECT_GT(statistics.evictions, 0U);
@@ -74,11 +74,11 @@ TEST_F(SparePageTest, ThePageThatTakesTheSpareNeedsNoEvictionFirst) {
   // The same work with and without a spare evicts about as often: the spare
   // moves each eviction beside a load, it does not add one per load (one
   // more at most, to fill it once).
-  start(spareConfig(false));
+  start(spareConfig(0));
   cycleDirtyRegions(24, kPage);
   const std::uint64_t without = manager_->statistics().evictions;
   regions_.clear();
-  start(spareConfig(true));
+  start(spareConfig(1));
   cycleDirtyRegions(24, kPage);
   const std::uint64_t with = manager_->statistics().evictions;
   EXPECT_LE(with, without + without / 16 + 1) << "without " << without;
@@ -86,7 +86,7 @@ TEST_F(SparePageTest, ThePageThatTakesTheSpareNeedsNoEvictionFirst) {
 }
 
 TEST_F(SparePageTest, AnotherProcessAskingForMemoryIsGivenTheSpareFirst) {
-  start(spareConfig(true));
+  start(spareConfig(1));
   cycleDirtyRegions(24, kPage);
   const Statistics before = manager_->statistics();
   ASSERT_GT(before.evictionsBesideLoads, 0U) << "no spare was kept";
@@ -96,8 +96,40 @@ TEST_F(SparePageTest, AnotherProcessAskingForMemoryIsGivenTheSpareFirst) {
   expectEveryRegionIntact();
 }
 
+// Two spare pages on a 2 MiB device (2 x 64 KiB is its sixteenth), regions
+// of two pages, page victims: an operation that misses both backs both from
+// the spare, and the victims that refill them are written back beside their
+// loads. With one spare page the second page waited for an eviction first.
+// Nothing is written ahead, so that every victim has something to write back.
+TEST_F(SparePageTest, TwoSparePagesServeAnOperationThatMissesTwo) {
+  const auto run = [&](unsigned sparePages) {
+    Config config = spareConfig(sparePages);
+    config.simCapacity = 2048 * KiB;
+    config.writeBackAhead = 0;
+    config.evictionGranularity = EvictionGranularity::Page; // a victim frees one page, not its region's two
+    regions_.clear();
+    start(config);
+    cycleDirtyRegions(40, 2 * kPage);
+    expectEveryRegionIntact();
+    return manager_->statistics();
+  };
+  const Statistics one = run(1);
+  const Statistics two = run(2);
+  EXPECT_GT(two.evictionsBesideLoads, two.evictions / 2) << two.toJson();
+  EXPECT_GT(two.evictionsBesideLoads, one.evictionsBesideLoads) << one.toJson() << "\n" << two.toJson();
+}
+
+// Two spare pages where two are more than a sixteenth of the budget (the
+// 1 MiB device): none is kept.
+TEST_F(SparePageTest, SparePagesMoreThanASixteenthOfTheBudgetAreNotKept) {
+  start(spareConfig(2));
+  cycleDirtyRegions(24, kPage);
+  EXPECT_EQ(manager_->statistics().evictionsBesideLoads, 0U);
+  expectEveryRegionIntact();
+}
+
 TEST_F(SparePageTest, PagesLargerThanASixteenthOfTheBudgetKeepNoSpare) {
-  start(spareConfig(true, 128 * KiB)); // an eighth of the device
+  start(spareConfig(1, 128 * KiB)); // an eighth of the device
   cycleDirtyRegions(12, 128 * KiB);
   const Statistics statistics = manager_->statistics();
   EXPECT_GT(statistics.evictions, 0U);

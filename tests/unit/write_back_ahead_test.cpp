@@ -21,8 +21,8 @@ protected:
     config.writeBackAhead = fraction;
     config.pointersInParameters = true;
     // These count each write-back: the spare page's one more eviction
-    // (policy.spare_page) is spare_page_test.cpp's to count.
-    config.sparePage = false;
+    // (policy.spare_pages) is spare_page_test.cpp's to count.
+    config.sparePages = 0;
     return config;
   }
   // A new region whose bytes a kernel wrote: dirty on the device.
