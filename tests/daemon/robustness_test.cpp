@@ -406,6 +406,12 @@ TEST_F(Robustness, SigtermStopsMqxdWhileAStoppedClientHoldsTheNodeLock) {
   daemon_.reset();
   EXPECT_EQ(ipc::SharedSegment::open(names()), nullptr);
   locker->signal(SIGKILL);
+  EXPECT_EQ(locker->wait(5s), 128 + SIGKILL);
+  // mqxd is gone, so nobody removes the killed client's queues: each run
+  // left two behind, and a machine that ran the tests often ran out of the
+  // system's 256 (ssb_soak failed with "No space left on device").
+  for (const std::string& queue : {names().evictQueue(locker->pid()), names().replyQueue(locker->pid())})
+    EXPECT_EQ(mq_unlink(queue.c_str()), 0) << queue;
 }
 
 // --- 6. Invalid messages: at most one log line a second --------------------------
