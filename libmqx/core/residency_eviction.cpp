@@ -93,12 +93,16 @@ Status ResidencyManager::evictOne(const std::vector<RegionId>& keep, std::size_t
     poll();
     std::vector<EvictionCandidate> list;
     auto victims = candidates(keep, &list);
+    if (run.largestVictim != 0)
+      std::erase_if(list, [&](const EvictionCandidate& candidate) {
+        return victimBytes(victims[candidate.id]) > run.largestVictim;
+      });
     // Paper §6: with other processes on the node, the victim is chosen by
     // the same policy among their published regions too (their last uses are
     // on the node clock, like ours).
     std::vector<PeerCandidate> peers;
     if (run.otherProcesses) peers_.collect(*refused, &peers);
-    const std::size_t local = list.size();
+    const std::size_t local = victims.size(); // local ids are below it, even where some were left out above
     for (std::size_t i = 0; i < peers.size(); ++i) {
       list.push_back(peers[i].inputs);
       list.back().id = local + i;

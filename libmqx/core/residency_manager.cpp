@@ -204,7 +204,10 @@ Status ResidencyManager::refillSpare(const std::vector<RegionId>& keep, const st
   for (unsigned victim = 0; victim <= context_.options.sparePages && spareBytes_ - spare_.bytes() >= page; ++victim) {
     // Only this process's victims: asking another one waits for its answer
     // with the loads not yet issued.
-    const Status evicted = evictOne(keep, page, &refused, EvictionRun{false, false, &issueLoads});
+    // And only victims of at most a page: with region victims, refilling a
+    // page by evicting a whole large region evicted ahead of need (on the
+    // simulated device's SSB grid FIX-2 evicted 20% more; admission_smoke).
+    const Status evicted = evictOne(keep, page, &refused, EvictionRun{false, false, page, &issueLoads});
     // Nothing evictable without waiting, or no swap slot for the victim:
     // the operation goes on with less spare (the next back() evicts first).
     if (evicted == Status::NotFound || evicted == Status::OutOfMemory) return Status::Success;

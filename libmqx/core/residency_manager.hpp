@@ -52,7 +52,8 @@ struct ResidencyContext {
 // (ResidencyManager::refillSpare).
 struct EvictionRun {
   bool mayWait = true;
-  bool otherProcesses = true; // victims among other processes' published regions too (paper §6)
+  bool otherProcesses = true;    // victims among other processes' published regions too (paper §6)
+  std::size_t largestVictim = 0; // victims of at most these bytes (0: any)
   const std::function<Status()>* whileWritingBack = nullptr;
 };
 
