@@ -107,7 +107,7 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
   }
   Status issued = Status::Success;
   bool loadsIssued = false;
-  const std::function<Status()> issueLoads = [&] {
+  const auto issueLoads = [&] {
     if (std::exchange(loadsIssued, true)) return issued;
     issued = loads.issue(context_.backend, slots_.pinned(), context_.statistics, context_.trace, read);
     mapper_.loadsIssued(read);
@@ -117,7 +117,8 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
   // spare is written back: the two copy engines at once, where evicting
   // first put a whole write-back before the load (bench/results/
   // peers-matrix-trace-H100-2d123b6.json: 1.4 ms of 3.2 ms per eviction).
-  MQX_TRY(refillSpare(keep, issueLoads));
+  // The std::function only when the spare is short: not on every load.
+  if (spareBytes_ != 0 && spare_.bytes() < spareBytes_) MQX_TRY(refillSpare(keep, std::function<Status()>(issueLoads)));
   MQX_TRY(issueLoads());
   auto& backend = context_.backend;
   const StreamHandle toDevice = backend.transferStream(device::TransferDirection::ToDevice);
