@@ -332,6 +332,26 @@ struct Feed {
   }
 };
 
+// A window that ran partly above the limit (a probe's queries still
+// leaving) evicts beyond the share, but the limit's own level, measured
+// alone, does not: the limit stays. On the H100 (c6b8e82, seed 8) such a
+// window at 2.2 running halved 2 -> 1 while 2 alone evicted 0.022 of the
+// time, and the rest of the run was FIX-1's.
+TEST(AdaptiveAdmission, EvictionsOfTheLevelAboveDoNotLowerTheLimitBelowALevelThatFits) {
+  AdaptiveOptions options;
+  options.initialLimit = 3;
+  Feed feed(options);
+  feed.run(3, 0.3, 2.0);
+  ASSERT_EQ(feed.controller.limit(), 2u) << "3 evicted 0.3 of the time";
+  feed.run(3, 0.5, 0.4); // the probe's third query still running
+  feed.run(2, 0.02, 1.6);
+  EXPECT_NEAR(feed.controller.evictionShareAt(2, feed.now).value_or(-1), 0.02, 0.005);
+  EXPECT_EQ(feed.controller.limit(), 2u) << "2 alone evicts 0.02: the window's 0.116 at 2.2 running is 3's";
+  // Where the limit's own level thrashes, it still halves.
+  feed.run(2, 0.3, 2.0);
+  EXPECT_EQ(feed.controller.limit(), 1u);
+}
+
 // Room for one more, between windows: once the device evicted with two
 // running, a third is not admitted although the limit is 3 (on the simulated
 // device at 81 MiB FIX-2 was the best policy and FIX-3 evicted twice as

@@ -528,12 +528,18 @@ def open_system(
         commands = [setup.command(q, plan=plans[q]) for q in queries]
         for at_rate in rates or [rate]:
             for at_seed in seeds or [seed]:
+                # The policies run in a shuffled order (seeded by the configuration), so that drift over
+                # the call (a host that slows, a cold first run) spreads over them: at 8c361b6 the
+                # default always ran last. Rows stay in the chosen order; `order` is the order run in.
+                shuffled = random.Random(f"open-{at_rate}-{at_seed}").sample(chosen, len(chosen))
                 rows = []
-                for label, admission, fix_n in chosen:
-                    rows.append(open_run(setup, commands, label, admission, fix_n, at_rate, count, at_seed, capacity))
+                for position, (label, admission, fix_n) in enumerate(shuffled, start=1):
+                    row = open_run(setup, commands, label, admission, fix_n, at_rate, count, at_seed, capacity)
+                    rows.append({**row, "position": position})
                     if progress:
                         progress({**common, "partial": True, "configurations": configurations + [configuration(at_rate, at_seed, rows)]})
-                configurations.append(configuration(at_rate, at_seed, rows))
+                rows.sort(key=lambda row: [entry[0] for entry in chosen].index(row["policy"]))
+                configurations.append({**configuration(at_rate, at_seed, rows), "order": [entry[0] for entry in shuffled]})
     if len(configurations) == 1:
         return {**common, **configurations[0]}
     return {**common, "configurations": configurations}
