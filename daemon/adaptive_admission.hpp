@@ -185,7 +185,7 @@ private:
   AdaptiveOptions options_;
   unsigned limit_;
   double costPerEviction_ = 0;
-  unsigned congestedLimit_ = 0;  // the last limit whose evictions made it halve
+  unsigned congestedLimit_ = 0;  // the last limit that evicted too much, or evicted and did not pay
   double congestedAt_ = -1;      // when (seconds; < 0: never)
   std::vector<Level> levels_;    // by concurrency, 0..maxLimit+1
   std::vector<Paging> paging_;   // by concurrency, 0..maxLimit+1
