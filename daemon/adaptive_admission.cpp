@@ -59,40 +59,15 @@ void AdaptiveAdmission::observePaging(const AdaptiveSample& sample, double dt) {
     level.at = sample.seconds;
   }
   lastCounters_ = sample.counters;
-  // How much of the recent time queries waited, fading as the levels do.
-  if (dt > 0) {
-    const double fade = std::exp(-dt / options_.pagingMemorySeconds);
-    recentSeconds_ = recentSeconds_ * fade + dt;
-    recentWaitingSeconds_ = recentWaitingSeconds_ * fade + (sample.waiting > 0 ? dt : 0.0);
-  }
   roomLimit_ = std::max(1u, options_.maxLimit);
-  roomWhy_.clear();
   for (unsigned n = 1; n < roomLimit_; ++n) {
     const auto share = evictionShareAt(n, sample.seconds);
-    if (!share || *share <= options_.growthEvictionShare) continue;
-    roomLimit_ = n;
-    roomWhy_ = fmt::format("{} running evicted {:.3f} of the time", n, *share);
-    // Without a backlog every query is served anyway, and the first level
-    // that evicts only shares the link and pays the evictions: each query
-    // waits less for one to finish than it loses running beside it. On the
-    // simulated device at 81 MiB in underload (0.5x FIX-1's rate) FIX-1's
-    // mean turnaround was 1.266 s, FIX-2's 1.313 s and the default's,
-    // admitting the first level that evicts (2), 1.011-1.049x FIX-1's in
-    // four runs (admission-grid-sim-underload-*). With a backlog that level
-    // is where throughput is best (FIX-2 at 81 MiB, 2.2x and 4.4x).
-    if (n > 1 && !backlogged()) {
-      roomWhy_ += fmt::format(", and queries waited only {:.2f} of the recent time: {} at most", waitingShare(), n - 1);
-      roomLimit_ = n - 1;
+    if (share && *share > options_.growthEvictionShare) {
+      roomLimit_ = n;
+      break;
     }
-    break;
   }
 }
-
-double AdaptiveAdmission::waitingShare() const {
-  return recentSeconds_ > 0 ? recentWaitingSeconds_ / recentSeconds_ : 0.0;
-}
-
-bool AdaptiveAdmission::backlogged() const { return waitingShare() >= options_.backlogShare; }
 
 std::optional<double> AdaptiveAdmission::throughputAt(unsigned n, double now) const {
   if (n >= levels_.size()) return std::nullopt;

@@ -83,11 +83,6 @@ struct AdaptiveOptions {
   // forgotten after memorySeconds without a sample at it).
   double pagingMemorySeconds = 10.0;
   double pagingMinimumSeconds = 1.0;
-  // Without a backlog (queries waited less than this share of the recent
-  // time, fading over pagingMemorySeconds) room for one more stops one
-  // level below the first that evicts: in underload the evictions and the
-  // shared link cost turnaround and buy no throughput.
-  double backlogShare = 0.5;
 };
 
 // What the memory clients of one device did, summed since mqxd started
@@ -153,13 +148,6 @@ public:
   // How many queries admission lets run now: the limit, or fewer where the
   // first level measured to evict is below it (room for one more, above).
   [[nodiscard]] unsigned admissionLimit() const { return std::min(limit_, roomLimit_); }
-  // Why admission is below the limit, where room for one more decided it
-  // (empty otherwise): the level measured to evict, and the backlog.
-  [[nodiscard]] const std::string& roomWhy() const { return roomWhy_; }
-  // The share of the recent time (fading over pagingMemorySeconds) in which
-  // queries waited, and whether it makes a backlog (backlogShare).
-  [[nodiscard]] double waitingShare() const;
-  [[nodiscard]] bool backlogged() const;
   // The eviction share measured at `running` queries (fading), if measured
   // long enough and within memorySeconds of `now`.
   [[nodiscard]] std::optional<double> evictionShareAt(unsigned running, double now) const;
@@ -197,17 +185,14 @@ private:
   AdaptiveOptions options_;
   unsigned limit_;
   double costPerEviction_ = 0;
-  unsigned congestedLimit_ = 0;     // the last limit that evicted too much, or evicted and did not pay
-  double congestedAt_ = -1;         // when (seconds; < 0: never)
-  std::vector<Level> levels_;       // by concurrency, 0..maxLimit+1
-  std::vector<Paging> paging_;      // by concurrency, 0..maxLimit+1
-  unsigned roomLimit_;              // the first level measured to evict (maxLimit: none), one below without a backlog
-  std::string roomWhy_;             // why roomLimit_ is below maxLimit
-  double recentSeconds_ = 0;        // time seen, fading over pagingMemorySeconds
-  double recentWaitingSeconds_ = 0; // ... of which queries waited
-  unsigned workingSetLimit_ = 0;    // at the last sample (0: no bound)
-  DeviceCounters lastCounters_;     // at the last sample
-  unsigned lastRunning_ = 0;        // at the last sample
+  unsigned congestedLimit_ = 0;  // the last limit that evicted too much, or evicted and did not pay
+  double congestedAt_ = -1;      // when (seconds; < 0: never)
+  std::vector<Level> levels_;    // by concurrency, 0..maxLimit+1
+  std::vector<Paging> paging_;   // by concurrency, 0..maxLimit+1
+  unsigned roomLimit_;           // the first level measured to evict (maxLimit: none)
+  unsigned workingSetLimit_ = 0; // at the last sample (0: no bound)
+  DeviceCounters lastCounters_;  // at the last sample
+  unsigned lastRunning_ = 0;     // at the last sample
   // The open window.
   bool started_ = false;
   double windowStart_ = 0;

@@ -168,7 +168,8 @@ void NodeDaemon::observeAdmission() {
           devices_.size() > 1 ? fmt::format(" on device {}", device) : std::string(), controller.admissionLimit(),
           before,
           controller.admissionLimit() < controller.limit()
-              ? controller.roomWhy()
+              ? fmt::format("{} running evicted {:.3f} of the time", controller.admissionLimit(),
+                            controller.evictionShareAt(controller.admissionLimit(), now).value_or(0))
               : fmt::format("no level below the limit {} evicts", controller.limit()));
     if (!decision) continue;
     log(decision->limit != decision->before ? LogLevel::Info : LogLevel::Debug,

@@ -402,29 +402,6 @@ TEST(AdaptiveAdmission, NoMoreRunThanTheFirstLevelThatEvicts) {
   EXPECT_NEAR(feed.controller.evictionShareAt(1, feed.now).value_or(-1), 0.0, 1e-9);
 }
 
-// Without a backlog, room for one more stops a level below the first that
-// evicts: every query is served anyway, and running beside another only
-// shares the link and pays the evictions (on the simulated device at 81 MiB
-// in underload FIX-1's mean turnaround beat FIX-2's and the default's). With
-// a backlog the first level that evicts is allowed, as before.
-TEST(AdaptiveAdmission, WithoutABacklogNoMoreRunThanNeverEvicted) {
-  AdaptiveOptions options;
-  options.initialLimit = 3;
-  Feed feed(options);
-  feed.run(1, 0.0, 3.0, 0);
-  feed.run(2, 0.03, 1.5, 0); // two arrived close together, nothing waits
-  EXPECT_FALSE(feed.controller.backlogged());
-  EXPECT_EQ(feed.controller.admissionLimit(), 1u) << "2 evicted, and queries hardly waited";
-  EXPECT_NE(feed.controller.roomWhy().find("2 running evicted"), std::string::npos) << feed.controller.roomWhy();
-  EXPECT_NE(feed.controller.roomWhy().find("1 at most"), std::string::npos) << feed.controller.roomWhy();
-  feed.run(1, 0.0, 8.0, 1); // a queue builds: one waits all the time
-  EXPECT_TRUE(feed.controller.backlogged()) << feed.controller.waitingShare();
-  EXPECT_EQ(feed.controller.admissionLimit(), 2u) << "with a backlog the first level that evicts runs";
-  feed.run(1, 0.0, 20.0, 0); // the queue drains
-  EXPECT_FALSE(feed.controller.backlogged()) << feed.controller.waitingShare();
-  EXPECT_EQ(feed.controller.admissionLimit(), 1u);
-}
-
 // Where one query alone evicts (its working set is larger than the device's
 // budget), one at a time: FIX-1 was the best policy on the simulated device
 // at 40 MiB. Once one alone stops evicting, the measurement fades and a
