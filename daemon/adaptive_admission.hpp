@@ -23,14 +23,19 @@
 //    over the window (evictions serialise with the copies on a GPU, so they
 //    cost the device's time, not one process's); above `evictionShare` the
 //    limit halves (rounded up, at least by one, never below 1), and that limit is not
-//    tried again until `memorySeconds` have passed;
+//    tried again until `memorySeconds` have passed; not where the window ran
+//    partly above the limit and the limit's own level (room for one more,
+//    below) evicts no more than `evictionShare`: those evictions are the
+//    level above's, still leaving;
 //  - otherwise, only while queries waited for most of the window and the
 //    running queries reached the limit (the limit binds): the window's
 //    throughput (queries' worth of work per second, QueryWork) is the estimate of
 //    the throughput at its mean concurrency n (a window without launches is
 //    skipped); the limit goes back by one when
 //    the throughput at the limit is not above the one at limit−1 by `gain`
-//    (the step up did not pay: the link is saturated, or the queries thrash),
+//    (the step up did not pay: the link is saturated, or the queries thrash;
+//    where that level evicted beyond `growthEvictionShare` it is not tried
+//    again until `memorySeconds` have passed, as one that evicted too much),
 //    stays when the throughput one above is known and not higher by `gain`,
 //    and grows by one otherwise. Estimates older than `memorySeconds` are forgotten, so
 //    the next level is probed again when the workload changes.
