@@ -152,7 +152,16 @@ public:
   [[nodiscard]] unsigned limit() const { return limit_; }
   // How many queries admission lets run now: the limit, or fewer where the
   // first level measured to evict is below it (room for one more, above).
-  [[nodiscard]] unsigned admissionLimit() const { return std::min(limit_, roomLimit_); }
+  // One at a time, too, where not even the two smallest working sets of the
+  // queries running and waiting fit the device together (workingSetLimit
+  // 1): every second query would evict from the start, and room for one
+  // more would learn so only after a second of it (Denning: admit no more
+  // than whose working sets fit). Above 1 the bound only stops growth: SSB's
+  // FIX-3 evicted and still won on the H100 where three peaks fit.
+  [[nodiscard]] unsigned admissionLimit() const {
+    return std::min({limit_, roomLimit_, noTwoWorkingSetsFit() ? 1u : limit_});
+  }
+  [[nodiscard]] bool noTwoWorkingSetsFit() const { return workingSetLimit_ == 1; }
   // The eviction share measured at `running` queries (fading), if measured
   // long enough and within memorySeconds of `now`.
   [[nodiscard]] std::optional<double> evictionShareAt(unsigned running, double now) const;

@@ -167,10 +167,12 @@ void NodeDaemon::observeAdmission() {
       log(LogLevel::Info, "mqxd: adaptive admission{}: {} at most, not {}: {}",
           devices_.size() > 1 ? fmt::format(" on device {}", device) : std::string(), controller.admissionLimit(),
           before,
-          controller.admissionLimit() < controller.limit()
-              ? fmt::format("{} running evicted {:.3f} of the time", controller.admissionLimit(),
-                            controller.evictionShareAt(controller.admissionLimit(), now).value_or(0))
-              : fmt::format("no level below the limit {} evicts", controller.limit()));
+          controller.admissionLimit() >= controller.limit()
+              ? fmt::format("no level below the limit {} evicts", controller.limit())
+          : controller.noTwoWorkingSetsFit()
+              ? std::string("no two of the queries' working sets fit the device together")
+              : fmt::format("{} running evicted {:.3f} of the time", controller.admissionLimit(),
+                            controller.evictionShareAt(controller.admissionLimit(), now).value_or(0)));
     if (!decision) continue;
     log(decision->limit != decision->before ? LogLevel::Info : LogLevel::Debug,
         "mqxd: adaptive admission{}: limit {} -> {}: {} ({:.1f} running, {:.3f} queries/s, {:.0f} launches/s, {:.0f} "

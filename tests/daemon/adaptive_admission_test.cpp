@@ -317,6 +317,8 @@ struct Feed {
   DeviceCounters counters;
   double now = 0, launches = 0, evicting = 0;
 
+  unsigned workingSetLimit = 0; // AdaptiveSample::workingSetLimit
+
   explicit Feed(AdaptiveOptions options) : controller(options) { (void)controller.observe({now, counters, 0, 0}); }
   void run(unsigned running, double share, double seconds, unsigned waiting = 10, double launchesPerQuery = 100.0) {
     for (int i = 0; i < static_cast<int>(std::lround(seconds / 0.1)); ++i) {
@@ -327,7 +329,7 @@ struct Feed {
       counters.work = launches / kLaunchesPerQuery;
       counters.evictionNanoseconds = static_cast<std::uint64_t>(evicting * 1e9);
       counters.evictions = static_cast<std::uint64_t>(evicting / 0.002);
-      (void)controller.observe({now, counters, running, waiting});
+      (void)controller.observe({now, counters, running, waiting, true, workingSetLimit});
     }
   }
 };
@@ -500,6 +502,26 @@ TEST(AdaptiveAdmission, TheWorkingSetBoundDoesNotLowerTheLimit) {
   model.workingSetLimit = 2;
   const Trajectory run = simulate(model, 10, 1, 0.0, options);
   EXPECT_EQ(run.controller.limit(), 4u);
+}
+
+// Where not even two of the queries' working sets fit together, one at a
+// time from the first sample, before room for one more has measured a
+// second query evicting (on the simulated device at 40 MiB, where no two
+// SSB peaks of 25-41 MB fit, FIX-1 was the best policy and the default
+// spent its first second at 2). A bound of 2 or more lowers nothing.
+TEST(AdaptiveAdmission, OneAtATimeWhereNoTwoWorkingSetsFit) {
+  Feed feed(AdaptiveOptions{});
+  feed.workingSetLimit = 1;
+  feed.run(1, 0.0, 0.2);
+  EXPECT_EQ(feed.controller.limit(), 2u);
+  EXPECT_TRUE(feed.controller.noTwoWorkingSetsFit());
+  EXPECT_EQ(feed.controller.admissionLimit(), 1u);
+  feed.workingSetLimit = 2;
+  feed.run(1, 0.0, 0.2);
+  EXPECT_EQ(feed.controller.admissionLimit(), 2u);
+  feed.workingSetLimit = 0; // no bound known
+  feed.run(1, 0.0, 0.2);
+  EXPECT_EQ(feed.controller.admissionLimit(), 2u);
 }
 
 TEST(AdaptiveAdmission, SeededNoisyNodesStayNearTheBestConcurrency) {
