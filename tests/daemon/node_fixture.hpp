@@ -4,10 +4,12 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <mqueue.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -55,6 +57,22 @@ protected:
     const ipc::IpcNames node = names();
     for (const std::string& path : {node.nodeNameFile, node.lockFile, node.rosterFile})
       std::remove(path.c_str());
+    removeQueuesOfThisNode();
+  }
+
+  // The POSIX queues left by this test's node: a client killed by the test
+  // after mqxd stopped (or mqxd killed itself) keeps its reply and eviction
+  // queues, which mqxd would have removed on noticing the death. A full CI
+  // run left one (mqx-<uid>-t<pid>-0-…-reply-<pid>). Tests that check that
+  // nothing is left check before this. Where /dev/mqueue is not mounted the
+  // queues cannot be listed, and nothing is done.
+  void removeQueuesOfThisNode() const {
+    const std::string prefix = "mqx-" + std::to_string(getuid()) + "-" + instance_ + "-";
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator("/dev/mqueue", error)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind(prefix, 0) == 0) (void)mq_unlink(("/" + name).c_str());
+    }
   }
 
   // The node's names as they were when mqxd last started: mqxd gives the
