@@ -4,7 +4,6 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <mqueue.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -61,17 +60,19 @@ protected:
   }
 
   // The POSIX queues left by this test's node: a client killed by the test
-  // after mqxd stopped (or mqxd killed itself) keeps its reply and eviction
-  // queues, which mqxd would have removed on noticing the death. A full CI
-  // run left one (mqx-<uid>-t<pid>-0-…-reply-<pid>). Tests that check that
-  // nothing is left check before this. Where /dev/mqueue is not mounted the
-  // queues cannot be listed, and nothing is done.
+  // after mqxd stopped keeps its reply and eviction queues; mqxd removes
+  // those only when the same instance starts again (removeQueuesOfDead),
+  // which a test's fresh instance never does. A full CI run left one
+  // (mqx-<uid>-t<pid>-0-…-reply-<pid>). Tests that check that nothing is
+  // left check before this. Where /dev/mqueue is not mounted the queues
+  // cannot be listed, and nothing is done.
   void removeQueuesOfThisNode() const {
-    const std::string prefix = "mqx-" + std::to_string(getuid()) + "-" + instance_ + "-";
+    const ipc::IpcNames node = names();
+    if (!node.problem.empty()) return;
     std::error_code error;
     for (const auto& entry : std::filesystem::directory_iterator("/dev/mqueue", error)) {
       const std::string name = entry.path().filename().string();
-      if (name.rfind(prefix, 0) == 0) (void)mq_unlink(("/" + name).c_str());
+      if (name.rfind(node.prefix + "-", 0) == 0) (void)ipc::removeQueue("/" + name);
     }
   }
 
