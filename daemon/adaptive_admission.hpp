@@ -158,9 +158,7 @@ public:
   // more would learn so only after a second of it (Denning: admit no more
   // than whose working sets fit). Above 1 the bound only stops growth: SSB's
   // FIX-3 evicted and still won on the H100 where three peaks fit.
-  [[nodiscard]] unsigned admissionLimit() const {
-    return std::min({limit_, roomLimit_, noTwoWorkingSetsFit() ? 1u : limit_});
-  }
+  [[nodiscard]] unsigned admissionLimit() const { return noTwoWorkingSetsFit() ? 1u : std::min(limit_, roomLimit_); }
   [[nodiscard]] bool noTwoWorkingSetsFit() const { return workingSetLimit_ == 1; }
   // The eviction share measured at `running` queries (fading), if measured
   // long enough and within memorySeconds of `now`.
