@@ -29,6 +29,13 @@ namespace {
 
 using namespace mqx::ipc;
 
+// The requests queue's depth: a full queue loses only the message, since
+// admission reads the records (AdmissionClient::waitForAdmission).
+constexpr std::size_t kRequestQueueCapacity = 64;
+// A receive that returns at once: a past deadline still takes a queued
+// message (mq_timedreceive checks the deadline only when it would block).
+constexpr std::chrono::milliseconds kNoWait{0};
+
 // The node's devices and their budgets (docs/daemon.md, "Capacity" and
 // "Several GPUs"), less what mqxd itself holds on each (`held`, by index),
 // with what mqxd learned of each in its log.
@@ -178,7 +185,7 @@ NodeDaemon::NodeDaemon(const Config& config, NodeDaemonOptions options)
   const std::vector<pid_t> previous = previousClients(); // before create() removes a crashed mqxd's segment
   previousNames_ = names_;
   segment_ = SharedSegment::create(names_, devices_);
-  requests_ = MessageQueue::create(names_.daemonQueue, 64);
+  requests_ = MessageQueue::create(names_.daemonQueue, kRequestQueueCapacity);
   removeQueuesOfDead(previous);
   std::remove(rosterPath_.c_str());
   trace_ = trace::TraceRecorder::open(config.traceFile, "mqxd", config.traceBufferEvents);
@@ -260,7 +267,17 @@ void NodeDaemon::run(const std::atomic<bool>& stop) {
   Message message;
   try {
     while (!stop.load()) {
-      if (requests_->receive(&message, interval)) handle(message);
+      if (requests_->receive(&message, interval)) {
+        handle(message);
+        // Everything already queued is handled before the admission pass
+        // below. Admission reads the records, which a later query writes
+        // before its message: a demand update sent before that query arrived
+        // must count when it is considered (docs/daemon.md, "Messages and
+        // records"). Bounded by the queue's capacity so that a flood of
+        // messages cannot starve the pass.
+        for (std::size_t more = 0; more < kRequestQueueCapacity && requests_->receive(&message, kNoWait); ++more)
+          handle(message);
+      }
       const auto now = std::chrono::steady_clock::now();
       if (now - lastCheck >= interval) {
         lastCheck = now;

@@ -1,9 +1,16 @@
 // Admission end to end: mqx-run processes with plans under Weight, Peak and
 // FIX-n, and demand learned from an earlier run of the same query.
+#include <fcntl.h>
+#include <mqueue.h>
+#include <signal.h>
+#include <sys/syscall.h>
+
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "ipc/admission_client.hpp"
+#include "ipc/message_queue.hpp"
 #include "node_fixture.hpp"
 
 namespace mqx::test {
@@ -75,6 +82,63 @@ protected:
     auto lines = events();
     EXPECT_EQ(lines.size(), 2 * queries.size());
     return lines;
+  }
+  // Waits for `line` in the log; false after `timeout`.
+  bool waitForEvent(const std::string& line, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      const auto lines = events();
+      if (std::find(lines.begin(), lines.end(), line) != lines.end()) return true;
+      std::this_thread::sleep_for(5ms);
+    }
+    return false;
+  }
+  // Stops mqxd (SIGSTOP) where it waits for a message, so that it resumes
+  // by taking the first queued one: not inside a pass, not holding the
+  // node's lock. False if it was never seen there within 5 s.
+  bool stopDaemonWaitingForMessages() {
+    const pid_t pid = daemon_->pid();
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      daemon_->signal(SIGSTOP);
+      bool stopped = false;
+      for (int i = 0; i < 1000 && !stopped; ++i) {
+        std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+        std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+        const auto close = text.rfind(')');
+        stopped = close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'T';
+        if (!stopped) std::this_thread::sleep_for(1ms);
+      }
+      long syscall = -1;
+      std::ifstream("/proc/" + std::to_string(pid) + "/syscall") >> syscall;
+      if (stopped && syscall == SYS_mq_timedreceive) return true;
+      daemon_->signal(SIGCONT);
+      std::this_thread::sleep_for(2ms);
+    }
+    return false;
+  }
+  // Messages waiting in mqxd's queue; -1 if it cannot be read.
+  long queuedRequests() {
+    const mqd_t queue = mq_open(names().daemonQueue.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (queue == static_cast<mqd_t>(-1)) return -1;
+    mq_attr attributes{};
+    const long count = mq_getattr(queue, &attributes) == 0 ? attributes.mq_curmsgs : -1;
+    mq_close(queue);
+    return count;
+  }
+  // Waits until `name`'s record asks for admission (set before its message).
+  bool waitUntilAsking(const std::string& name) {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      {
+        ipc::RobustLock lock(segment_->state().lock);
+        for (const auto& record : segment_->state().clients)
+          if (record.state == ipc::ClientState::Waiting && record.admissionRequested != 0 && name == record.name)
+            return true;
+      }
+      std::this_thread::sleep_for(1ms);
+    }
+    return false;
   }
   std::vector<std::string> events() {
     std::ifstream file(log_);
@@ -242,6 +306,30 @@ TEST_F(Admission, RunningQueryDemandRaisedByUpdatePostponesLaterQueries) {
   // mqxd's queue is FIFO: the update is there before b's request.
   ASSERT_TRUE(a->waitForLine("updated", 10s));
   auto b = query("b", {"--plan", plan("b", "50", "50")}, "0.05");
+  auto lines = eventsAfter({a.get(), b.get()});
+  EXPECT_LT(indexOf(lines, "end a"), indexOf(lines, "start b"));
+}
+
+TEST_F(Admission, AnUpdateQueuedBehindOtherMessagesCountsForTheNextArrival) {
+  environment_["MQX_DAEMON_CAPACITY"] = "100MiB";
+  startDaemon();
+  // a (declared 20 MiB) raises its demand to 90 MiB one second after it
+  // starts and runs 1.5 s more; b (50 MiB) arrives after the update.
+  auto a = updatingQuery("a", "20", 90, 1000, 1500);
+  ASSERT_TRUE(waitForEvent("start a", 10s));
+  // mqxd is stopped with another message queued ahead of the update, then
+  // b arrives: its record asks before mqxd has read the update. Handling
+  // one message per admission pass would admit b on a's old 20 MiB.
+  ASSERT_TRUE(stopDaemonWaitingForMessages()) << "mqxd was never seen waiting for a message";
+  ASSERT_EQ(queuedRequests(), 0) << "a message (the update?) came before mqxd was stopped; raise a's delay";
+  ASSERT_TRUE(
+      ipc::sendTo(names().daemonQueue, ipc::Message::of(ipc::MessageKind::DemandUpdate, getpid(), ipc::kNoSlot)));
+  ASSERT_TRUE(a->waitForLine("updated", 10s));
+  auto b = run({"--name", "b", "--plan", plan("b", "50", "50"), "--", SIM_CLIENT_PATH, "gate", "/bin/sh", "-c",
+                "echo start b >> " + log_ + "; echo end b >> " + log_});
+  const bool asking = waitUntilAsking("b");
+  daemon_->signal(SIGCONT);
+  ASSERT_TRUE(asking) << "b never asked for admission";
   auto lines = eventsAfter({a.get(), b.get()});
   EXPECT_LT(indexOf(lines, "end a"), indexOf(lines, "start b"));
 }
