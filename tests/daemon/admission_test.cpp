@@ -321,15 +321,18 @@ TEST_F(Admission, AnUpdateQueuedBehindOtherMessagesCountsForTheNextArrival) {
   // b arrives: its record asks before mqxd has read the update. Handling
   // one message per admission pass would admit b on a's old 20 MiB.
   ASSERT_TRUE(stopDaemonWaitingForMessages()) << "mqxd was never seen waiting for a message";
+  // Resumed on every way out, so that a failed assertion below does not
+  // leave TearDown's SIGTERM pending on a stopped mqxd.
+  const std::unique_ptr<ChildProcess, void (*)(ChildProcess*)> resume(daemon_.get(),
+                                                                      [](ChildProcess* d) { d->signal(SIGCONT); });
   ASSERT_EQ(queuedRequests(), 0) << "a message (the update?) came before mqxd was stopped; raise a's delay";
   ASSERT_TRUE(
       ipc::sendTo(names().daemonQueue, ipc::Message::of(ipc::MessageKind::DemandUpdate, getpid(), ipc::kNoSlot)));
   ASSERT_TRUE(a->waitForLine("updated", 10s));
   auto b = run({"--name", "b", "--plan", plan("b", "50", "50"), "--", SIM_CLIENT_PATH, "gate", "/bin/sh", "-c",
                 "echo start b >> " + log_ + "; echo end b >> " + log_});
-  const bool asking = waitUntilAsking("b");
+  ASSERT_TRUE(waitUntilAsking("b")) << "b never asked for admission";
   daemon_->signal(SIGCONT);
-  ASSERT_TRUE(asking) << "b never asked for admission";
   auto lines = eventsAfter({a.get(), b.get()});
   EXPECT_LT(indexOf(lines, "end a"), indexOf(lines, "start b"));
 }
