@@ -11,6 +11,7 @@
 
 #include "ipc/admission_client.hpp"
 #include "ipc/message_queue.hpp"
+#include "ipc/node_state.hpp"
 #include "node_fixture.hpp"
 
 namespace mqx::test {
@@ -103,10 +104,7 @@ protected:
       daemon_->signal(SIGSTOP);
       bool stopped = false;
       for (int i = 0; i < 1000 && !stopped; ++i) {
-        std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-        std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-        const auto close = text.rfind(')');
-        stopped = close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'T';
+        stopped = ipc::processStopped(pid);
         if (!stopped) std::this_thread::sleep_for(1ms);
       }
       long syscall = -1;

@@ -10,18 +10,14 @@
 #include <fstream>
 #include <thread>
 
+#include "ipc/node_state.hpp"
 #include "node_fixture.hpp"
 
 namespace mqx::test {
 namespace {
 
-bool alive(pid_t pid) {
-  if (pid <= 0 || kill(pid, 0) != 0) return false;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string pidText, name, state;
-  stat >> pidText >> name >> state;
-  return state != "Z"; // an exited daemon not yet reaped by its new parent
-}
+// An exited daemon not yet reaped by its new parent is not alive.
+bool alive(pid_t pid) { return ipc::processAlive(pid); }
 
 class MpsNode : public NodeFixture {
 protected:
