@@ -7,11 +7,13 @@
 // (bench/results/host-pool-import-H100-7d94ba1.txt).
 //
 // The blocks are of memory.page_size (a client's pages map them whole), made
-// by the node's own backend: on a GPU node a CUDA backend on device 0 (host
-// NUMA memory, exportable by POSIX descriptor), on the simulated device
-// shared-memory files. Lending itself is ipc::HostBlockLender's.
+// by the node's own maker: on a GPU node host NUMA memory near device 0,
+// exportable by POSIX descriptor and made with no CUDA context
+// (ContextlessHostBlocks), on the simulated device shared-memory files.
+// Lending itself is ipc::HostBlockLender's.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -26,9 +28,15 @@ namespace mqx::daemon {
 
 class NodeHostBlockPool {
 public:
+  // Free blocks beyond daemon.host_block_pool_ready that no borrow needed
+  // for this long go back to the system: a job that spilled and ended does
+  // not leave its pinned memory with mqxd.
+  static constexpr std::chrono::milliseconds kIdleRelease{30000};
+
   // The pool daemon.host_block_pool asks for, lent on `socketName`; null
-  // when it is 0, and null with a warning when no block can be made (the
-  // clients then create their own, as without a pool).
+  // when it is 0 (or "auto" on the simulated device), and null with a
+  // warning when no block can be made (the clients then create their own,
+  // as without a pool).
   static std::unique_ptr<NodeHostBlockPool> start(const Config& config, const std::string& socketName);
   ~NodeHostBlockPool();
   NodeHostBlockPool(const NodeHostBlockPool&) = delete;
@@ -37,31 +45,32 @@ public:
   [[nodiscard]] const ipc::HostBlockLender& lender() const { return *lender_; }
   // One phrase for mqxd's start line.
   [[nodiscard]] std::string describe() const;
-  // The device memory the pool's CUDA context, backend and blocks took, by
-  // the node's device index (NodeDaemonOptions::heldByDaemon): on device 0
-  // its free memory by NVML before the context less cuMemGetInfo's once the
-  // blocks are made (the blocks are host memory: the rest is the context's
-  // and the backend's). Empty on the simulated device, and when it cannot be
-  // measured (no NVML: cuMemGetInfo needs the context it would measure;
-  // warned). Why: the node's budget must leave it out; on an H100 it was
-  // 520 MiB (nvidia-smi), and a PyTorch client whose budget did not leave it
-  // out ran out of device memory (docs/daemon.md, "Lent host blocks").
+  // The device memory the pool took, by the node's device index
+  // (NodeDaemonOptions::heldByDaemon): device 0's free memory by NVML before
+  // the driver was initialised less after the blocks were made. About 3 MiB
+  // on an H100 now that no context is made; 520 MiB when the pool held
+  // device 0's context, which a PyTorch client whose budget did not leave it
+  // out ran short of (docs/daemon.md, "Lent host blocks"). Empty on the
+  // simulated device, and without NVML (warned).
   [[nodiscard]] const std::vector<std::uint64_t>& deviceBytesHeld() const { return deviceBytesHeld_; }
 
 private:
-  struct Backend; // the backend and what it needs alive (the CUDA driver's entry points)
+  struct Backend; // the block maker and what it needs alive (the CUDA driver's entry points)
   // The node's backend for host memory: CUDA on a GPU node (backend.kind
   // cuda, or auto with a GPU in sight), else the simulated device's. Null,
   // with the reason in `why`, when it cannot be had.
-  static std::unique_ptr<Backend> openBackend(const Config& config, std::string* why);
+  static std::unique_ptr<Backend> openBackend(const Config& config, bool gpu, std::string* why);
+  // daemon.host_block_pool = "auto" on a GPU node.
+  static std::size_t autoPoolBytes();
   NodeHostBlockPool(std::unique_ptr<Backend> backend, std::unique_ptr<ipc::HostBlockLender> lender,
-                    std::size_t blockBytes);
+                    std::size_t blockBytes, std::size_t mostBlocks);
   // deviceBytesHeld_, once the blocks are made.
   void measureDeviceBytesHeld();
 
   std::unique_ptr<Backend> backend_; // outlives the lender, whose blocks it made
   std::unique_ptr<ipc::HostBlockLender> lender_;
   std::size_t blockBytes_;
+  std::size_t mostBlocks_;
   std::vector<std::uint64_t> deviceBytesHeld_;
 };
 

@@ -270,6 +270,9 @@ template <std::unsigned_integral Integer>
 requires(!std::same_as<Integer, bool>) ConfigValue shown(Integer value) { return std::uint64_t{value}; }
 template <typename Enum>
 requires std::is_enum_v<Enum> ConfigValue shown(Enum value) { return choiceName(value); }
+ConfigValue shown(const std::optional<std::size_t>& value) {
+  return value ? ConfigValue{std::uint64_t{*value}} : ConfigValue{std::string("auto")};
+}
 
 // What the table knows of one key: how to set it from a raw value, and how to
 // show it.
@@ -298,6 +301,15 @@ template <typename Field, typename Check = NoCheck>
 KeyHandler sizeKey(Field Config::*field, std::size_t min, std::size_t max, Check check = {}) {
   return fieldKey(
       field, [=](const RawValue& v, const std::string& k) { return readSize(v, k, min, max); }, check);
+}
+
+// A size, or "auto" (empty: the reader of the key decides from the host).
+KeyHandler sizeOrAutoKey(std::optional<std::size_t> Config::*field, std::size_t min, std::size_t max) {
+  return fieldKey(field, [=](const RawValue& v, const std::string& k) -> std::optional<std::size_t> {
+    const bool isAuto = v.fromEnvironment() ? v.text == "auto" : v.node->value<std::string>() == "auto";
+    if (isAuto) return std::nullopt;
+    return readSize(v, k, min, max);
+  });
 }
 
 template <typename Field> KeyHandler integerKey(Field Config::*field, std::uint64_t min, std::uint64_t max) {
@@ -379,7 +391,8 @@ const std::map<std::string, KeyHandler>& keyTable() {
       {"sim.map_cost_us", doubleKey(&Config::simMapCostMicroseconds, 0.0, 1e6)},
       {"daemon.instance", stringKey(&Config::daemonInstance, requireInstanceName)},
       {"daemon.capacity", sizeKey(&Config::daemonCapacity, 0, std::size_t{1} << 50)},
-      {"daemon.host_block_pool", sizeKey(&Config::hostBlockPool, 0, std::size_t{1} << 44)},
+      {"daemon.host_block_pool", sizeOrAutoKey(&Config::hostBlockPool, 0, std::size_t{1} << 44)},
+      {"daemon.host_block_pool_ready", sizeKey(&Config::hostBlockPoolReady, 0, std::size_t{1} << 44)},
       {"daemon.admission", choiceKey(&Config::admission)},
       {"daemon.placement", choiceKey(&Config::placement)},
       {"daemon.fix_n", integerKey(&Config::admissionFixN, 1, 64)},

@@ -55,8 +55,13 @@ struct Config {
   std::string simLinkName;           // realtime: the node-wide copy link its processes share ("": each its own)
   double simMapCostMicroseconds = 0; // realtime: what each map and unmap takes
   // [daemon] (mqxd, mqx-run and the processes of a node: docs/daemon.md)
-  std::string daemonInstance;     // suffix of the node's IPC names
-  std::size_t hostBlockPool = 0;  // daemon.host_block_pool: pinned host memory mqxd lends (0: none)
+  std::string daemonInstance; // suffix of the node's IPC names
+  // daemon.host_block_pool: the most pinned host memory mqxd lends (0: none;
+  // empty, "auto": a quarter of the host's memory on a GPU node, none on the
+  // simulated device), and daemon.host_block_pool_ready: how much of it is
+  // kept made ahead of borrowers (0: all of it).
+  std::optional<std::size_t> hostBlockPool;
+  std::size_t hostBlockPoolReady = std::size_t{2} << 30;
   std::size_t daemonCapacity = 0; // each device's budget; 0: memory.device_memory_limit, else by device
   AdmissionKind admission = AdmissionKind::Adaptive;
   PlacementKind placement = PlacementKind::Demand; // which device a query runs on

@@ -77,13 +77,31 @@ struct HostMapping {
   HostBlock block;
 };
 
-class DeviceBackend {
+// What a node's pool of lent host blocks needs (ipc::HostBlockLender): to
+// make blocks another process can import, describe them, and destroy them.
+// Apart from DeviceBackend because the pool needs no device: on a GPU node
+// mqxd makes its blocks without a CUDA context (ContextlessHostBlocks),
+// which would hold ~524 MiB of the device
+// (bench/results/host-block-contextless-H100-c7eaabd.txt).
+class HostBlockMaker {
 public:
-  virtual ~DeviceBackend() = default;
-
-  virtual std::string_view name() const = 0;
+  virtual ~HostBlockMaker() = default;
   // Physical allocation granularity (2 MiB on an H100).
   virtual std::size_t granularity() const = 0;
+  // Host blocks lent between processes, because creating pinned memory is
+  // the slow part (cuMemCreate pins at 3.7-4.7 GB/s on the H100) and
+  // importing it is not (33-36 GB/s: bench/results/host-pool-import-*.txt).
+  // createLendableHostBlocks makes blocks that exportHostBlock can describe
+  // (a new descriptor the caller owns), which the CPU reaches at `host`.
+  // NotSupported where memory cannot be shared between processes.
+  virtual Status createLendableHostBlocks(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks) = 0;
+  virtual Status exportHostBlock(const HostBlock& block, LentHostBlock* lent) = 0;
+  virtual void destroyHostBlocks(const std::vector<HostBlock>& blocks) = 0;
+};
+
+class DeviceBackend : public HostBlockMaker {
+public:
+  virtual std::string_view name() const = 0;
   // Physical device memory this process may map (capacity, not free memory).
   virtual std::size_t totalMemory() const = 0;
   // Physical device memory free right now (cuMemGetInfo's free).
@@ -121,18 +139,12 @@ public:
   // the swap buffer grows in chunks). NotSupported where the device cannot
   // map host memory under its ranges; the core then leaves evicted pages
   // unmapped (docs/architecture.md says what that costs).
+  // destroyHostBlocks (HostBlockMaker) destroys them.
   virtual Status createHostBlocks(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks) = 0;
-  virtual void destroyHostBlocks(const std::vector<HostBlock>& blocks) = 0;
-  // Host blocks lent between processes, because creating pinned memory is
-  // the slow part (cuMemCreate pins at 3.7-4.7 GB/s on the H100) and
-  // importing it is not (33-36 GB/s: bench/results/host-pool-import-*.txt).
-  // createLendableHostBlocks makes blocks that exportHostBlock can describe
-  // (a new descriptor the caller owns); importHostBlocks makes blocks of
+  // Lendable blocks are HostBlockMaker's. importHostBlocks makes blocks of
   // another process's memory (the descriptors stay the caller's), usable as
   // any block until destroyHostBlocks. NotSupported where memory cannot be
   // shared between processes.
-  virtual Status createLendableHostBlocks(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks) = 0;
-  virtual Status exportHostBlock(const HostBlock& block, LentHostBlock* lent) = 0;
   virtual Status importHostBlocks(std::span<const LentHostBlock> lent, std::vector<HostBlock>* blocks) = 0;
   // Maps each block under [address, address + block.bytes), readable and
   // writable by the device; unmap() takes each away again. The blocks stay

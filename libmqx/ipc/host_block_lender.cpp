@@ -31,6 +31,8 @@ using Clock = std::chrono::steady_clock;
 // Blocks per createLendableHostBlocks call: a failure part way (the host
 // out of pinnable memory) keeps the chunks made before it.
 constexpr std::size_t kBlocksPerChunk = 16;
+// After a growth that failed (the host out of pinnable memory), the next try.
+constexpr std::chrono::seconds kGrowthRetry{5};
 // A borrower that stops reading holds up its own connection's thread for at
 // most this, and nobody else.
 constexpr std::chrono::seconds kLenderSendTimeout{5};
@@ -41,14 +43,18 @@ bool sendAnswer(int socket, const Answer& answer, std::span<const int> descripto
 
 } // namespace
 
-// Each block is Dirty (given back, or new: nothing says the driver hands
+// Each slot is Absent (no block: not made yet, or given back to the system),
+// or its block is Dirty (given back, or new: nothing says the driver hands
 // out zeroed memory), Cleaning (being zeroed), Free (zeroed) or Lent to one
 // connection. The server thread accepts connections and zeroes Dirty blocks
 // between polls, off the borrowers' path; a borrow short of Free blocks
 // zeroes Dirty ones itself. One thread per connection serves its requests.
+// The grower thread keeps readyBlocks not lent, making blocks (zeroed
+// there) while the pool is below its size, and gives back to the system the
+// free blocks beyond readyBlocks that stayed idle for idleRelease.
 class HostBlockLender::Pool {
 public:
-  Pool(device::DeviceBackend& backend, HostBlockLenderOptions options)
+  Pool(device::HostBlockMaker& backend, HostBlockLenderOptions options)
       : backend_(backend), options_(std::move(options)) {}
   ~Pool();
   Pool(const Pool&) = delete;
@@ -57,7 +63,7 @@ public:
   Status start(std::string* error);
   std::size_t blocks() const {
     std::lock_guard lock(mutex_);
-    return slots_.size();
+    return made_;
   }
   std::size_t freeBlocks() const {
     std::lock_guard lock(mutex_);
@@ -69,17 +75,17 @@ public:
   }
   std::span<const std::byte> view(std::uint64_t id) const {
     std::lock_guard lock(mutex_);
-    if (id >= slots_.size()) return {};
+    if (id >= slots_.size() || slots_[id].state == State::Absent) return {};
     return {slots_[id].block.host, slots_[id].block.bytes};
   }
 
 private:
-  enum class State { Dirty, Cleaning, Free, Lent };
+  enum class State { Absent, Dirty, Cleaning, Free, Lent };
   struct Slot {
     device::HostBlock block;
     FileDescriptor descriptor; // exported once; the kernel passes a reference to each borrower
     std::size_t lentOffset = 0;
-    State state = State::Dirty;
+    State state = State::Absent;
     std::uint64_t connection = 0; // while Lent
   };
   struct Connection {
@@ -90,7 +96,14 @@ private:
     std::atomic<bool> finished{false};
   };
 
-  Status createBlocks(std::string* error);
+  // Makes up to `count` blocks into Absent slots: Dirty, or Free when
+  // `zero` (zeroed here). The first failure ends it (what was made stays).
+  Status makeBlocks(std::size_t count, bool zero);
+  std::size_t readyBlocks() const;
+  void growAndRelease();
+  // Gives back to the system free blocks beyond readyBlocks (under `lock`,
+  // released while they are destroyed).
+  void releaseIdle(std::unique_lock<std::mutex>& lock);
   void acceptAndClean();
   void accept();
   void serve(Connection& connection);
@@ -99,16 +112,21 @@ private:
   void takeBack(std::uint64_t connection, std::span<const std::uint64_t> ids, bool all);
   bool cleanOne();
 
-  device::DeviceBackend& backend_;
+  device::HostBlockMaker& backend_;
   const HostBlockLenderOptions options_;
   mutable std::mutex mutex_;
-  // slots_ only grows, in start(), before any thread serves; after that only
-  // the slots' state and connection change (under mutex_), so the serving
-  // threads read a slot's block and descriptor without the lock.
+  // slots_ is sized once, in start(), before any thread serves; after that
+  // a slot's block and descriptor change only while it is Absent (under
+  // mutex_), so the serving threads read those of the blocks they lend
+  // without the lock.
   std::vector<Slot> slots_;
-  std::vector<std::uint64_t> free_, dirty_; // ids
-  std::size_t cleaning_ = 0, lent_ = 0;
+  std::vector<std::uint64_t> free_, dirty_, absent_; // ids
+  std::size_t made_ = 0, cleaning_ = 0, lent_ = 0;
   std::condition_variable cleaned_;
+  std::condition_variable grow_; // a borrow, or the end: the grower looks again
+  Clock::time_point lastBorrow_ = Clock::now();
+  Clock::time_point growthRetry_{}; // after a failed growth
+  std::thread grower_;
   bool stopping_ = false; // under mutex_
   FileDescriptor listening_;
   FileDescriptor stop_;    // an eventfd, written once: ends every thread's poll
@@ -150,22 +168,40 @@ Status HostBlockLender::Pool::start(std::string* error) {
     *error = "cannot listen on " + where + ": " + errnoText() + (taken ? " (another lender serves it)" : "");
     return Status::NotPermitted;
   }
-  MQX_TRY(createBlocks(error));
+  slots_.resize(options_.blocks);
+  for (std::size_t id = options_.blocks; id-- > 0;)
+    absent_.push_back(id);
+  const auto began = Clock::now();
+  const Status failure = makeBlocks(readyBlocks(), false);
+  const double seconds = std::chrono::duration<double>(Clock::now() - began).count();
+  log(ok(failure) ? LogLevel::Info : LogLevel::Warn,
+      "host block lender: {} of {} blocks of {:.1f} MiB made in {:.1f} ms ({:.2f} GB/s), at most {}{}{}", made_,
+      readyBlocks(), static_cast<double>(options_.blockBytes) / (1 << 20), seconds * 1e3,
+      seconds > 0 ? static_cast<double>(made_ * options_.blockBytes) / seconds / 1e9 : 0.0, options_.blocks,
+      ok(failure) ? "" : "; stopped by: ", ok(failure) ? "" : toString(failure));
+  if (made_ == 0 && options_.blocks > 0) {
+    *error = "no lendable host block of " + std::to_string(options_.blockBytes) +
+             " bytes could be made: " + std::string(toString(failure));
+    return ok(failure) ? Status::Unknown : failure;
+  }
   listening_ = std::move(listening);
   stop_ = std::move(stop);
   dirtied_ = std::move(dirtied);
   startedBy_ = ::getpid();
   server_ = std::thread([this] { acceptAndClean(); });
+  if (readyBlocks() < options_.blocks) grower_ = std::thread([this] { growAndRelease(); });
   return Status::Success;
 }
 
-Status HostBlockLender::Pool::createBlocks(std::string* error) {
-  const auto began = Clock::now();
+std::size_t HostBlockLender::Pool::readyBlocks() const {
+  return options_.readyBlocks == 0 ? options_.blocks : std::min(options_.readyBlocks, options_.blocks);
+}
+
+Status HostBlockLender::Pool::makeBlocks(std::size_t count, bool zero) {
   Status failure = Status::Success;
-  for (std::size_t made = 0; made < options_.blocks && ok(failure);) {
-    const std::size_t count = std::min(kBlocksPerChunk, options_.blocks - made);
+  for (std::size_t made = 0; made < count && ok(failure);) {
     std::vector<device::HostBlock> chunk;
-    failure = backend_.createLendableHostBlocks(options_.blockBytes, count, &chunk);
+    failure = backend_.createLendableHostBlocks(options_.blockBytes, std::min(kBlocksPerChunk, count - made), &chunk);
     if (!ok(failure)) break;
     made += chunk.size();
     for (const device::HostBlock& block : chunk) {
@@ -175,24 +211,71 @@ Status HostBlockLender::Pool::createBlocks(std::string* error) {
         backend_.destroyHostBlocks({block});
         continue;
       }
+      if (zero) std::memset(block.host, 0, block.bytes);
       std::lock_guard lock(mutex_);
-      slots_.push_back(Slot{block, FileDescriptor(lent.descriptor), lent.offset});
-      dirty_.push_back(slots_.size() - 1);
+      const std::uint64_t id = absent_.back(); // count never exceeds the Absent slots: one grower
+      absent_.pop_back();
+      slots_[id].block = block;
+      slots_[id].descriptor = FileDescriptor(lent.descriptor);
+      slots_[id].lentOffset = lent.offset;
+      slots_[id].state = zero ? State::Free : State::Dirty;
+      (zero ? free_ : dirty_).push_back(id);
+      ++made_;
     }
+    if (zero) cleaned_.notify_all(); // a borrow waiting for a block being zeroed takes these
   }
-  const double seconds = std::chrono::duration<double>(Clock::now() - began).count();
-  const double bytes = static_cast<double>(slots_.size() * options_.blockBytes);
-  log(ok(failure) ? LogLevel::Info : LogLevel::Warn,
-      "host block lender: {} of {} blocks of {:.1f} MiB made in {:.1f} ms ({:.2f} GB/s){}{}", slots_.size(),
-      options_.blocks, static_cast<double>(options_.blockBytes) / (1 << 20), seconds * 1e3,
-      seconds > 0 ? bytes / seconds / 1e9 : 0.0,
-      ok(failure) ? "" : "; stopped by: ", ok(failure) ? "" : toString(failure));
-  if (slots_.empty() && options_.blocks > 0) {
-    *error = "no lendable host block of " + std::to_string(options_.blockBytes) +
-             " bytes could be made: " + std::string(toString(failure));
-    return ok(failure) ? Status::Unknown : failure;
+  return failure;
+}
+
+void HostBlockLender::Pool::growAndRelease() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    const auto now = Clock::now();
+    const std::size_t notLent = free_.size() + dirty_.size() + cleaning_;
+    if (notLent < readyBlocks() && made_ < options_.blocks && now >= growthRetry_) {
+      const std::size_t count = std::min(readyBlocks() - notLent, options_.blocks - made_);
+      lock.unlock();
+      const Status failure = makeBlocks(std::min(count, kBlocksPerChunk), true);
+      lock.lock();
+      if (!ok(failure)) {
+        log(LogLevel::Warn, "host block lender: cannot make more blocks ({}, {} made); trying again in {} s",
+            toString(failure), made_, kGrowthRetry.count());
+        growthRetry_ = Clock::now() + kGrowthRetry;
+      }
+      continue;
+    }
+    const bool idle = options_.idleRelease.count() > 0 && free_.size() > readyBlocks();
+    if (idle && now - lastBorrow_ >= options_.idleRelease) {
+      releaseIdle(lock);
+      continue;
+    }
+    // Woken by a borrow or the end; else when the idle blocks are due, or a
+    // failed growth may be tried again.
+    auto wake = now + std::chrono::seconds(1);
+    if (idle) wake = std::min(wake, lastBorrow_ + options_.idleRelease);
+    grow_.wait_until(lock, std::max(wake, now + std::chrono::milliseconds(1)));
   }
-  return Status::Success;
+}
+
+void HostBlockLender::Pool::releaseIdle(std::unique_lock<std::mutex>& lock) {
+  std::vector<device::HostBlock> blocks;
+  std::vector<FileDescriptor> descriptors;
+  while (free_.size() > readyBlocks()) {
+    const std::uint64_t id = free_.back();
+    free_.pop_back();
+    Slot& slot = slots_[id];
+    blocks.push_back(slot.block);
+    descriptors.push_back(std::move(slot.descriptor));
+    slot = Slot{};
+    absent_.push_back(id);
+    --made_;
+  }
+  const std::size_t left = made_;
+  lock.unlock();
+  backend_.destroyHostBlocks(blocks);
+  descriptors.clear();
+  log(LogLevel::Info, "host block lender: gave {} idle blocks back to the system ({} left)", blocks.size(), left);
+  lock.lock();
 }
 
 HostBlockLender::Pool::~Pool() {
@@ -200,6 +283,7 @@ HostBlockLender::Pool::~Pool() {
     // A forked child's copy: the threads run in the parent only, and the
     // memory is the parent's to destroy.
     server_.detach();
+    if (grower_.joinable()) grower_.detach();
     for (auto& connection : connections_)
       if (connection->thread.joinable()) connection->thread.detach();
     return;
@@ -210,10 +294,12 @@ HostBlockLender::Pool::~Pool() {
       stopping_ = true;
     }
     cleaned_.notify_all();
+    grow_.notify_all();
     const std::uint64_t one = 1;
     if (::write(stop_.get(), &one, sizeof one) != sizeof one)
       log(LogLevel::Error, "host block lender: cannot wake its threads ({})", errnoText());
     server_.join();
+    if (grower_.joinable()) grower_.join(); // within one chunk's making
     // A connection's thread may be inside a send to a borrower that does not
     // read: shutting the socket down ends that at once.
     for (auto& connection : connections_)
@@ -224,7 +310,7 @@ HostBlockLender::Pool::~Pool() {
   }
   std::vector<device::HostBlock> blocks;
   for (const Slot& slot : slots_)
-    blocks.push_back(slot.block);
+    if (slot.state != State::Absent) blocks.push_back(slot.block);
   if (!blocks.empty()) backend_.destroyHostBlocks(blocks);
 }
 
@@ -376,7 +462,9 @@ std::vector<std::uint64_t> HostBlockLender::Pool::claim(std::size_t count, std::
     if (taken.size() == count || cleaning_ == 0 || stopping_) break;
     cleaned_.wait(lock);
   }
+  lastBorrow_ = Clock::now();
   lock.unlock();
+  grow_.notify_one(); // the grower makes what was lent again
   for (const std::uint64_t id : toZero)
     std::memset(slots_[id].block.host, 0, slots_[id].block.bytes);
   return taken;
@@ -434,8 +522,8 @@ bool HostBlockLender::Pool::cleanOne() {
   return true;
 }
 
-HostBlockLender::HostBlockLender(device::DeviceBackend& backend, HostBlockLenderOptions options)
-    : pool_(std::make_unique<Pool>(backend, std::move(options))) {}
+HostBlockLender::HostBlockLender(device::HostBlockMaker& maker, HostBlockLenderOptions options)
+    : pool_(std::make_unique<Pool>(maker, std::move(options))) {}
 HostBlockLender::~HostBlockLender() = default;
 Status HostBlockLender::start(std::string* error) { return pool_->start(error); }
 std::size_t HostBlockLender::blocks() const { return pool_->blocks(); }

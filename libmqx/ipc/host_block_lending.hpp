@@ -37,13 +37,22 @@ namespace mqx::ipc {
 struct HostBlockLenderOptions {
   std::string socketName;     // an abstract unix socket's name (without the leading NUL)
   std::size_t blockBytes = 0; // each block's size: a multiple of the backend's granularity
-  std::size_t blocks = 0;     // how many the pool aims for
+  std::size_t blocks = 0;     // the most the pool holds
+  // Free blocks kept made ahead of borrowers: made at start, and made again
+  // in the background as blocks are lent, up to `blocks` in all. 0, or
+  // `blocks` or more: the whole pool is made at start. Why not always the
+  // whole: pinned memory that no process uses is memory the host lacks, and
+  // making it pins at ~4 GB/s (bench/results/host-block-growth-*.txt).
+  std::size_t readyBlocks = 0;
+  // Free blocks beyond readyBlocks that no borrow needed for this long go
+  // back to the system; zero keeps them.
+  std::chrono::milliseconds idleRelease{0};
 };
 
 // The node's side (mqxd). Thread-safe.
 class HostBlockLender {
 public:
-  HostBlockLender(device::DeviceBackend& backend, HostBlockLenderOptions options);
+  HostBlockLender(device::HostBlockMaker& maker, HostBlockLenderOptions options);
   // Stops serving (within about 100 ms, also with borrowers connected) and
   // destroys the pool. Blocks that clients imported stay valid in them: the
   // memory lives as long as a process holds it.
@@ -51,12 +60,13 @@ public:
   HostBlockLender(const HostBlockLender&) = delete;
   HostBlockLender& operator=(const HostBlockLender&) = delete;
 
-  // Creates the pool (in chunks: a failure part way keeps what was made),
-  // then listens. Fails, with the reason in `error`, when no block could be
-  // made or the socket's name is taken.
+  // Makes the ready blocks (in chunks: a failure part way keeps what was
+  // made), then listens, and makes more in the background as they are lent.
+  // Fails, with the reason in `error`, when no block could be made or the
+  // socket's name is taken.
   [[nodiscard]] Status start(std::string* error);
 
-  [[nodiscard]] std::size_t blocks() const;     // in the pool
+  [[nodiscard]] std::size_t blocks() const;     // in the pool now
   [[nodiscard]] std::size_t freeBlocks() const; // not lent (zeroed or waiting to be)
   [[nodiscard]] std::size_t lentBlocks() const;
   // The lender's own view of block `id`, empty for an unknown id: for

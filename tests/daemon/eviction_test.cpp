@@ -145,7 +145,8 @@ namespace mqx::test {
 // mqxd's pool of host blocks (daemon.host_block_pool; docs/daemon.md, "Lent
 // host blocks"): a client that evicts maps the pool's blocks under its
 // evicted pages instead of creating its own, every byte comes back, and a
-// client on a node without a pool creates its own as before.
+// client on a node without a pool ("auto" on the simulated device) creates
+// its own as before.
 TEST_F(NodeFixture, AClientThatEvictsMapsHostBlocksLentByTheNode) {
   environment_["MQX_DAEMON_CAPACITY"] = "8MiB";
   environment_["MQX_MEMORY_PINNED_SWAP"] = "true"; // host blocks map under evicted pages
@@ -161,11 +162,12 @@ TEST_F(NodeFixture, AClientThatEvictsMapsHostBlocksLentByTheNode) {
       << "the evicted pages mapped lent blocks";
   EXPECT_EQ(lent->wait(20s), 0);
   stopDaemon();
-  environment_.erase("MQX_DAEMON_HOST_BLOCK_POOL");
+  environment_["MQX_DAEMON_HOST_BLOCK_POOL"] = "auto"; // the default: a GPU node's only
   startDaemon();
   auto alone = client({"work", "3", std::to_string(6 << 20), "3", "22"});
   EXPECT_TRUE(alone->waitForLine("ok", 20s));
-  EXPECT_EQ(alone->waitForCounter("lent host block bytes", 1s).value_or(1), 0u) << "no pool, no lent blocks";
+  EXPECT_EQ(alone->waitForCounter("lent host block bytes", 1s).value_or(1), 0u)
+      << "auto on the simulated device: no pool, no lent blocks";
   EXPECT_EQ(alone->wait(20s), 0);
 }
 

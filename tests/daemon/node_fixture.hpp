@@ -40,6 +40,9 @@ protected:
                     {"MQX_SIM_CAPACITY", "64MiB"},
                     {"MQX_MEMORY_SWAP_BUFFER_LIMIT", "256MiB"},
                     {"MQX_MEMORY_PINNED_SWAP", "false"},
+                    // No pool of host blocks, also on a GPU host (where "auto"
+                    // makes one): the tests of the pool ask for it.
+                    {"MQX_DAEMON_HOST_BLOCK_POOL", "0"},
                     {"MQX_LOG_LEVEL", "warn"},
                     // One device, also on a GPU host of several: these tests
                     // are of one budget (tests/daemon/devices_test.cpp has

@@ -5,7 +5,8 @@
 
 namespace mqx::device::cuda {
 
-HostBlocks::HostBlocks(const DriverApi& api, CUdevice device) : api_(api), device_(device) {}
+HostBlocks::HostBlocks(const DriverApi& api, CUdevice device, Reach reach)
+    : api_(api), device_(device), reach_(reach) {}
 
 HostBlocks::~HostBlocks() {
   std::lock_guard lock(mutex_);
@@ -94,12 +95,15 @@ CUresult HostBlocks::mapChunk(Chunk& chunk) {
   CUmemAccessDesc access[2] = {deviceAccess(), {}};
   access[1].location = hostLocation_;
   access[1].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  // HostOnly: the CPU's descriptor alone.
+  CUmemAccessDesc* opened = reach_ == Reach::HostOnly ? &access[1] : access;
+  const std::size_t openedCount = reach_ == Reach::HostOnly ? 1 : 2;
   for (std::size_t i = 0; i < chunk.blocks.size() && result == CUDA_SUCCESS; ++i) {
     const CUdeviceptr at = chunk.view + i * chunk.blockBytes;
     result = api_.cuMemMap(at, chunk.blockBytes, 0, chunk.blocks[i].get(), 0);
     if (result != CUDA_SUCCESS) break;
     ++chunk.blocksMapped;
-    result = api_.cuMemSetAccess(at, chunk.blockBytes, access, 2);
+    result = api_.cuMemSetAccess(at, chunk.blockBytes, opened, openedCount);
   }
   return result;
 }

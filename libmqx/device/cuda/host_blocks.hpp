@@ -24,7 +24,11 @@ namespace mqx::device::cuda {
 
 class HostBlocks {
 public:
-  HostBlocks(const DriverApi& api, CUdevice device);
+  // Who the blocks are opened to. HostOnly: the CPU alone, as mqxd's pool
+  // makes them with no CUDA context (ContextlessHostBlocks); a borrower
+  // opens its import to its device itself.
+  enum class Reach { DeviceAndHost, HostOnly };
+  HostBlocks(const DriverApi& api, CUdevice device, Reach reach = Reach::DeviceAndHost);
   ~HostBlocks();
   HostBlocks(const HostBlocks&) = delete;
   HostBlocks& operator=(const HostBlocks&) = delete;
@@ -66,6 +70,7 @@ private:
 
   const DriverApi& api_;
   CUdevice device_;
+  Reach reach_;
   CUmemLocation hostLocation_{};
   mutable std::mutex mutex_;
   std::map<CUdeviceptr, Chunk> chunks_; // by view address

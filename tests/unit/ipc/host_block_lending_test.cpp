@@ -246,6 +246,82 @@ TEST_F(HostBlockLendingTest, GivesWhatThereIsTakesBackWhatWasLentHereAndRefusesA
     ipc::closeDescriptors(*blocks);
 }
 
+// A pool of 6 that keeps 2 ready: 2 made at start, 2 more made in the
+// background after each borrow of 2, never more than 6; what the grower
+// made is zeroed like the rest.
+TEST_F(HostBlockLendingTest, MakesTheReadyBlocksAgainInTheBackgroundAsTheyAreLentUpToItsSize) {
+  const std::string name = socketName("grow");
+  ipc::HostBlockLenderOptions grown{name, kBlockBytes, 6, 2};
+  ipc::HostBlockLender lender(backend(), grown);
+  std::string error;
+  ASSERT_EQ(lender.start(&error), Status::Success) << error;
+  EXPECT_EQ(lender.blocks(), 2u) << "only the ready blocks are made at start";
+  ipc::HostBlockBorrower borrower(name, 2s);
+  std::vector<std::vector<ipc::BorrowedHostBlock>> borrowed(3);
+  for (std::size_t round = 0; round < 3; ++round) {
+    ASSERT_TRUE(waitUntil([&] { return lender.freeBlocks() == 2; }, 5s))
+        << "round " << round << ": " << lender.freeBlocks() << " free of " << lender.blocks();
+    ASSERT_EQ(borrower.borrow(kBlockBytes, 2, &borrowed[round]), Status::Success) << borrower.lastError();
+    ASSERT_EQ(borrowed[round].size(), 2u);
+    EXPECT_TRUE(importedAllZero(borrowed[round])) << "round " << round;
+    if (round < 2)
+      EXPECT_TRUE(waitUntil([&] { return lender.blocks() == 2 * round + 4; }, 5s))
+          << "round " << round << ": the lent blocks are made again, " << lender.blocks() << " made";
+  }
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(lender.blocks(), 6u) << "never more than the pool's size";
+  EXPECT_EQ(lender.freeBlocks(), 0u);
+  std::vector<ipc::BorrowedHostBlock> none;
+  EXPECT_EQ(borrower.borrow(kBlockBytes, 1, &none), Status::OutOfMemory);
+  for (auto& blocks : borrowed)
+    ipc::closeDescriptors(blocks);
+}
+
+// Free blocks beyond the ready ones go back to the system once no borrow
+// needed them for idleRelease; a block still lent is not touched.
+TEST_F(HostBlockLendingTest, GivesFreeBlocksBeyondTheReadyOnesBackToTheSystemWhenIdle) {
+  const std::string name = socketName("idle");
+  ipc::HostBlockLenderOptions idle{name, kBlockBytes, 6, 2, 300ms};
+  ipc::HostBlockLender lender(backend(), idle);
+  std::string error;
+  ASSERT_EQ(lender.start(&error), Status::Success) << error;
+  ipc::HostBlockBorrower borrower(name, 2s);
+  std::vector<ipc::BorrowedHostBlock> first, second;
+  ASSERT_EQ(borrower.borrow(kBlockBytes, 2, &first), Status::Success) << borrower.lastError();
+  ASSERT_TRUE(waitUntil([&] { return lender.freeBlocks() == 2; }, 5s));
+  ASSERT_EQ(borrower.borrow(kBlockBytes, 2, &second), Status::Success) << borrower.lastError();
+  ASSERT_TRUE(waitUntil([&] { return lender.blocks() == 6 && lender.freeBlocks() == 2; }, 5s)) << lender.blocks();
+  std::vector<device::HostBlock> imported;
+  ASSERT_EQ(backend().importHostBlocks(lentOf(first), &imported), Status::Success);
+  for (auto& block : imported)
+    std::memset(block.host, 0x5c, block.bytes);
+  backend().destroyHostBlocks(imported);
+  std::vector<std::uint64_t> returning;
+  for (const auto& block : second)
+    returning.push_back(block.id);
+  borrower.giveBack(returning);
+  ASSERT_TRUE(waitUntil([&] { return lender.lentBlocks() == 2; }, 5s));
+  EXPECT_TRUE(waitUntil([&] { return lender.blocks() == 4; }, 5s))
+      << "4 free, 2 ready: 2 go back; " << lender.blocks() << " made";
+  EXPECT_EQ(lender.freeBlocks(), 2u);
+  EXPECT_EQ(lender.lentBlocks(), 2u);
+  for (const auto& block : first)
+    EXPECT_FALSE(allZero(lender.view(block.id))) << "a block still lent keeps its bytes";
+  // Given back as well: now those free blocks are the idle ones, and the
+  // pool lends again from what is left and what it makes.
+  std::vector<std::uint64_t> rest;
+  for (const auto& block : first)
+    rest.push_back(block.id);
+  borrower.giveBack(rest);
+  EXPECT_TRUE(waitUntil([&] { return lender.lentBlocks() == 0 && lender.blocks() == 2; }, 5s)) << lender.blocks();
+  std::vector<ipc::BorrowedHostBlock> again;
+  ASSERT_EQ(borrower.borrow(kBlockBytes, 2, &again), Status::Success) << borrower.lastError();
+  EXPECT_EQ(again.size(), 2u);
+  EXPECT_TRUE(importedAllZero(again));
+  for (auto* blocks : {&first, &second, &again})
+    ipc::closeDescriptors(*blocks);
+}
+
 // Abstract socket names have no permissions, so either side may meet a
 // process of another user: the borrower refuses a lender of another uid (its
 // pages' bytes would go into that user's memory) and the lender refuses a
