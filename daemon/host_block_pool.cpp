@@ -90,8 +90,9 @@ std::unique_ptr<NodeHostBlockPool> NodeHostBlockPool::start(const Config& config
   const std::size_t ready = config.hostBlockPoolReady == 0
                                 ? blocks
                                 : std::clamp<std::size_t>(config.hostBlockPoolReady / blockBytes, 1, blocks);
-  ipc::HostBlockLenderOptions options{socketName, blockBytes, blocks, ready,
-                                      ready < blocks ? kIdleRelease : std::chrono::milliseconds(0)};
+  ipc::HostBlockLenderOptions options{
+      socketName,        blockBytes, blocks, ready, ready < blocks ? kIdleRelease : std::chrono::milliseconds(0),
+      kQuietBeforeGrowth};
   auto lender = std::make_unique<ipc::HostBlockLender>(*backend->maker, std::move(options));
   if (Status status = lender->start(&why); !ok(status)) {
     log(LogLevel::Warn, "mqxd: no host block pool ({}): clients create their own", why);

@@ -32,6 +32,9 @@ public:
   // for this long go back to the system: a job that spilled and ended does
   // not leave its pinned memory with mqxd.
   static constexpr std::chrono::milliseconds kIdleRelease{30000};
+  // Blocks are made again once no borrow came for this long: not beside a
+  // borrower that pins its own (HostBlockLenderOptions::quietBeforeGrowth).
+  static constexpr std::chrono::milliseconds kQuietBeforeGrowth{1000};
 
   // The pool daemon.host_block_pool asks for, lent on `socketName`; null
   // when it is 0 (or "auto" on the simulated device), and null with a

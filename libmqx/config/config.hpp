@@ -61,7 +61,7 @@ struct Config {
   // simulated device), and daemon.host_block_pool_ready: how much of it is
   // kept made ahead of borrowers (0: all of it).
   std::optional<std::size_t> hostBlockPool;
-  std::size_t hostBlockPoolReady = std::size_t{2} << 30;
+  std::size_t hostBlockPoolReady = std::size_t{8} << 30;
   std::size_t daemonCapacity = 0; // each device's budget; 0: memory.device_memory_limit, else by device
   AdmissionKind admission = AdmissionKind::Adaptive;
   PlacementKind placement = PlacementKind::Demand; // which device a query runs on

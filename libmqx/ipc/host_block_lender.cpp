@@ -50,8 +50,9 @@ bool sendAnswer(int socket, const Answer& answer, std::span<const int> descripto
 // between polls, off the borrowers' path; a borrow short of Free blocks
 // zeroes Dirty ones itself. One thread per connection serves its requests.
 // The grower thread keeps readyBlocks not lent, making blocks (zeroed
-// there) while the pool is below its size, and gives back to the system the
-// free blocks beyond readyBlocks that stayed idle for idleRelease.
+// there) while the pool is below its size and no borrow came for
+// quietBeforeGrowth, and gives back to the system the free blocks beyond
+// readyBlocks that stayed idle for idleRelease.
 class HostBlockLender::Pool {
 public:
   Pool(device::HostBlockMaker& backend, HostBlockLenderOptions options)
@@ -172,13 +173,17 @@ Status HostBlockLender::Pool::start(std::string* error) {
   for (std::size_t id = options_.blocks; id-- > 0;)
     absent_.push_back(id);
   const auto began = Clock::now();
-  const Status failure = makeBlocks(readyBlocks(), false);
+  // The whole pool where asked, else one chunk: enough to know the memory
+  // can be made, the rest in the background.
+  const std::size_t first =
+      readyBlocks() == options_.blocks ? options_.blocks : std::min(readyBlocks(), kBlocksPerChunk);
+  const Status failure = makeBlocks(first, false);
   const double seconds = std::chrono::duration<double>(Clock::now() - began).count();
   log(ok(failure) ? LogLevel::Info : LogLevel::Warn,
-      "host block lender: {} of {} blocks of {:.1f} MiB made in {:.1f} ms ({:.2f} GB/s), at most {}{}{}", made_,
-      readyBlocks(), static_cast<double>(options_.blockBytes) / (1 << 20), seconds * 1e3,
-      seconds > 0 ? static_cast<double>(made_ * options_.blockBytes) / seconds / 1e9 : 0.0, options_.blocks,
-      ok(failure) ? "" : "; stopped by: ", ok(failure) ? "" : toString(failure));
+      "host block lender: {} of {} blocks of {:.1f} MiB made in {:.1f} ms ({:.2f} GB/s); {} kept ready, at most {}{}{}",
+      made_, first, static_cast<double>(options_.blockBytes) / (1 << 20), seconds * 1e3,
+      seconds > 0 ? static_cast<double>(made_ * options_.blockBytes) / seconds / 1e9 : 0.0, readyBlocks(),
+      options_.blocks, ok(failure) ? "" : "; stopped by: ", ok(failure) ? "" : toString(failure));
   if (made_ == 0 && options_.blocks > 0) {
     *error = "no lendable host block of " + std::to_string(options_.blockBytes) +
              " bytes could be made: " + std::string(toString(failure));
@@ -232,7 +237,9 @@ void HostBlockLender::Pool::growAndRelease() {
   while (!stopping_) {
     const auto now = Clock::now();
     const std::size_t notLent = free_.size() + dirty_.size() + cleaning_;
-    if (notLent < readyBlocks() && made_ < options_.blocks && now >= growthRetry_) {
+    const bool belowReady = notLent < readyBlocks() && made_ < options_.blocks;
+    const auto quietFrom = lastBorrow_ + options_.quietBeforeGrowth;
+    if (belowReady && now >= growthRetry_ && now >= quietFrom) {
       const std::size_t count = std::min(readyBlocks() - notLent, options_.blocks - made_);
       lock.unlock();
       const Status failure = makeBlocks(std::min(count, kBlocksPerChunk), true);
@@ -249,10 +256,12 @@ void HostBlockLender::Pool::growAndRelease() {
       releaseIdle(lock);
       continue;
     }
-    // Woken by a borrow or the end; else when the idle blocks are due, or a
-    // failed growth may be tried again.
+    // Woken by a borrow or the end; else when the idle blocks are due, the
+    // borrows have been quiet long enough, or a failed growth may be tried
+    // again.
     auto wake = now + std::chrono::seconds(1);
     if (idle) wake = std::min(wake, lastBorrow_ + options_.idleRelease);
+    if (belowReady) wake = std::min(wake, std::max(quietFrom, growthRetry_));
     grow_.wait_until(lock, std::max(wake, now + std::chrono::milliseconds(1)));
   }
 }
@@ -464,7 +473,7 @@ std::vector<std::uint64_t> HostBlockLender::Pool::claim(std::size_t count, std::
   }
   lastBorrow_ = Clock::now();
   lock.unlock();
-  grow_.notify_one(); // the grower makes what was lent again
+  grow_.notify_one(); // the grower makes what was lent again, once borrows stop
   for (const std::uint64_t id : toZero)
     std::memset(slots_[id].block.host, 0, slots_[id].block.bytes);
   return taken;

@@ -38,15 +38,21 @@ struct HostBlockLenderOptions {
   std::string socketName;     // an abstract unix socket's name (without the leading NUL)
   std::size_t blockBytes = 0; // each block's size: a multiple of the backend's granularity
   std::size_t blocks = 0;     // the most the pool holds
-  // Free blocks kept made ahead of borrowers: made at start, and made again
-  // in the background as blocks are lent, up to `blocks` in all. 0, or
-  // `blocks` or more: the whole pool is made at start. Why not always the
-  // whole: pinned memory that no process uses is memory the host lacks, and
-  // making it pins at ~4 GB/s (bench/results/host-block-growth-*.txt).
+  // Free blocks kept made ahead of borrowers, up to `blocks` in all: the
+  // first chunk made at start, the rest, and what is lent, made in the
+  // background once no borrow came for quietBeforeGrowth. 0, or `blocks` or
+  // more: the whole pool is made at start. Why not always the whole: pinned
+  // memory that no process uses is memory the host lacks, and making it pins
+  // at ~4 GB/s (bench/results/host-block-growth-*.txt).
   std::size_t readyBlocks = 0;
   // Free blocks beyond readyBlocks that no borrow needed for this long go
   // back to the system; zero keeps them.
   std::chrono::milliseconds idleRelease{0};
+  // Why wait: a borrower that emptied the pool pins its own blocks, and
+  // while the lender made blocks again beside it, a PyTorch job at 1.15x an
+  // H100 ran its steps 0.2-0.35 s slower than with no pool, three runs of
+  // three (bench/results/peers-matrix-auto-pool-H100-7f26159-r*.json).
+  std::chrono::milliseconds quietBeforeGrowth{0};
 };
 
 // The node's side (mqxd). Thread-safe.

@@ -277,6 +277,30 @@ TEST_F(HostBlockLendingTest, MakesTheReadyBlocksAgainInTheBackgroundAsTheyAreLen
     ipc::closeDescriptors(blocks);
 }
 
+// Blocks lent are made again only once borrows have been quiet for
+// quietBeforeGrowth: not beside a borrower that is pinning its own.
+TEST_F(HostBlockLendingTest, MakesBlocksAgainOnlyOnceBorrowsAreQuiet) {
+  const std::string name = socketName("quiet");
+  ipc::HostBlockLenderOptions quiet{name, kBlockBytes, 6, 2, 0ms, 600ms};
+  ipc::HostBlockLender lender(backend(), quiet);
+  std::string error;
+  ASSERT_EQ(lender.start(&error), Status::Success) << error;
+  ASSERT_EQ(lender.blocks(), 2u);
+  ipc::HostBlockBorrower borrower(name, 2s);
+  std::vector<ipc::BorrowedHostBlock> lent, none;
+  ASSERT_EQ(borrower.borrow(kBlockBytes, 2, &lent), Status::Success) << borrower.lastError();
+  const auto lentAt = std::chrono::steady_clock::now();
+  // Asked again while empty, as a borrower pinning its own does: still quiet time.
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(borrower.borrow(kBlockBytes, 1, &none), Status::OutOfMemory);
+  EXPECT_EQ(lender.blocks(), 2u) << "nothing made while borrows come";
+  const auto askedAt = std::chrono::steady_clock::now();
+  ASSERT_TRUE(waitUntil([&] { return lender.blocks() == 4; }, 5s)) << lender.blocks();
+  EXPECT_GE(std::chrono::steady_clock::now() - askedAt, 550ms) << "made once the last ask was 600 ms old";
+  EXPECT_GE(std::chrono::steady_clock::now() - lentAt, 850ms);
+  ipc::closeDescriptors(lent);
+}
+
 // Free blocks beyond the ready ones go back to the system once no borrow
 // needed them for idleRelease; a block still lent is not touched.
 TEST_F(HostBlockLendingTest, GivesFreeBlocksBeyondTheReadyOnesBackToTheSystemWhenIdle) {
