@@ -87,12 +87,12 @@ std::unique_ptr<NodeHostBlockPool> NodeHostBlockPool::start(const Config& config
   const std::size_t blockBytes = (std::max(config.pageSize, granularity) + granularity - 1) / granularity * granularity;
   const std::size_t poolBytes = config.hostBlockPool.value_or(autoPoolBytes());
   const std::size_t blocks = std::max<std::size_t>(poolBytes / blockBytes, 1);
-  const std::size_t ready = config.hostBlockPoolReady == 0
-                                ? blocks
-                                : std::clamp<std::size_t>(config.hostBlockPoolReady / blockBytes, 1, blocks);
-  ipc::HostBlockLenderOptions options{
-      socketName,        blockBytes, blocks, ready, ready < blocks ? kIdleRelease : std::chrono::milliseconds(0),
-      kQuietBeforeGrowth};
+  // A size asked for is made whole before mqxd is ready; "auto" only its
+  // first 1 GiB (enough to know the memory can be made), the rest in the
+  // background (HostBlockLenderOptions::blocksAtStart says when).
+  const std::size_t atStart =
+      config.hostBlockPool ? blocks : std::min(blocks, std::max<std::size_t>((std::size_t{1} << 30) / blockBytes, 1));
+  ipc::HostBlockLenderOptions options{socketName, blockBytes, blocks, atStart};
   auto lender = std::make_unique<ipc::HostBlockLender>(*backend->maker, std::move(options));
   if (Status status = lender->start(&why); !ok(status)) {
     log(LogLevel::Warn, "mqxd: no host block pool ({}): clients create their own", why);
@@ -105,14 +105,15 @@ std::unique_ptr<NodeHostBlockPool> NodeHostBlockPool::start(const Config& config
 }
 
 std::size_t NodeHostBlockPool::autoPoolBytes() {
-  // A quarter of the host's memory: what a few processes beyond their
-  // devices borrow (a PyTorch job at 1.5x an H100 of 16 GiB borrowed 10.3
-  // GB), well below the half each client may pin itself
-  // (memory.swap_buffer_limit), and made only as it is lent.
+  // 8 GiB covers a PyTorch job at 1.15x an H100 of 16 GiB (it borrowed 3.4
+  // GB) and most of one at 1.5x (8 GiB of its 9.3 GB of swap), and is what
+  // an idle GPU node pins: at most a quarter of the host's memory, well
+  // below the half each client may pin itself (memory.swap_buffer_limit).
+  constexpr std::size_t kAutoBytes = std::size_t{8} << 30;
   const long pages = ::sysconf(_SC_PHYS_PAGES);
   const long pageBytes = ::sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || pageBytes <= 0) return std::size_t{16} << 30;
-  return static_cast<std::size_t>(pages) * static_cast<std::size_t>(pageBytes) / 4;
+  if (pages <= 0 || pageBytes <= 0) return kAutoBytes;
+  return std::min(kAutoBytes, static_cast<std::size_t>(pages) * static_cast<std::size_t>(pageBytes) / 4);
 }
 
 std::unique_ptr<NodeHostBlockPool::Backend> NodeHostBlockPool::openBackend(const Config& config, bool gpu,

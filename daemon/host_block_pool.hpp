@@ -28,14 +28,6 @@ namespace mqx::daemon {
 
 class NodeHostBlockPool {
 public:
-  // Free blocks beyond daemon.host_block_pool_ready that no borrow needed
-  // for this long go back to the system: a job that spilled and ended does
-  // not leave its pinned memory with mqxd.
-  static constexpr std::chrono::milliseconds kIdleRelease{30000};
-  // Blocks are made again once no borrow came for this long: not beside a
-  // borrower that pins its own (HostBlockLenderOptions::quietBeforeGrowth).
-  static constexpr std::chrono::milliseconds kQuietBeforeGrowth{1000};
-
   // The pool daemon.host_block_pool asks for, lent on `socketName`; null
   // when it is 0 (or "auto" on the simulated device), and null with a
   // warning when no block can be made (the clients then create their own,

@@ -392,7 +392,6 @@ const std::map<std::string, KeyHandler>& keyTable() {
       {"daemon.instance", stringKey(&Config::daemonInstance, requireInstanceName)},
       {"daemon.capacity", sizeKey(&Config::daemonCapacity, 0, std::size_t{1} << 50)},
       {"daemon.host_block_pool", sizeOrAutoKey(&Config::hostBlockPool, 0, std::size_t{1} << 44)},
-      {"daemon.host_block_pool_ready", sizeKey(&Config::hostBlockPoolReady, 0, std::size_t{1} << 44)},
       {"daemon.admission", choiceKey(&Config::admission)},
       {"daemon.placement", choiceKey(&Config::placement)},
       {"daemon.fix_n", integerKey(&Config::admissionFixN, 1, 64)},

@@ -56,12 +56,10 @@ struct Config {
   double simMapCostMicroseconds = 0; // realtime: what each map and unmap takes
   // [daemon] (mqxd, mqx-run and the processes of a node: docs/daemon.md)
   std::string daemonInstance; // suffix of the node's IPC names
-  // daemon.host_block_pool: the most pinned host memory mqxd lends (0: none;
-  // empty, "auto": a quarter of the host's memory on a GPU node, none on the
-  // simulated device), and daemon.host_block_pool_ready: how much of it is
-  // kept made ahead of borrowers (0: all of it).
+  // daemon.host_block_pool: the pinned host memory mqxd lends (0: none;
+  // empty, "auto": 8 GiB, at most a quarter of the host's memory, on a GPU
+  // node, made in the background; none on the simulated device).
   std::optional<std::size_t> hostBlockPool;
-  std::size_t hostBlockPoolReady = std::size_t{8} << 30;
   std::size_t daemonCapacity = 0; // each device's budget; 0: memory.device_memory_limit, else by device
   AdmissionKind admission = AdmissionKind::Adaptive;
   PlacementKind placement = PlacementKind::Demand; // which device a query runs on

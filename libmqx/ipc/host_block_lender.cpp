@@ -31,8 +31,6 @@ using Clock = std::chrono::steady_clock;
 // Blocks per createLendableHostBlocks call: a failure part way (the host
 // out of pinnable memory) keeps the chunks made before it.
 constexpr std::size_t kBlocksPerChunk = 16;
-// After a growth that failed (the host out of pinnable memory), the next try.
-constexpr std::chrono::seconds kGrowthRetry{5};
 // A borrower that stops reading holds up its own connection's thread for at
 // most this, and nobody else.
 constexpr std::chrono::seconds kLenderSendTimeout{5};
@@ -49,10 +47,8 @@ bool sendAnswer(int socket, const Answer& answer, std::span<const int> descripto
 // connection. The server thread accepts connections and zeroes Dirty blocks
 // between polls, off the borrowers' path; a borrow short of Free blocks
 // zeroes Dirty ones itself. One thread per connection serves its requests.
-// The grower thread keeps readyBlocks not lent, making blocks (zeroed
-// there) while the pool is below its size and no borrow came for
-// quietBeforeGrowth, and gives back to the system the free blocks beyond
-// readyBlocks that stayed idle for idleRelease.
+// The grower thread makes the blocks not made at start (zeroed there), a
+// chunk at a time while no borrower is connected.
 class HostBlockLender::Pool {
 public:
   Pool(device::HostBlockMaker& backend, HostBlockLenderOptions options)
@@ -100,11 +96,7 @@ private:
   // Makes up to `count` blocks into Absent slots: Dirty, or Free when
   // `zero` (zeroed here). The first failure ends it (what was made stays).
   Status makeBlocks(std::size_t count, bool zero);
-  std::size_t readyBlocks() const;
-  void growAndRelease();
-  // Gives back to the system free blocks beyond readyBlocks (under `lock`,
-  // released while they are destroyed).
-  void releaseIdle(std::unique_lock<std::mutex>& lock);
+  void grow();
   void acceptAndClean();
   void accept();
   void serve(Connection& connection);
@@ -124,9 +116,8 @@ private:
   std::vector<std::uint64_t> free_, dirty_, absent_; // ids
   std::size_t made_ = 0, cleaning_ = 0, lent_ = 0;
   std::condition_variable cleaned_;
-  std::condition_variable grow_; // a borrow, or the end: the grower looks again
-  Clock::time_point lastBorrow_ = Clock::now();
-  Clock::time_point growthRetry_{}; // after a failed growth
+  std::condition_variable grow_;       // a borrower left, or the end: the grower looks again
+  std::size_t borrowersConnected_ = 0; // under mutex_
   std::thread grower_;
   bool stopping_ = false; // under mutex_
   FileDescriptor listening_;
@@ -173,17 +164,15 @@ Status HostBlockLender::Pool::start(std::string* error) {
   for (std::size_t id = options_.blocks; id-- > 0;)
     absent_.push_back(id);
   const auto began = Clock::now();
-  // The whole pool where asked, else one chunk: enough to know the memory
-  // can be made, the rest in the background.
   const std::size_t first =
-      readyBlocks() == options_.blocks ? options_.blocks : std::min(readyBlocks(), kBlocksPerChunk);
+      options_.blocksAtStart == 0 ? options_.blocks : std::min(options_.blocksAtStart, options_.blocks);
   const Status failure = makeBlocks(first, false);
   const double seconds = std::chrono::duration<double>(Clock::now() - began).count();
   log(ok(failure) ? LogLevel::Info : LogLevel::Warn,
-      "host block lender: {} of {} blocks of {:.1f} MiB made in {:.1f} ms ({:.2f} GB/s); {} kept ready, at most {}{}{}",
-      made_, first, static_cast<double>(options_.blockBytes) / (1 << 20), seconds * 1e3,
-      seconds > 0 ? static_cast<double>(made_ * options_.blockBytes) / seconds / 1e9 : 0.0, readyBlocks(),
-      options_.blocks, ok(failure) ? "" : "; stopped by: ", ok(failure) ? "" : toString(failure));
+      "host block lender: {} of {} blocks of {:.1f} MiB made in {:.1f} ms ({:.2f} GB/s), of {}{}{}", made_, first,
+      static_cast<double>(options_.blockBytes) / (1 << 20), seconds * 1e3,
+      seconds > 0 ? static_cast<double>(made_ * options_.blockBytes) / seconds / 1e9 : 0.0, options_.blocks,
+      ok(failure) ? "" : "; stopped by: ", ok(failure) ? "" : toString(failure));
   if (made_ == 0 && options_.blocks > 0) {
     *error = "no lendable host block of " + std::to_string(options_.blockBytes) +
              " bytes could be made: " + std::string(toString(failure));
@@ -194,12 +183,8 @@ Status HostBlockLender::Pool::start(std::string* error) {
   dirtied_ = std::move(dirtied);
   startedBy_ = ::getpid();
   server_ = std::thread([this] { acceptAndClean(); });
-  if (readyBlocks() < options_.blocks) grower_ = std::thread([this] { growAndRelease(); });
+  if (made_ < options_.blocks) grower_ = std::thread([this] { grow(); });
   return Status::Success;
-}
-
-std::size_t HostBlockLender::Pool::readyBlocks() const {
-  return options_.readyBlocks == 0 ? options_.blocks : std::min(options_.readyBlocks, options_.blocks);
 }
 
 Status HostBlockLender::Pool::makeBlocks(std::size_t count, bool zero) {
@@ -232,59 +217,27 @@ Status HostBlockLender::Pool::makeBlocks(std::size_t count, bool zero) {
   return failure;
 }
 
-void HostBlockLender::Pool::growAndRelease() {
+void HostBlockLender::Pool::grow() {
+  const auto began = Clock::now();
   std::unique_lock lock(mutex_);
-  while (!stopping_) {
-    const auto now = Clock::now();
-    const std::size_t notLent = free_.size() + dirty_.size() + cleaning_;
-    const bool belowReady = notLent < readyBlocks() && made_ < options_.blocks;
-    const auto quietFrom = lastBorrow_ + options_.quietBeforeGrowth;
-    if (belowReady && now >= growthRetry_ && now >= quietFrom) {
-      const std::size_t count = std::min(readyBlocks() - notLent, options_.blocks - made_);
-      lock.unlock();
-      const Status failure = makeBlocks(std::min(count, kBlocksPerChunk), true);
-      lock.lock();
-      if (!ok(failure)) {
-        log(LogLevel::Warn, "host block lender: cannot make more blocks ({}, {} made); trying again in {} s",
-            toString(failure), made_, kGrowthRetry.count());
-        growthRetry_ = Clock::now() + kGrowthRetry;
-      }
+  while (!stopping_ && made_ < options_.blocks) {
+    if (borrowersConnected_ != 0) {
+      grow_.wait(lock); // a borrower's end, or the lender's, wakes it
       continue;
     }
-    const bool idle = options_.idleRelease.count() > 0 && free_.size() > readyBlocks();
-    if (idle && now - lastBorrow_ >= options_.idleRelease) {
-      releaseIdle(lock);
-      continue;
+    const std::size_t count = std::min(kBlocksPerChunk, options_.blocks - made_);
+    lock.unlock();
+    const Status failure = makeBlocks(count, true);
+    lock.lock();
+    if (!ok(failure)) {
+      log(LogLevel::Warn, "host block lender: stopped making blocks at {} of {} ({})", made_, options_.blocks,
+          toString(failure));
+      return;
     }
-    // Woken by a borrow or the end; else when the idle blocks are due, the
-    // borrows have been quiet long enough, or a failed growth may be tried
-    // again.
-    auto wake = now + std::chrono::seconds(1);
-    if (idle) wake = std::min(wake, lastBorrow_ + options_.idleRelease);
-    if (belowReady) wake = std::min(wake, std::max(quietFrom, growthRetry_));
-    grow_.wait_until(lock, std::max(wake, now + std::chrono::milliseconds(1)));
   }
-}
-
-void HostBlockLender::Pool::releaseIdle(std::unique_lock<std::mutex>& lock) {
-  std::vector<device::HostBlock> blocks;
-  std::vector<FileDescriptor> descriptors;
-  while (free_.size() > readyBlocks()) {
-    const std::uint64_t id = free_.back();
-    free_.pop_back();
-    Slot& slot = slots_[id];
-    blocks.push_back(slot.block);
-    descriptors.push_back(std::move(slot.descriptor));
-    slot = Slot{};
-    absent_.push_back(id);
-    --made_;
-  }
-  const std::size_t left = made_;
-  lock.unlock();
-  backend_.destroyHostBlocks(blocks);
-  descriptors.clear();
-  log(LogLevel::Info, "host block lender: gave {} idle blocks back to the system ({} left)", blocks.size(), left);
-  lock.lock();
+  if (made_ == options_.blocks)
+    log(LogLevel::Info, "host block lender: all {} blocks made, {:.1f} s after start", made_,
+        std::chrono::duration<double>(Clock::now() - began).count());
 }
 
 HostBlockLender::Pool::~Pool() {
@@ -375,10 +328,20 @@ void HostBlockLender::Pool::accept() {
   connection->peer = peer.pid;
   connection->socket = std::move(socket);
   Connection& serving = *connection;
+  {
+    // Counted before its thread runs, which uncounts it at its end.
+    std::lock_guard lock(mutex_);
+    ++borrowersConnected_;
+  }
   try {
     connection->thread = std::thread([this, &serving] { serve(serving); });
   } catch (const std::system_error& failure) {
     log(LogLevel::Warn, "host block lender: no thread to serve process {} ({})", peer.pid, failure.what());
+    {
+      std::lock_guard lock(mutex_);
+      --borrowersConnected_;
+    }
+    grow_.notify_all();
     return;
   }
   connections_.push_back(std::move(connection));
@@ -413,6 +376,11 @@ void HostBlockLender::Pool::serve(Connection& connection) {
     }
   }
   takeBack(connection.id, {}, true);
+  {
+    std::lock_guard lock(mutex_);
+    --borrowersConnected_;
+  }
+  grow_.notify_all();
   connection.finished.store(true);
 }
 
@@ -471,9 +439,7 @@ std::vector<std::uint64_t> HostBlockLender::Pool::claim(std::size_t count, std::
     if (taken.size() == count || cleaning_ == 0 || stopping_) break;
     cleaned_.wait(lock);
   }
-  lastBorrow_ = Clock::now();
   lock.unlock();
-  grow_.notify_one(); // the grower makes what was lent again, once borrows stop
   for (const std::uint64_t id : toZero)
     std::memset(slots_[id].block.host, 0, slots_[id].block.bytes);
   return taken;

@@ -37,22 +37,16 @@ namespace mqx::ipc {
 struct HostBlockLenderOptions {
   std::string socketName;     // an abstract unix socket's name (without the leading NUL)
   std::size_t blockBytes = 0; // each block's size: a multiple of the backend's granularity
-  std::size_t blocks = 0;     // the most the pool holds
-  // Free blocks kept made ahead of borrowers, up to `blocks` in all: the
-  // first chunk made at start, the rest, and what is lent, made in the
-  // background once no borrow came for quietBeforeGrowth. 0, or `blocks` or
-  // more: the whole pool is made at start. Why not always the whole: pinned
-  // memory that no process uses is memory the host lacks, and making it pins
-  // at ~4 GB/s (bench/results/host-block-growth-*.txt).
-  std::size_t readyBlocks = 0;
-  // Free blocks beyond readyBlocks that no borrow needed for this long go
-  // back to the system; zero keeps them.
-  std::chrono::milliseconds idleRelease{0};
-  // Why wait: a borrower that emptied the pool pins its own blocks, and
-  // while the lender made blocks again beside it, a PyTorch job at 1.15x an
-  // H100 ran its steps 0.2-0.35 s slower than with no pool, three runs of
-  // three (bench/results/peers-matrix-auto-pool-H100-7f26159-r*.json).
-  std::chrono::milliseconds quietBeforeGrowth{0};
+  std::size_t blocks = 0;     // the pool's size
+  // Blocks made before start() returns (0, or `blocks` or more: all of
+  // them). The rest are made in the background, and only while no borrower
+  // is connected: with mqxd making blocks beside a job that was paging, the
+  // job's steps ran 0.2-0.35 s slower at 1.15x an H100 and 1.8-4.4 s slower
+  // at 1.5x (bench/results/peers-matrix-auto-pool-H100-7f26159-r*.json,
+  // peers-matrix-ready8-H100-83b09fd-r*.json), with the same evictions and
+  // drains. Where the two meet (the driver is the likely place) is not
+  // traced.
+  std::size_t blocksAtStart = 0;
 };
 
 // The node's side (mqxd). Thread-safe.
@@ -66,10 +60,10 @@ public:
   HostBlockLender(const HostBlockLender&) = delete;
   HostBlockLender& operator=(const HostBlockLender&) = delete;
 
-  // Makes the ready blocks (in chunks: a failure part way keeps what was
-  // made), then listens, and makes more in the background as they are lent.
-  // Fails, with the reason in `error`, when no block could be made or the
-  // socket's name is taken.
+  // Makes blocksAtStart blocks (in chunks: a failure part way keeps what
+  // was made), then listens, and makes the rest in the background. Fails,
+  // with the reason in `error`, when no block could be made or the socket's
+  // name is taken.
   [[nodiscard]] Status start(std::string* error);
 
   [[nodiscard]] std::size_t blocks() const;     // in the pool now

@@ -9,9 +9,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <csignal>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -246,104 +248,75 @@ TEST_F(HostBlockLendingTest, GivesWhatThereIsTakesBackWhatWasLentHereAndRefusesA
     ipc::closeDescriptors(*blocks);
 }
 
-// A pool of 6 that keeps 2 ready: 2 made at start, 2 more made in the
-// background after each borrow of 2, never more than 6; what the grower
-// made is zeroed like the rest.
-TEST_F(HostBlockLendingTest, MakesTheReadyBlocksAgainInTheBackgroundAsTheyAreLentUpToItsSize) {
-  const std::string name = socketName("grow");
-  ipc::HostBlockLenderOptions grown{name, kBlockBytes, 6, 2};
-  ipc::HostBlockLender lender(backend(), grown);
-  std::string error;
-  ASSERT_EQ(lender.start(&error), Status::Success) << error;
-  EXPECT_EQ(lender.blocks(), 2u) << "only the ready blocks are made at start";
-  ipc::HostBlockBorrower borrower(name, 2s);
-  std::vector<std::vector<ipc::BorrowedHostBlock>> borrowed(3);
-  for (std::size_t round = 0; round < 3; ++round) {
-    ASSERT_TRUE(waitUntil([&] { return lender.freeBlocks() == 2; }, 5s))
-        << "round " << round << ": " << lender.freeBlocks() << " free of " << lender.blocks();
-    ASSERT_EQ(borrower.borrow(kBlockBytes, 2, &borrowed[round]), Status::Success) << borrower.lastError();
-    ASSERT_EQ(borrowed[round].size(), 2u);
-    EXPECT_TRUE(importedAllZero(borrowed[round])) << "round " << round;
-    if (round < 2)
-      EXPECT_TRUE(waitUntil([&] { return lender.blocks() == 2 * round + 4; }, 5s))
-          << "round " << round << ": the lent blocks are made again, " << lender.blocks() << " made";
+// A maker of the simulated device's blocks whose calls after the first
+// `passing` wait at a gate until open() (at most 10 s each).
+class GatedMaker final : public device::HostBlockMaker {
+public:
+  GatedMaker(device::HostBlockMaker& inner, int passing) : inner_(inner), passing_(passing) {}
+  std::size_t granularity() const override { return inner_.granularity(); }
+  Status createLendableHostBlocks(std::size_t bytes, std::size_t count,
+                                  std::vector<device::HostBlock>* blocks) override {
+    {
+      std::unique_lock lock(mutex_);
+      if (++calls_ > passing_) opened_.wait_for(lock, 10s, [&] { return open_; });
+    }
+    return inner_.createLendableHostBlocks(bytes, count, blocks);
   }
-  std::this_thread::sleep_for(100ms);
-  EXPECT_EQ(lender.blocks(), 6u) << "never more than the pool's size";
-  EXPECT_EQ(lender.freeBlocks(), 0u);
-  std::vector<ipc::BorrowedHostBlock> none;
-  EXPECT_EQ(borrower.borrow(kBlockBytes, 1, &none), Status::OutOfMemory);
-  for (auto& blocks : borrowed)
-    ipc::closeDescriptors(blocks);
-}
+  Status exportHostBlock(const device::HostBlock& block, device::LentHostBlock* lent) override {
+    return inner_.exportHostBlock(block, lent);
+  }
+  void destroyHostBlocks(const std::vector<device::HostBlock>& blocks) override { inner_.destroyHostBlocks(blocks); }
+  void open() {
+    {
+      std::lock_guard lock(mutex_);
+      open_ = true;
+    }
+    opened_.notify_all();
+  }
+  int calls() const {
+    std::lock_guard lock(mutex_);
+    return calls_;
+  }
 
-// Blocks lent are made again only once borrows have been quiet for
-// quietBeforeGrowth: not beside a borrower that is pinning its own.
-TEST_F(HostBlockLendingTest, MakesBlocksAgainOnlyOnceBorrowsAreQuiet) {
-  const std::string name = socketName("quiet");
-  ipc::HostBlockLenderOptions quiet{name, kBlockBytes, 6, 2, 0ms, 600ms};
-  ipc::HostBlockLender lender(backend(), quiet);
+private:
+  device::HostBlockMaker& inner_;
+  const int passing_;
+  mutable std::mutex mutex_;
+  std::condition_variable opened_;
+  bool open_ = false;
+  int calls_ = 0;
+};
+
+// A pool of 50 with 2 made at start: the grower makes the rest in chunks of
+// 16, but none while a borrower is connected (a chunk already begun ends);
+// once the borrower has gone, the rest, and every block lends zeroed.
+TEST_F(HostBlockLendingTest, MakesTheRestInTheBackgroundOnlyWhileNoBorrowerIsConnected) {
+  const std::string name = socketName("grow");
+  GatedMaker maker(backend(), 1); // start()'s call passes; the grower's wait at the gate
+  ipc::HostBlockLender lender(maker, {name, kBlockBytes, 50, 2});
   std::string error;
   ASSERT_EQ(lender.start(&error), Status::Success) << error;
-  ASSERT_EQ(lender.blocks(), 2u);
-  ipc::HostBlockBorrower borrower(name, 2s);
-  std::vector<ipc::BorrowedHostBlock> lent, none;
-  ASSERT_EQ(borrower.borrow(kBlockBytes, 2, &lent), Status::Success) << borrower.lastError();
-  const auto lentAt = std::chrono::steady_clock::now();
-  // Asked again while empty, as a borrower pinning its own does: still quiet time.
+  EXPECT_EQ(lender.blocks(), 2u) << "two made at start";
+  ASSERT_TRUE(waitUntil([&] { return maker.calls() == 2; }, 5s)) << "the grower's first chunk is begun";
+  auto borrower = std::make_unique<ipc::HostBlockBorrower>(name, 2s);
+  std::vector<ipc::BorrowedHostBlock> first;
+  ASSERT_EQ(borrower->borrow(kBlockBytes, 1, &first), Status::Success) << borrower->lastError();
+  maker.open();
+  EXPECT_TRUE(waitUntil([&] { return lender.blocks() == 18; }, 5s)) << "the chunk begun ends: " << lender.blocks();
   std::this_thread::sleep_for(300ms);
-  EXPECT_EQ(borrower.borrow(kBlockBytes, 1, &none), Status::OutOfMemory);
-  EXPECT_EQ(lender.blocks(), 2u) << "nothing made while borrows come";
-  const auto askedAt = std::chrono::steady_clock::now();
-  ASSERT_TRUE(waitUntil([&] { return lender.blocks() == 4; }, 5s)) << lender.blocks();
-  EXPECT_GE(std::chrono::steady_clock::now() - askedAt, 550ms) << "made once the last ask was 600 ms old";
-  EXPECT_GE(std::chrono::steady_clock::now() - lentAt, 850ms);
-  ipc::closeDescriptors(lent);
-}
-
-// Free blocks beyond the ready ones go back to the system once no borrow
-// needed them for idleRelease; a block still lent is not touched.
-TEST_F(HostBlockLendingTest, GivesFreeBlocksBeyondTheReadyOnesBackToTheSystemWhenIdle) {
-  const std::string name = socketName("idle");
-  ipc::HostBlockLenderOptions idle{name, kBlockBytes, 6, 2, 300ms};
-  ipc::HostBlockLender lender(backend(), idle);
-  std::string error;
-  ASSERT_EQ(lender.start(&error), Status::Success) << error;
-  ipc::HostBlockBorrower borrower(name, 2s);
-  std::vector<ipc::BorrowedHostBlock> first, second;
-  ASSERT_EQ(borrower.borrow(kBlockBytes, 2, &first), Status::Success) << borrower.lastError();
-  ASSERT_TRUE(waitUntil([&] { return lender.freeBlocks() == 2; }, 5s));
-  ASSERT_EQ(borrower.borrow(kBlockBytes, 2, &second), Status::Success) << borrower.lastError();
-  ASSERT_TRUE(waitUntil([&] { return lender.blocks() == 6 && lender.freeBlocks() == 2; }, 5s)) << lender.blocks();
-  std::vector<device::HostBlock> imported;
-  ASSERT_EQ(backend().importHostBlocks(lentOf(first), &imported), Status::Success);
-  for (auto& block : imported)
-    std::memset(block.host, 0x5c, block.bytes);
-  backend().destroyHostBlocks(imported);
-  std::vector<std::uint64_t> returning;
-  for (const auto& block : second)
-    returning.push_back(block.id);
-  borrower.giveBack(returning);
-  ASSERT_TRUE(waitUntil([&] { return lender.lentBlocks() == 2; }, 5s));
-  EXPECT_TRUE(waitUntil([&] { return lender.blocks() == 4; }, 5s))
-      << "4 free, 2 ready: 2 go back; " << lender.blocks() << " made";
-  EXPECT_EQ(lender.freeBlocks(), 2u);
-  EXPECT_EQ(lender.lentBlocks(), 2u);
-  for (const auto& block : first)
-    EXPECT_FALSE(allZero(lender.view(block.id))) << "a block still lent keeps its bytes";
-  // Given back as well: now those free blocks are the idle ones, and the
-  // pool lends again from what is left and what it makes.
-  std::vector<std::uint64_t> rest;
-  for (const auto& block : first)
-    rest.push_back(block.id);
-  borrower.giveBack(rest);
-  EXPECT_TRUE(waitUntil([&] { return lender.lentBlocks() == 0 && lender.blocks() == 2; }, 5s)) << lender.blocks();
-  std::vector<ipc::BorrowedHostBlock> again;
-  ASSERT_EQ(borrower.borrow(kBlockBytes, 2, &again), Status::Success) << borrower.lastError();
-  EXPECT_EQ(again.size(), 2u);
-  EXPECT_TRUE(importedAllZero(again));
-  for (auto* blocks : {&first, &second, &again})
-    ipc::closeDescriptors(*blocks);
+  EXPECT_EQ(lender.blocks(), 18u) << "nothing more is made while a borrower is connected";
+  EXPECT_EQ(maker.calls(), 2);
+  ipc::closeDescriptors(first);
+  borrower.reset(); // its connection closes: its block comes back
+  EXPECT_TRUE(waitUntil([&] { return lender.blocks() == 50; }, 5s)) << lender.blocks() << " made";
+  EXPECT_EQ(maker.calls(), 2 + 2) << "the rest in chunks of 16 at most";
+  ASSERT_TRUE(waitUntil([&] { return lender.freeBlocks() == 50; }, 5s));
+  ipc::HostBlockBorrower again(name, 2s);
+  std::vector<ipc::BorrowedHostBlock> all;
+  ASSERT_EQ(again.borrow(kBlockBytes, 50, &all), Status::Success) << again.lastError();
+  EXPECT_EQ(all.size(), 50u);
+  EXPECT_TRUE(importedAllZero(all)) << "made at start, in the background or given back: zeroed";
+  ipc::closeDescriptors(all);
 }
 
 // Abstract socket names have no permissions, so either side may meet a
