@@ -41,13 +41,11 @@ bool sendAnswer(int socket, const Answer& answer, std::span<const int> descripto
 
 } // namespace
 
-// Each slot is Absent (no block: not made yet, or given back to the system),
-// or its block is Dirty (given back, or new: nothing says the driver hands
-// out zeroed memory), Cleaning (being zeroed), Free (zeroed) or Lent to one
-// connection. The server thread accepts connections and zeroes Dirty blocks
-// between polls, off the borrowers' path; a borrow short of Free blocks
-// zeroes Dirty ones itself. One thread per connection serves its requests.
-// The grower thread makes the blocks not made at start (zeroed there), a
+// Each slot is Absent (its block not made yet), or its block is Dirty
+// (given back, or new: nothing says the driver hands out zeroed memory),
+// Cleaning (being zeroed), Free (zeroed) or Lent to one connection. The server thread accepts connections and zeroes
+// Dirty blocks between polls, off the borrowers' path; a borrow short of Free blocks zeroes Dirty ones itself. One
+// thread per connection serves its requests. The grower thread makes the blocks not made at start (zeroed there), a
 // chunk at a time while no borrower is connected.
 class HostBlockLender::Pool {
 public:
