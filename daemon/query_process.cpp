@@ -1,5 +1,6 @@
 #include "query_process.hpp"
 
+#include <atomic>
 #include <signal.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -22,10 +23,29 @@ namespace {
 
 constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
-volatile sig_atomic_t childPid = 0;
+// Lock-free atomics (async-signal-safe), sequentially consistent: a signal
+// that comes while the query is being started (its admission seen, its
+// process not yet) is kept in pendingSignal and sent once it exists, by
+// whichever of the handler and start() comes second. Without this it was
+// lost and the query ran on (a CI run of
+// RunAdmissionTest.AProgramThatEndsWhileItWaitsEndsTheWaitWithItsStatus).
+std::atomic<pid_t> childPid{0};
+std::atomic<int> pendingSignal{0};
+static_assert(std::atomic<pid_t>::is_always_lock_free && std::atomic<int>::is_always_lock_free);
+
+void sendPending() {
+  const pid_t child = childPid.load();
+  if (child <= 0) return;
+  if (const int signal = pendingSignal.exchange(0); signal != 0) kill(-child, signal);
+}
 
 void forwardSignal(int signal) {
-  if (childPid > 0) kill(-childPid, signal);
+  if (const pid_t child = childPid.load(); child > 0) {
+    kill(-child, signal);
+    return;
+  }
+  pendingSignal.store(signal);
+  sendPending(); // start() may have set the child meanwhile, after its own look
 }
 
 void forwardSignals() {
@@ -79,7 +99,8 @@ int exitStatusOf(int status) {
 
 pid_t QueryProcess::start(std::uint32_t querySlot, const std::string& device, bool awaitAdmission) {
   const std::string library = findLibrary();
-  if (library.empty()) log(LogLevel::Warn, "mqx-run: libmqx.so not found (set MQX_LIBRARY); running the query without it");
+  if (library.empty())
+    log(LogLevel::Warn, "mqx-run: libmqx.so not found (set MQX_LIBRARY); running the query without it");
   forwardSignals();
   const pid_t child = fork();
   if (child < 0) {
@@ -90,6 +111,8 @@ pid_t QueryProcess::start(std::uint32_t querySlot, const std::string& device, bo
     setpgid(0, 0); // its own process group (forwardSignal)
     for (int signal : kForwardedSignals)
       ::signal(signal, SIG_DFL);
+    // One forwarded before those lines ran the inherited handler here and was kept.
+    if (const int signal = pendingSignal.exchange(0); signal != 0) ::raise(signal);
     if (!library.empty()) {
       const char* previous = std::getenv("LD_PRELOAD");
       std::string preload = library + (previous != nullptr && *previous != '\0' ? std::string(":") + previous : "");
@@ -104,7 +127,8 @@ pid_t QueryProcess::start(std::uint32_t querySlot, const std::string& device, bo
   }
   setpgid(child, child); // also here: whichever runs first, the group exists before a signal is sent to it
   takeTerminal(child);
-  childPid = child;
+  childPid.store(child);
+  sendPending();
   return child;
 }
 
@@ -112,7 +136,7 @@ int QueryProcess::wait(pid_t pid) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  childPid = 0;
+  childPid.store(0);
   giveTerminalBack();
   return exitStatusOf(status);
 }
@@ -120,7 +144,7 @@ int QueryProcess::wait(pid_t pid) {
 std::optional<int> QueryProcess::ended(pid_t pid) {
   int status = 0;
   if (waitpid(pid, &status, WNOHANG) != pid) return std::nullopt;
-  childPid = 0;
+  childPid.store(0);
   giveTerminalBack();
   return exitStatusOf(status);
 }
