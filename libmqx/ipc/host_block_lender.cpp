@@ -49,8 +49,7 @@ bool sendAnswer(int socket, const Answer& answer, std::span<const int> descripto
 // chunk at a time while no borrower is connected.
 class HostBlockLender::Pool {
 public:
-  Pool(device::HostBlockMaker& backend, HostBlockLenderOptions options)
-      : backend_(backend), options_(std::move(options)) {}
+  Pool(device::HostBlockMaker& maker, HostBlockLenderOptions options) : maker_(maker), options_(std::move(options)) {}
   ~Pool();
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
@@ -103,7 +102,7 @@ private:
   void takeBack(std::uint64_t connection, std::span<const std::uint64_t> ids, bool all);
   bool cleanOne();
 
-  device::HostBlockMaker& backend_;
+  device::HostBlockMaker& maker_;
   const HostBlockLenderOptions options_;
   mutable std::mutex mutex_;
   // slots_ is sized once, in start(), before any thread serves; after that
@@ -189,14 +188,14 @@ Status HostBlockLender::Pool::makeBlocks(std::size_t count, bool zero) {
   Status failure = Status::Success;
   for (std::size_t made = 0; made < count && ok(failure);) {
     std::vector<device::HostBlock> chunk;
-    failure = backend_.createLendableHostBlocks(options_.blockBytes, std::min(kBlocksPerChunk, count - made), &chunk);
+    failure = maker_.createLendableHostBlocks(options_.blockBytes, std::min(kBlocksPerChunk, count - made), &chunk);
     if (!ok(failure)) break;
     made += chunk.size();
     for (const device::HostBlock& block : chunk) {
       device::LentHostBlock lent;
-      if (ok(failure)) failure = backend_.exportHostBlock(block, &lent);
+      if (ok(failure)) failure = maker_.exportHostBlock(block, &lent);
       if (!ok(failure)) { // this block and the rest of its chunk go
-        backend_.destroyHostBlocks({block});
+        maker_.destroyHostBlocks({block});
         continue;
       }
       if (zero) std::memset(block.host, 0, block.bytes);
@@ -271,7 +270,7 @@ HostBlockLender::Pool::~Pool() {
   std::vector<device::HostBlock> blocks;
   for (const Slot& slot : slots_)
     if (slot.state != State::Absent) blocks.push_back(slot.block);
-  if (!blocks.empty()) backend_.destroyHostBlocks(blocks);
+  if (!blocks.empty()) maker_.destroyHostBlocks(blocks);
 }
 
 void HostBlockLender::Pool::acceptAndClean() {
