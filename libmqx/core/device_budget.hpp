@@ -18,6 +18,10 @@ public:
   virtual void release(std::size_t bytes) = 0;
   virtual std::size_t used() const = 0;
   virtual std::size_t limit() const = 0;
+  // What other processes hold of this budget: 0 for a process's own. A
+  // process alone on a shared device keeps a spare page (ResidencyManager),
+  // one beside others does not: held idle, it is budget they need.
+  virtual std::size_t heldElsewhere() const { return 0; }
   // Called when this process needs `bytes` and has nothing left to evict: a
   // budget shared with other processes asks them to evict (docs/architecture.md
   // decision 8). True when some bytes may have been freed (retry tryAcquire).

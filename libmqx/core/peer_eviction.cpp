@@ -143,9 +143,11 @@ std::size_t PeerEviction::evictForOtherProcess(std::size_t bytes, RegionId prefe
   std::size_t freed = 0;
   trace::TraceSpan span(trace_, "evict for another process", "eviction", trace::kCurrentThreadTrack);
   span.argument("bytes", bytes).argument("preferred_region", preferred);
+  // The spare first: budget held idle, given without moving a byte.
+  freed += local.giveSpare();
   // The region the requester chose among every process's, if it is still
   // evictable (its published state may be stale).
-  if (preferred != 0) freed += local.evictRegionNow(preferred);
+  if (preferred != 0 && freed < bytes) freed += local.evictRegionNow(preferred);
   while (freed < bytes) {
     const std::size_t more = local.evictBestNow();
     if (more == 0) break;

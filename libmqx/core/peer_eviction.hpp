@@ -42,6 +42,10 @@ public:
   // Evicts the replacement policy's choice among the unpinned candidates;
   // the bytes freed, 0 when nothing is evictable without waiting.
   virtual std::size_t evictBestNow() = 0;
+  // Gives back the budget held spare (ResidencyOptions::sparePages), which
+  // moves nothing, and keeps none while another process holds budget; the
+  // bytes given.
+  virtual std::size_t giveSpare() = 0;
 };
 
 class PeerEviction {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <utility>
 
 #include "common/log.hpp"
 #include "core/residency_manager.hpp"
@@ -146,13 +147,13 @@ std::size_t ResidencyManager::evictRegionNow(RegionId id) {
   return freed;
 }
 
+std::size_t ResidencyManager::giveSpare() {
+  // Another process asks for memory: it holds budget, or is about to.
+  spareBytes_ = 0;
+  return std::exchange(spare_, {}).bytes();
+}
+
 std::size_t ResidencyManager::evictBestNow() {
-  // Another process asks for memory: the spare page is given first (nothing
-  // moves).
-  if (const std::size_t spare = spare_.bytes(); spare != 0) {
-    spare_ = {};
-    return spare;
-  }
   poll();
   std::vector<EvictionCandidate> list;
   auto victims = candidates({}, &list);

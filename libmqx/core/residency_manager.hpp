@@ -99,6 +99,7 @@ public:
   // LocalVictims: another process's request, served under the manager's lock.
   std::size_t evictRegionNow(RegionId region) override;
   std::size_t evictBestNow() override;
+  std::size_t giveSpare() override;
 
 private:
   struct PendingWork {
@@ -201,8 +202,10 @@ private:
   std::deque<PendingWork> pending_;
 
   // The spare page (ResidencyOptions::sparePages): budget held for a page to
-  // take at once; spareBytes_ is 0 until the budget was first found full,
-  // then the largest page that had to wait for an eviction.
+  // take at once; spareBytes_ is 0 until the budget was found full with no
+  // other process holding any of it, then the largest page that had to wait
+  // for an eviction; 0 again once another process holds some (giveSpare,
+  // refillSpare).
   BudgetReservation spare_;
   std::size_t spareBytes_ = 0;
 };

@@ -95,6 +95,20 @@ std::size_t SharedDeviceBudget::held() const {
       [&]() -> std::size_t { return heldAlone_.load(); });
 }
 
+std::size_t SharedDeviceBudget::heldElsewhere() const {
+  return onNodeOr(
+      *membership_,
+      [&]() -> std::size_t {
+        NodeState& node = membership_->node();
+        RobustLock lock(node.lock); // one lock: the two reads agree
+        const ClientRecord* record = ownRecord(*membership_);
+        const std::size_t used = node.usedBytes(membership_->device());
+        const std::size_t held = record != nullptr ? record->budgetHeld : 0;
+        return used > held ? used - held : 0;
+      },
+      []() -> std::size_t { return 0; }); // a node lost: this process runs alone
+}
+
 bool SharedDeviceBudget::reclaimElsewhere(std::size_t bytes) { return reclaim(bytes) == PeerReclaim::Freed; }
 
 } // namespace mqx::ipc

@@ -34,6 +34,7 @@ public:
   void release(std::size_t bytes) override;
   std::size_t used() const override;
   std::size_t limit() const override;
+  std::size_t heldElsewhere() const override;
   // Cross-process eviction: asks the other processes to evict (paper §6,
   // evicting another query's regions when this one cannot proceed).
   bool reclaimElsewhere(std::size_t bytes) override;

@@ -138,6 +138,34 @@ TEST_F(NodeFixture, EvictionRequestNobodyCanServeIsOutOfMemoryAfterTheTimeout) {
 }
 
 } // namespace
+// The spare page (policy.spare_pages) on a node: a process alone on its
+// device keeps one, as under mqx-run, and writes its victims back beside
+// its loads; while another process holds any of the device's budget it
+// keeps none (a spare held idle is budget the other needs).
+TEST_F(NodeFixture, AProcessKeepsASparePageOnlyWhileNoOtherHoldsBudget) {
+  environment_["MQX_DAEMON_CAPACITY"] = "8MiB";
+  environment_["MQX_MEMORY_PAGE_SIZE"] = "256KiB"; // a page at most a sixteenth of the budget
+  environment_["MQX_SIM_GRANULARITY"] = "64KiB";
+  // Page victims: the victim that refills the spare frees a page, not a
+  // whole region (ResidencyManager::refillSpare).
+  environment_["MQX_POLICY_EVICTION_GRANULARITY"] = "page";
+  startDaemon();
+  auto alone = client({"work", "3", std::to_string(6 << 20), "3", "23"});
+  EXPECT_TRUE(alone->waitForLine("ok", 20s));
+  EXPECT_GT(alone->waitForCounter("evictions", 1s).value_or(0), 0u) << "the work went beyond the budget";
+  EXPECT_GT(alone->waitForCounter("evictions beside loads", 1s).value_or(0), 0u) << "alone, it kept no spare";
+  EXPECT_EQ(alone->wait(20s), 0);
+
+  auto holder = client({"hold-budget", std::to_string(1 << 20), "0"});
+  ASSERT_TRUE(holder->waitForLine("held", 10s));
+  auto beside = client({"work", "3", std::to_string(6 << 20), "3", "24"});
+  EXPECT_TRUE(beside->waitForLine("ok", 20s)) << "the bytes came back right";
+  EXPECT_GT(beside->waitForCounter("evictions", 1s).value_or(0), 0u);
+  EXPECT_EQ(beside->waitForCounter("evictions beside loads", 1s).value_or(1), 0u)
+      << "a spare was kept while another process held budget";
+  EXPECT_EQ(beside->wait(20s), 0);
+}
+
 } // namespace mqx::test
 
 namespace mqx::test {

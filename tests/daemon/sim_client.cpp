@@ -211,6 +211,7 @@ int work(const mqx::Config& config, const Node& client, const WorkOptions& optio
               static_cast<unsigned long long>(stats.bytesWrittenBack), static_cast<unsigned long long>(stats.launches));
   const auto usage = manager->tryUsage(); // nothing else holds the manager now
   std::printf("lent host block bytes %llu\n", static_cast<unsigned long long>(usage ? usage->swapLentBytes : 0));
+  std::printf("evictions beside loads %llu\n", static_cast<unsigned long long>(stats.evictionsBesideLoads));
   std::fflush(stdout);
   for (auto address : addresses)
     if (address != 0)

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <vector>
 
+#include "core/device_budget.hpp"
 #include "core/memory_manager.hpp"
 #include "device/sim/sim_backend.hpp"
 #include "embedded/runtime_options.hpp"
@@ -27,7 +28,8 @@ inline Config smallConfig() {
 
 class ManagerTest : public ::testing::Test {
 protected:
-  void start(const Config& config = smallConfig()) {
+  // `budget`: the device budget, when not the manager's own (a node's).
+  void start(const Config& config = smallConfig(), std::shared_ptr<DeviceBudget> budget = nullptr) {
     // A restart with another configuration: the old manager goes before the
     // backend it holds (its swap buffer returns its blocks to it).
     hook::registerHostMemoryManager(nullptr);
@@ -36,7 +38,7 @@ protected:
     config_ = config;
     backend_ = std::make_unique<device::SimBackend>(embedded::simBackendOptions(config_));
     kernels_ = std::make_unique<SimKernels>(*backend_);
-    manager_ = std::make_unique<MemoryManager>(embedded::managerOptions(config_), *backend_);
+    manager_ = std::make_unique<MemoryManager>(embedded::managerOptions(config_), *backend_, std::move(budget));
     hook::registerHostMemoryManager(manager_.get());
   }
   void SetUp() override { start(); }

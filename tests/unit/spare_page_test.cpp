@@ -2,8 +2,9 @@
 // budget is full, a page's worth of it is kept; a page that must be backed
 // takes it at once, and the victim that refills it is written back while
 // that page loads, on the other copy engine. The bytes stay right with it on
-// and off, another process asking for memory is given the spare first, and
-// pages larger than a sixteenth of the budget keep none.
+// and off, another process asking for memory is given the spare first, none
+// is kept while another process holds any of a shared budget, and pages
+// larger than a sixteenth of the budget keep none.
 #include <gtest/gtest.h>
 
 #include "manager_fixture.hpp"
@@ -134,6 +135,71 @@ TEST_F(SparePageTest, PagesLargerThanASixteenthOfTheBudgetKeepNoSpare) {
   const Statistics statistics = manager_->statistics();
   EXPECT_GT(statistics.evictions, 0U);
   EXPECT_EQ(statistics.evictionsBesideLoads, 0U);
+  expectEveryRegionIntact();
+}
+
+// A budget shared with one other process, which holds `elsewhere` bytes of
+// it (the node's SharedDeviceBudget counts each process's in its record).
+class BudgetBesideAnotherProcess final : public DeviceBudget {
+public:
+  explicit BudgetBesideAnotherProcess(std::size_t limit) : limit_(limit) {}
+  bool tryAcquire(std::size_t bytes) override {
+    if (own_ + elsewhere + bytes > limit_) return false;
+    own_ += bytes;
+    return true;
+  }
+  void release(std::size_t bytes) override { own_ -= bytes; }
+  std::size_t used() const override { return own_ + elsewhere; }
+  std::size_t limit() const override { return limit_; }
+  std::size_t heldElsewhere() const override { return elsewhere; }
+
+  std::size_t elsewhere = 0;
+
+private:
+  const std::size_t limit_;
+  std::size_t own_ = 0;
+};
+
+// The spare on a shared budget: kept while the process is alone on it,
+// given back when the other process asks, and not kept again while the
+// other holds any budget; kept again once it has left.
+TEST_F(SparePageTest, KeptOnlyWhileNoOtherProcessHoldsBudget) {
+  auto budget = std::make_shared<BudgetBesideAnotherProcess>(1024 * KiB);
+  start(spareConfig(1), budget);
+  cycleDirtyRegions(24, kPage);
+  const Statistics alone = manager_->statistics();
+  ASSERT_GT(alone.evictionsBesideLoads, 0U) << "alone on the budget, no spare was kept";
+
+  // The other process asks for a page and takes it: the spare, nothing moved.
+  EXPECT_EQ(manager_->evictForOtherProcess(kPage, std::chrono::milliseconds(100)), kPage);
+  EXPECT_EQ(manager_->statistics().evictions, alone.evictions);
+  budget->elsewhere = kPage;
+  regions_.clear();
+  cycleDirtyRegions(24, kPage);
+  const Statistics beside = manager_->statistics();
+  EXPECT_GT(beside.evictions, alone.evictions);
+  EXPECT_EQ(beside.evictionsBesideLoads, alone.evictionsBesideLoads) << "a spare was kept beside the other";
+
+  budget->elsewhere = 0; // it left
+  regions_.clear();
+  cycleDirtyRegions(24, kPage);
+  EXPECT_GT(manager_->statistics().evictionsBesideLoads, beside.evictionsBesideLoads) << "no spare once alone again";
+  expectEveryRegionIntact();
+}
+
+// Another process that took budget without asking (free budget, while this
+// one held a spare): the spare goes back at its next refill, not kept idle.
+TEST_F(SparePageTest, GivenBackWhenAnotherProcessTookBudgetWithoutAsking) {
+  auto budget = std::make_shared<BudgetBesideAnotherProcess>(1024 * KiB);
+  start(spareConfig(1), budget);
+  cycleDirtyRegions(24, kPage);
+  const Statistics alone = manager_->statistics();
+  ASSERT_GT(alone.evictionsBesideLoads, 0U);
+  budget->elsewhere = 1; // a byte is enough: it holds some of the budget
+  regions_.clear();
+  cycleDirtyRegions(24, kPage);
+  // One refill at most ran beside loads before the first one found the other.
+  EXPECT_LE(manager_->statistics().evictionsBesideLoads, alone.evictionsBesideLoads + 1);
   expectEveryRegionIntact();
 }
 

@@ -11,6 +11,7 @@
 #include <deque>
 #include <optional>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace mqx {
@@ -33,8 +34,10 @@ public:
     best.pop_front();
     return freed;
   }
+  std::size_t giveSpare() override { return std::exchange(spare, 0); }
   RegionId evictableRegion = 0;
   std::size_t regionBytes = 0;
+  std::size_t spare = 0;        // budget held spare
   std::deque<std::size_t> best; // bytes of each victim the policy would choose
   std::vector<RegionId> calls;  // 0: evictBestNow
 };
@@ -122,6 +125,24 @@ TEST(PeerEvictionAlone, ServesARequestPreferredRegionFirstThenThePolicysChoices)
   local.calls.clear();
   EXPECT_EQ(peers.evictForOtherProcess(500, 0, local), 50U); // nothing left after one more
   EXPECT_EQ(local.calls, (std::vector<RegionId>{0, 0}));
+}
+
+TEST(PeerEvictionAlone, ServesARequestFromTheSpareBeforeEvictingAnything) {
+  LocalDeviceBudget budget(1 << 20);
+  Statistics statistics;
+  PeerEviction peers(10ms, budget, statistics, nullptr);
+  FakeVictims local;
+  local.evictableRegion = 7;
+  local.regionBytes = 100;
+  local.best = {50};
+  local.spare = 64;
+  EXPECT_EQ(peers.evictForOtherProcess(64, 7, local), 64U); // the spare was enough
+  EXPECT_TRUE(local.calls.empty()) << "a region was evicted although the spare sufficed";
+  EXPECT_EQ(local.spare, 0U);
+
+  local.spare = 64;
+  EXPECT_EQ(peers.evictForOtherProcess(150, 7, local), 164U); // the spare, then the region
+  EXPECT_EQ(local.calls, (std::vector<RegionId>{7}));
 }
 
 class PeerEvictionOnNode : public ::testing::Test {
