@@ -1,8 +1,6 @@
 #include "host_block_pool.hpp"
 
 #include <algorithm>
-#include <cstring>
-#include <optional>
 
 #include <unistd.h>
 
@@ -11,7 +9,7 @@
 #include "common/log.hpp"
 #include "device/sim/sim_backend.hpp"
 #include "embedded/runtime_options.hpp"
-#include "node_capacity.hpp"
+#include "node_capacity.hpp" // probeDevices
 #if MQX_DAEMON_WITH_CUDA
 #include "device/cuda/contextless_host_blocks.hpp"
 #include "device/cuda/driver_api.hpp"
@@ -27,11 +25,6 @@ struct NodeHostBlockPool::Backend {
   // context held 524 MiB of an H100, which the node's budget had to leave
   // out).
   std::unique_ptr<device::cuda::DriverApi> api;
-  // Device 0's free memory before the blocks, by NVML, and its index among
-  // the node's devices (NVML's, matched by UUID); none when NVML cannot say.
-  std::optional<std::uint64_t> freeBefore;
-  std::string identity;
-  std::size_t nodeIndex = 0;
 #endif
   std::unique_ptr<device::HostBlockMaker> maker;
 };
@@ -43,30 +36,8 @@ NodeHostBlockPool::NodeHostBlockPool(std::unique_ptr<Backend> backend, std::uniq
 NodeHostBlockPool::~NodeHostBlockPool() { lender_.reset(); }
 
 std::string NodeHostBlockPool::describe() const {
-  std::string held;
-  for (std::size_t i = 0; i < deviceBytesHeld_.size(); ++i)
-    if (deviceBytesHeld_[i] != 0) held += fmt::format("; it holds {} MiB of device {}", deviceBytesHeld_[i] >> 20, i);
-  return fmt::format("{} host blocks of {} MiB made to lend, up to {}{}", lender_->blocks(), blockBytes_ >> 20,
-                     mostBlocks_, held);
-}
-
-void NodeHostBlockPool::measureDeviceBytesHeld() {
-#if MQX_DAEMON_WITH_CUDA
-  if (backend_->api == nullptr) return; // the simulated device's: no device memory
-  if (!backend_->freeBefore) {
-    log(LogLevel::Warn,
-        "mqxd: what the host block pool holds of device 0 is not known (no NVML); the node's budget leaves nothing "
-        "out for it (3 MiB measured on an H100)");
-    return;
-  }
-  for (const DeviceMemory& after : probeNvmlDevices()) {
-    if (after.identity != backend_->identity) continue;
-    const std::uint64_t free = after.totalBytes - std::min(after.usedBytes, after.totalBytes);
-    deviceBytesHeld_.assign(backend_->nodeIndex + 1, 0);
-    // Another process that freed memory meanwhile makes it look smaller: not below nothing.
-    deviceBytesHeld_[backend_->nodeIndex] = *backend_->freeBefore > free ? *backend_->freeBefore - free : 0;
-  }
-#endif
+  return fmt::format("{} host blocks of {} MiB made to lend, up to {}", lender_->blocks(), blockBytes_ >> 20,
+                     mostBlocks_);
 }
 
 std::unique_ptr<NodeHostBlockPool> NodeHostBlockPool::start(const Config& config, const std::string& socketName) {
@@ -100,7 +71,6 @@ std::unique_ptr<NodeHostBlockPool> NodeHostBlockPool::start(const Config& config
   }
   std::unique_ptr<NodeHostBlockPool> pool(
       new NodeHostBlockPool(std::move(backend), std::move(lender), blockBytes, blocks));
-  pool->measureDeviceBytesHeld();
   return pool;
 }
 
@@ -130,23 +100,15 @@ std::unique_ptr<NodeHostBlockPool::Backend> NodeHostBlockPool::openBackend(const
     *why = "the CUDA driver: " + error;
     return nullptr;
   }
-  const device::cuda::DriverApi& api = *opened->api;
-  // Before cuInit, which the driver may already count on the device.
-  const std::vector<DeviceMemory> before = probeNvmlDevices();
+  // No context, so nothing of the device's memory to leave out of the node's
+  // budget: 16 blocks took 3 MiB of an H100 (bench/results/
+  // host-block-contextless-H100-c7eaabd.txt), inside the device's reserve
+  // (deviceReserveBytes). The free memory NVML reports before and after is
+  // no measure of it on a busy GPU: it counted every other process's
+  // allocations too (22 MiB on an H200 beside the GPU suite, more than the
+  // budget of a small daemon.capacity, which failed mqxd's start).
   std::unique_ptr<device::cuda::ContextlessHostBlocks> maker;
-  if (!ok(device::cuda::ContextlessHostBlocks::open(api, 0, &maker, why))) return nullptr;
-  CUdevice device = 0;
-  if (CUuuid uuid{}; api.cuDeviceGet(&device, 0) == CUDA_SUCCESS && api.cuDeviceGetUuid_v2 != nullptr &&
-                     api.cuDeviceGetUuid_v2(&uuid, device) == CUDA_SUCCESS) {
-    unsigned char bytes[16];
-    std::memcpy(bytes, uuid.bytes, sizeof bytes);
-    opened->identity = formatGpuUuid(bytes);
-    for (std::size_t i = 0; i < before.size(); ++i)
-      if (before[i].identity == opened->identity) {
-        opened->freeBefore = before[i].totalBytes - std::min(before[i].usedBytes, before[i].totalBytes);
-        opened->nodeIndex = i;
-      }
-  }
+  if (!ok(device::cuda::ContextlessHostBlocks::open(*opened->api, 0, &maker, why))) return nullptr;
   opened->maker = std::move(maker);
   return opened;
 #else

@@ -40,14 +40,6 @@ public:
   [[nodiscard]] const ipc::HostBlockLender& lender() const { return *lender_; }
   // One phrase for mqxd's start line.
   [[nodiscard]] std::string describe() const;
-  // The device memory the pool took, by the node's device index
-  // (NodeDaemonOptions::heldByDaemon): device 0's free memory by NVML before
-  // the driver was initialised less after the blocks were made. About 3 MiB
-  // on an H100 now that no context is made; 520 MiB when the pool held
-  // device 0's context, which a PyTorch client whose budget did not leave it
-  // out ran short of (docs/daemon.md, "Lent host blocks"). Empty on the
-  // simulated device, and without NVML (warned).
-  [[nodiscard]] const std::vector<std::uint64_t>& deviceBytesHeld() const { return deviceBytesHeld_; }
 
 private:
   struct Backend; // the block maker and what it needs alive (the CUDA driver's entry points)
@@ -59,14 +51,11 @@ private:
   static std::size_t autoPoolBytes();
   NodeHostBlockPool(std::unique_ptr<Backend> backend, std::unique_ptr<ipc::HostBlockLender> lender,
                     std::size_t blockBytes, std::size_t mostBlocks);
-  // deviceBytesHeld_, once the blocks are made.
-  void measureDeviceBytesHeld();
 
   std::unique_ptr<Backend> backend_; // outlives the lender, whose blocks it made
   std::unique_ptr<ipc::HostBlockLender> lender_;
   std::size_t blockBytes_;
   std::size_t mostBlocks_;
-  std::vector<std::uint64_t> deviceBytesHeld_;
 };
 
 } // namespace mqx::daemon

@@ -60,11 +60,8 @@ int main(int argc, char** argv) {
     sigaction(SIGQUIT, &action, nullptr);
     for (int ignored : {SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM})
       signal(ignored, SIG_IGN);
-    // The pool before the node: its CUDA context takes device memory (520
-    // MiB on an H100), which the node's budget must leave out (while it did
-    // not, a PyTorch client ran out of device memory; docs/daemon.md, "Lent
-    // host blocks"). The instance's lock before the pool, so that a
-    // second mqxd refuses before it takes device memory beside the first.
+    // The instance's lock before the pool, so that a second mqxd refuses
+    // before it pins host memory beside the first.
     // The pool's socket has the node's names, which need no NodeDaemon; no
     // client registers before the segment exists, and none runs before
     // "ready". The node goes first at exit, then the pool.
@@ -73,10 +70,7 @@ int main(int argc, char** argv) {
     mqx::daemon::NodeDaemonOptions options;
     options.instanceLock = mqx::daemon::lockInstance(names);
     const auto hostBlocks = mqx::daemon::NodeHostBlockPool::start(config, names.hostBlockPool);
-    if (hostBlocks != nullptr) {
-      mqx::log(mqx::LogLevel::Info, "mqxd: {}", hostBlocks->describe());
-      options.heldByDaemon = hostBlocks->deviceBytesHeld();
-    }
+    if (hostBlocks != nullptr) mqx::log(mqx::LogLevel::Info, "mqxd: {}", hostBlocks->describe());
     mqx::daemon::NodeDaemon daemon(config, std::move(options));
     std::printf("mqxd: ready (%s)\n", daemon.names().segment.c_str());
     std::fflush(stdout);

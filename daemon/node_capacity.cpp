@@ -219,25 +219,6 @@ std::vector<NodeDevice> nodeDevices(const Config& config, const DeviceProbe& pro
   return devices;
 }
 
-std::vector<NodeDevice> lessHeldByDaemon(std::vector<NodeDevice> devices, const std::vector<std::uint64_t>& held) {
-  for (std::size_t i = 0; i < std::min(devices.size(), held.size()); ++i) {
-    if (held[i] >= devices[i].capacity)
-      throw std::runtime_error(fmt::format("mqxd itself holds {} MiB of the device {}, not less than its {} MiB budget "
-                                           "({}); raise daemon.capacity or set daemon.host_block_pool = 0",
-                                           held[i] >> 20, devices[i].identity, devices[i].capacity >> 20,
-                                           devices[i].origin));
-    devices[i].capacity -= held[i];
-  }
-  return devices;
-}
-
-std::vector<DeviceMemory> probeNvmlDevices(std::string* why) {
-  std::string tried;
-  auto result = probeNvml(&tried);
-  if (why != nullptr) *why = tried;
-  return result;
-}
-
 std::vector<DeviceMemory> probeDevices(std::string* why) {
   std::string tried;
   auto result = probeNvml(&tried);

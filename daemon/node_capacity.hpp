@@ -48,19 +48,6 @@ using DeviceProbe = std::function<std::vector<DeviceMemory>()>;
 // called when needed; at most kMaxDevices devices are kept.
 std::vector<NodeDevice> nodeDevices(const Config& config, const DeviceProbe& probe);
 
-// `devices` with the device memory mqxd itself holds on each taken off its
-// budget, whatever the budget's origin (the device's memory or
-// daemon.capacity): `held[i]` bytes on device i, nothing on the devices
-// past the end of `held`. Why: that memory is no client's, and no reserve
-// covers it under daemon.capacity. On an H100 the host block pool's CUDA
-// context on device 0 held 520 MiB; under daemon.capacity 15 GiB on a device
-// made 16 GiB (1 GiB left for PyTorch's own context) a PyTorch query under
-// mqx-run failed with CUDA out of memory, and passed with 2 GiB left
-// (docs/daemon.md, "Lent host blocks"). Throws std::runtime_error when mqxd
-// holds a device's whole budget.
-[[nodiscard]] std::vector<NodeDevice> lessHeldByDaemon(std::vector<NodeDevice> devices,
-                                                       const std::vector<std::uint64_t>& held);
-
 // The GPUs through NVML (libnvidia-ml.so.1), else the driver (libcuda.so.1:
 // cuInit, cuDeviceGetCount, cuDeviceGetUuid_v2, cuDeviceTotalMem, no
 // context); both loaded with dlopen, so mqxd needs neither to build or run.
@@ -68,11 +55,6 @@ std::vector<NodeDevice> nodeDevices(const Config& config, const DeviceProbe& pro
 // applies it itself. Empty without a driver or device; `why`, when given,
 // says what was tried.
 std::vector<DeviceMemory> probeDevices(std::string* why = nullptr);
-
-// The GPUs through NVML alone, as probeDevices lists them: empty without
-// NVML. For what is in use on a device without a CUDA context (usedBytes),
-// which the driver cannot say (cuMemGetInfo needs a context).
-std::vector<DeviceMemory> probeNvmlDevices(std::string* why = nullptr);
 
 // The devices of `all` (NVML's, in its index order) that a
 // CUDA_VISIBLE_DEVICES of `visible` (null: unset) shows, in its order: each

@@ -37,9 +37,9 @@ constexpr std::size_t kRequestQueueCapacity = 64;
 constexpr std::chrono::milliseconds kNoWait{0};
 
 // The node's devices and their budgets (docs/daemon.md, "Capacity" and
-// "Several GPUs"), less what mqxd itself holds on each (`held`, by index),
-// with what mqxd learned of each in its log.
-std::vector<DeviceEntry> devicesOf(const Config& config, const std::vector<std::uint64_t>& held) {
+// "Several GPUs"), with what mqxd learned of each in its log. mqxd holds
+// nothing of them itself: its host block pool has no CUDA context.
+std::vector<DeviceEntry> devicesOf(const Config& config) {
   std::size_t listed = 0;
   const std::vector<NodeDevice> devices = nodeDevices(config, [&] {
     std::string why;
@@ -47,9 +47,8 @@ std::vector<DeviceEntry> devicesOf(const Config& config, const std::vector<std::
     if (gpus.empty()) log(LogLevel::Info, "mqxd: no GPU memory found ({})", why);
     listed = gpus.size();
     for (std::size_t i = 0; i < gpus.size(); ++i) {
-      // What mqxd holds itself is in use too, and left out of the budget below.
       const DeviceMemory& gpu = gpus[i];
-      const std::uint64_t used = gpu.usedBytes - std::min(gpu.usedBytes, i < held.size() ? held[i] : 0);
+      const std::uint64_t used = gpu.usedBytes;
       if (used > deviceReserveBytes(gpu.totalBytes))
         log(LogLevel::Warn,
             "mqxd: {} MiB of the device {} are in use already, more than the {} MiB reserve: its budget may not "
@@ -61,27 +60,15 @@ std::vector<DeviceEntry> devicesOf(const Config& config, const std::vector<std::
   if (listed > devices.size())
     log(LogLevel::Warn, "mqxd: {} GPUs listed, the node keeps the first {} (set CUDA_VISIBLE_DEVICES)", listed,
         devices.size());
-  const std::vector<NodeDevice> budgets = lessHeldByDaemon(devices, held);
   std::vector<DeviceEntry> entries;
-  for (std::size_t i = 0; i < budgets.size(); ++i) {
-    const NodeDevice& device = budgets[i];
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    const NodeDevice& device = devices[i];
     DeviceEntry entry;
     std::snprintf(entry.identity, sizeof entry.identity, "%s", device.identity.c_str());
     entry.capacity = device.capacity;
     entries.push_back(entry);
-    log(LogLevel::Info, "mqxd: device {} {}: budget {} MiB: {}", i, device.identity, devices[i].capacity >> 20,
+    log(LogLevel::Info, "mqxd: device {} {}: budget {} MiB: {}", i, device.identity, device.capacity >> 20,
         device.origin);
-    if (device.capacity == devices[i].capacity) continue;
-    // The host block pool's context (NodeHostBlockPool::deviceBytesHeld):
-    // 520 MiB on an H100, which a client's budget of 15 GiB on a device
-    // made 16 GiB did not leave room for (docs/daemon.md, "Lent host blocks").
-    // Under a quarter left, the budget was set for a device without mqxd's
-    // own context: said, not undone.
-    const bool small = device.capacity < devices[i].capacity / 4;
-    log(small ? LogLevel::Warn : LogLevel::Info,
-        "mqxd: device {} {}: budget {} MiB -> {} MiB: mqxd's own CUDA context (host block pool) holds {} MiB{}", i,
-        device.identity, devices[i].capacity >> 20, device.capacity >> 20, held[i] >> 20,
-        small ? ", more than 3/4 of the budget (raise daemon.capacity, or set daemon.host_block_pool = 0)" : "");
   }
   return entries;
 }
@@ -169,8 +156,8 @@ FileDescriptor lockInstance(const IpcNames& names) {
 }
 
 NodeDaemon::NodeDaemon(const Config& config, NodeDaemonOptions options)
-    : config_(config), names_(IpcNames::forInstance(config.daemonInstance, getuid())),
-      devices_(devicesOf(config, options.heldByDaemon)), limits_(std::make_shared<ConcurrencyLimits>()),
+    : config_(config), names_(IpcNames::forInstance(config.daemonInstance, getuid())), devices_(devicesOf(config)),
+      limits_(std::make_shared<ConcurrencyLimits>()),
       placement_(admissionPolicyOf(config, limits_), config.placement, capacitiesOf(devices_)),
       history_(historyPath(config)), undeclared_(UndeclaredOptions{config.undeclaredSettleMilliseconds / 1000.0}),
       launches_(std::chrono::milliseconds(config.launchLeaseMilliseconds), static_cast<std::uint32_t>(devices_.size())),

@@ -51,13 +51,8 @@ FileDescriptor lockInstance(const ipc::IpcNames& names);
 struct NodeDaemonOptions {
   // The instance's lock when mqxd took it first (lockInstance), else
   // NodeDaemon takes it. mqxd takes it before its host block pool, so that
-  // a second mqxd refuses before it takes device memory beside the first.
+  // a second mqxd refuses before it pins host memory beside the first.
   FileDescriptor instanceLock;
-  // The device memory mqxd itself holds, by the node's device index (its
-  // host block pool's CUDA context: NodeHostBlockPool::deviceBytesHeld):
-  // left out of each device's budget (lessHeldByDaemon), so that the
-  // clients' budgets fit beside it.
-  std::vector<std::uint64_t> heldByDaemon;
 };
 
 class NodeDaemon {

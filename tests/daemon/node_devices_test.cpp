@@ -1,18 +1,13 @@
 // The node's devices as mqxd lists them (docs/daemon.md, "Several GPUs"):
 // which GPUs CUDA_VISIBLE_DEVICES shows, UUIDs as nvidia-smi -L prints them,
-// each device's budget (less what mqxd itself holds on it), and the
-// admission wait explained per device.
+// each device's budget, and the admission wait explained per device.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <cstdio>
 #include <stdexcept>
 #include <utility>
 
 #include "ipc/node_snapshot.hpp"
-#include "ipc/shared_segment.hpp"
 #include "node_capacity.hpp"
-#include "node_daemon.hpp"
 
 namespace mqx::daemon {
 namespace {
@@ -99,56 +94,6 @@ TEST(NodeDevices, SimDevicesAreSimNEachOfSimCapacity) {
   const auto fallback = nodeDevices(config, [] { return std::vector<DeviceMemory>{}; });
   ASSERT_EQ(fallback.size(), 3u);
   EXPECT_EQ(fallback[2].capacity, 8 * kMiB);
-}
-
-// What mqxd itself holds on a device (its host block pool's CUDA context:
-// 520 MiB on an H100, where a PyTorch query whose budget counted it ran out
-// of device memory) is left out of that device's budget, whether the budget
-// is the device's memory or daemon.capacity.
-TEST(NodeDevices, WhatMqxdHoldsItselfIsLeftOutOfThatDevicesBudget) {
-  Config config;
-  const auto gpus = fourGpus();
-  const std::vector<std::uint64_t> held = {520 * kMiB, 0, 64 * kMiB}; // nothing said of device 3
-  const auto listed = nodeDevices(config, [&] { return gpus; });
-  auto devices = lessHeldByDaemon(listed, held);
-  ASSERT_EQ(devices.size(), 4u);
-  EXPECT_EQ(devices[0].capacity, gpus[0].totalBytes - deviceReserveBytes(gpus[0].totalBytes) - 520 * kMiB);
-  EXPECT_EQ(devices[1].capacity, listed[1].capacity);
-  EXPECT_EQ(devices[2].capacity, listed[2].capacity - 64 * kMiB);
-  EXPECT_EQ(devices[3].capacity, listed[3].capacity);
-  config.daemonCapacity = 15 * kGiB;
-  devices = lessHeldByDaemon(nodeDevices(config, [&] { return gpus; }), held);
-  EXPECT_EQ(devices[0].capacity, 15 * kGiB - 520 * kMiB) << devices[0].origin;
-  EXPECT_EQ(devices[1].capacity, 15 * kGiB);
-  EXPECT_EQ(lessHeldByDaemon(devices, {}).at(0).capacity, devices[0].capacity) << "nothing held, nothing left out";
-  // All of a budget held: no device to lend.
-  config.daemonCapacity = 512 * kMiB;
-  EXPECT_THROW((void)lessHeldByDaemon(nodeDevices(config, [&] { return gpus; }), held), std::runtime_error);
-}
-
-// NodeDaemon lists each device with its budget less what mqxd holds on it
-// (NodeDaemonOptions::heldByDaemon), in the segment the clients read.
-TEST(NodeDevices, TheNodeListsEachDeviceLessWhatMqxdHoldsOnIt) {
-  Config config;
-  config.backend = BackendKind::Sim;
-  config.simDevices = 2;
-  config.daemonCapacity = 48 * kMiB;
-  config.daemonInstance = "held" + std::to_string(getpid());
-  config.demandStateFile = "/tmp/mqx-test-demand-" + config.daemonInstance;
-  NodeDaemonOptions options;
-  options.heldByDaemon = {5 * kMiB};
-  {
-    NodeDaemon daemon(config, std::move(options));
-    ASSERT_EQ(daemon.devices().size(), 2u);
-    EXPECT_EQ(daemon.devices()[0].capacity, 43 * kMiB);
-    EXPECT_EQ(daemon.devices()[1].capacity, 48 * kMiB);
-    auto segment = ipc::SharedSegment::open(daemon.names());
-    ASSERT_NE(segment, nullptr);
-    EXPECT_EQ(segment->state().capacityOf(), 91 * kMiB) << "the budget the clients read";
-  }
-  const auto names = ipc::IpcNames::forInstance(config.daemonInstance, getuid());
-  for (const std::string& path : {names.nodeNameFile, names.lockFile, names.rosterFile, config.demandStateFile})
-    std::remove(path.c_str());
 }
 
 // A snapshot of a node of two 32 MiB devices: `holder` runs with 24 MiB on
