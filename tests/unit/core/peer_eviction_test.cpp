@@ -111,13 +111,21 @@ TEST(PeerEvictionAlone, CostsNothingAndAnswersNothing) {
   EXPECT_FALSE(peers.waitingForOtherProcesses());
 }
 
-TEST(PeerEvictionAlone, ServesARequestPreferredRegionFirstThenThePolicysChoices) {
-  LocalDeviceBudget budget(1 << 20);
+// A process alone on its budget, serving another's request from `local`:
+// region 7 frees 100 bytes.
+class PeerEvictionServing : public ::testing::Test {
+protected:
+  PeerEvictionServing() {
+    local.evictableRegion = 7;
+    local.regionBytes = 100;
+  }
+  LocalDeviceBudget budget{1 << 20};
   Statistics statistics;
-  PeerEviction peers(10ms, budget, statistics, nullptr);
+  PeerEviction peers{10ms, budget, statistics, nullptr};
   FakeVictims local;
-  local.evictableRegion = 7;
-  local.regionBytes = 100;
+};
+
+TEST_F(PeerEvictionServing, PreferredRegionFirstThenThePolicysChoices) {
   local.best = {50, 50, 50};
   EXPECT_EQ(peers.evictForOtherProcess(180, 7, local), 200U); // 100, then 50 and 50
   EXPECT_EQ(local.calls, (std::vector<RegionId>{7, 0, 0}));
@@ -127,13 +135,7 @@ TEST(PeerEvictionAlone, ServesARequestPreferredRegionFirstThenThePolicysChoices)
   EXPECT_EQ(local.calls, (std::vector<RegionId>{0, 0}));
 }
 
-TEST(PeerEvictionAlone, ServesARequestFromTheSpareBeforeEvictingAnything) {
-  LocalDeviceBudget budget(1 << 20);
-  Statistics statistics;
-  PeerEviction peers(10ms, budget, statistics, nullptr);
-  FakeVictims local;
-  local.evictableRegion = 7;
-  local.regionBytes = 100;
+TEST_F(PeerEvictionServing, TheSpareBeforeEvictingAnything) {
   local.best = {50};
   local.spare = 64;
   EXPECT_EQ(peers.evictForOtherProcess(64, 7, local), 64U); // the spare was enough
