@@ -72,8 +72,8 @@ public:
       EXPECT_EQ(manager_->closeShared(view), Status::Success);
     for (auto& buffer : buffers_)
       release(buffer);
+    hook::registerHostMemoryManager(nullptr); // before the manager goes (manager_fixture.hpp)
     manager_.reset();
-    hook::registerHostMemoryManager(nullptr);
   }
 
   // Runs `steps` random operations; returns a description of the first

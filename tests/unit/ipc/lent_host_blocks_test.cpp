@@ -95,8 +95,8 @@ TEST_F(LentHostBlocksTest, EvictedPagesMapLentBlocksAndEveryByteSurvives) {
   const Statistics statistics = manager_->statistics();
   EXPECT_EQ(statistics.swapBytesBorrowed, borrowed_->heldBytes());
   EXPECT_GE(statistics.swapBytesHeld, statistics.swapBytesBorrowed);
+  hook::registerHostMemoryManager(nullptr); // before the manager goes (manager_fixture.hpp)
   manager_.reset();
-  hook::registerHostMemoryManager(nullptr);
   EXPECT_EQ(borrowed_->heldBytes(), 0U);
   EXPECT_TRUE(allBack()) << lender_->lentBlocks() << " blocks still lent after the manager went";
 }
