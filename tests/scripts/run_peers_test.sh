@@ -59,6 +59,28 @@ assert rows[0]["drains"]["mqx"]["fence_waits_to_remap"] == 20 and rows[0]["drain
 PY
 grep -q "30 fence waits, 10.0/GB evicted (20 to remap, 1.50 s waited)" <<<"$out" ||
   fail "--summarize printed no drains per GB: $out"
+# The systems under mqxd, and Unified Memory: each managed one gets its ratio and its drains.
+cat > "$scratch/daemon.json" <<'JSON'
+{"benchmark": "run-peers", "commit": "abc1234", "date": "2026-11-28", "device": "sim", "device_bytes": 17179869184,
+ "mqx_limit_bytes": 16106127360, "h2d_pinned_GBps": 50.0, "d2h_pinned_GBps": 50.0, "steps": 10,
+ "systems": ["mqxd", "mqxd-own-blocks", "um"],
+ "workloads": {"matrix": {"runs": [
+  {"fraction": 1.15, "footprint_bytes": 19756849561,
+   "mqxd": {"status": "ok", "tensors": 294, "steps": 10, "fill_s": 0.5, "steps_s": 3.0, "total_s": 4.0, "checksum": 1.5,
+            "mqx_statistics": {"fence_waits": 40, "bytes_written_back": 4000000000, "bytes_dropped_clean": 0}},
+   "mqxd-own-blocks": {"status": "ok", "tensors": 294, "steps": 10, "fill_s": 1.0, "steps_s": 3.0, "total_s": 5.0,
+                       "checksum": 1.5, "mqx_statistics": {"fence_waits": 40, "bytes_written_back": 4000000000}},
+   "um": {"status": "ok", "tensors": 294, "steps": 10, "fill_s": 0.8, "steps_s": 8.0, "total_s": 10.0, "checksum": 1.5}}]}}}
+JSON
+"$run_peers" --summarize "$scratch/daemon.json" --out "$scratch/daemon-summary.json" >/dev/null 2>&1 ||
+  fail "--summarize of mqxd systems: exit $?"
+python3 - "$scratch/daemon-summary.json" <<'PY' || fail "--summarize gave the mqxd systems no ratio or drains"
+import json, sys
+row = json.load(open(sys.argv[1]))["workloads"]["matrix"]["runs"][0]
+assert abs(row["ratios"]["um_vs_mqxd"] - 2.5) < 1e-9 and abs(row["ratios"]["um_vs_mqxd-own-blocks"] - 2.0) < 1e-9, row
+assert abs(row["drains"]["mqxd"]["fence_waits_per_GB"] - 10.0) < 1e-9, row["drains"]
+assert "mqxd-own-blocks" in row["drains"], row["drains"]
+PY
 sed 's/"total_s": 1.6, "checksum": 1.5/"total_s": 1.6, "checksum": 2.5/' "$scratch/earlier.json" > "$scratch/differ.json"
 out=$("$run_peers" --summarize "$scratch/differ.json" --out "$scratch/summary.json" 2>&1); rc=$?
 [ "$rc" = 1 ] && grep -q "DIFFER" <<<"$out" || fail "--summarize with differing checksums: exit $rc, $out"
