@@ -22,13 +22,11 @@ Status ContextlessHostBlocks::open(const DriverApi& api, int ordinal, std::uniqu
     *why = "the driver maps no host-located memory here";
     return status;
   }
-  CUmemAllocationProp prop{};
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location = {CU_MEM_LOCATION_TYPE_HOST_NUMA, 0};
-  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-  result = api.cuMemGetAllocationGranularity(&opened->granularity_, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
-  if (result != CUDA_SUCCESS || opened->granularity_ == 0) {
-    *why = api.describe("the granularity of lendable host memory", result);
+  // At the node the probe chose (the device's own where the driver names
+  // one), not node 0: the two may differ on a host of several NUMA nodes.
+  opened->granularity_ = opened->blocks_.lendableGranularity();
+  if (opened->granularity_ == 0) {
+    *why = "the driver lends no host NUMA memory here (no exportable host blocks)";
     return Status::NotSupported;
   }
   *out = std::move(opened);

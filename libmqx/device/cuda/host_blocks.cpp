@@ -57,6 +57,15 @@ Status HostBlocks::probe() {
   return Status::NotSupported;
 }
 
+std::size_t HostBlocks::lendableGranularity() const {
+  if (hostLocation_.type != CU_MEM_LOCATION_TYPE_HOST_NUMA) return 0;
+  std::size_t granularity = 0;
+  const CUmemAllocationProp prop = properties(true);
+  return api_.cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS
+             ? granularity
+             : 0;
+}
+
 Status HostBlocks::create(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks, bool lendable) {
   if (bytes == 0 || count == 0 || blocks == nullptr) return Status::InvalidValue;
   if (lendable && hostLocation_.type != CU_MEM_LOCATION_TYPE_HOST_NUMA) return Status::NotSupported;

@@ -37,6 +37,10 @@ public:
   // host memory) and whether the CPU may be given access. NotSupported when
   // neither works: the core then leaves evicted pages unmapped.
   Status probe();
+  // The granularity of lendable blocks at the location probe() found; 0
+  // when that is no host NUMA node (only those are exportable) or the driver
+  // does not say.
+  std::size_t lendableGranularity() const;
   // `lendable`: created exportable as POSIX file descriptors (exportBlock).
   Status create(std::size_t bytes, std::size_t count, std::vector<HostBlock>* blocks, bool lendable = false);
   // DeviceBackend::exportHostBlock and importHostBlocks: another process's
