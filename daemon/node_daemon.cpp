@@ -48,12 +48,11 @@ std::vector<DeviceEntry> devicesOf(const Config& config) {
     listed = gpus.size();
     for (std::size_t i = 0; i < gpus.size(); ++i) {
       const DeviceMemory& gpu = gpus[i];
-      const std::uint64_t used = gpu.usedBytes;
-      if (used > deviceReserveBytes(gpu.totalBytes))
+      if (gpu.usedBytes > deviceReserveBytes(gpu.totalBytes))
         log(LogLevel::Warn,
             "mqxd: {} MiB of the device {} are in use already, more than the {} MiB reserve: its budget may not "
             "fit (set daemon.capacity)",
-            used >> 20, gpu.identity, deviceReserveBytes(gpu.totalBytes) >> 20);
+            gpu.usedBytes >> 20, gpu.identity, deviceReserveBytes(gpu.totalBytes) >> 20);
     }
     return gpus;
   });

@@ -94,6 +94,8 @@ private:
   // `zero` (zeroed here). The first failure ends it (what was made stays).
   Status makeBlocks(std::size_t count, bool zero);
   void grow();
+  // A connection counted in borrowersConnected_ ended: the grower looks again.
+  void borrowerLeft();
   void acceptAndClean();
   void accept();
   void serve(Connection& connection);
@@ -237,6 +239,14 @@ void HostBlockLender::Pool::grow() {
         std::chrono::duration<double>(Clock::now() - began).count());
 }
 
+void HostBlockLender::Pool::borrowerLeft() {
+  {
+    std::lock_guard lock(mutex_);
+    --borrowersConnected_;
+  }
+  grow_.notify_all();
+}
+
 HostBlockLender::Pool::~Pool() {
   if (server_.joinable() && startedBy_ != ::getpid()) {
     // A forked child's copy: the threads run in the parent only, and the
@@ -334,11 +344,7 @@ void HostBlockLender::Pool::accept() {
     connection->thread = std::thread([this, &serving] { serve(serving); });
   } catch (const std::system_error& failure) {
     log(LogLevel::Warn, "host block lender: no thread to serve process {} ({})", peer.pid, failure.what());
-    {
-      std::lock_guard lock(mutex_);
-      --borrowersConnected_;
-    }
-    grow_.notify_all();
+    borrowerLeft();
     return;
   }
   connections_.push_back(std::move(connection));
@@ -373,11 +379,7 @@ void HostBlockLender::Pool::serve(Connection& connection) {
     }
   }
   takeBack(connection.id, {}, true);
-  {
-    std::lock_guard lock(mutex_);
-    --borrowersConnected_;
-  }
-  grow_.notify_all();
+  borrowerLeft();
   connection.finished.store(true);
 }
 
