@@ -441,9 +441,12 @@ Status SimBackend::copyToDevice(DevicePtr destination, const void* source, std::
   if (target == nullptr) return Status::InvalidHandle;
   if (source == nullptr || !rangeMapped(destination, bytes)) return Status::InvalidValue;
   maybeKillInTransfer(TransferDirection::ToDevice);
+  // The destination holds the bytes once the copy's time has passed, as a
+  // GPU's does when its copy completes: work not ordered after the copy sees
+  // the old bytes, in real time for as long as the copy takes.
   target->enqueue([=, this] {
-    std::memcpy(toPointer(destination), source, bytes);
     charge(bytes, copyBandwidth_, &SimTransferTotals::bytesToDevice, &SimTransferTotals::secondsToDevice);
+    std::memcpy(toPointer(destination), source, bytes);
   });
   return Status::Success;
 }
@@ -455,8 +458,8 @@ Status SimBackend::copyToHost(void* destination, DevicePtr source, std::size_t b
   maybeKillInTransfer(TransferDirection::ToHost);
   if (failingCopyToHost_ != 0 && copiesToHost_.load() == failingCopyToHost_) return Status::IllegalAddress;
   target->enqueue([=, this] {
-    std::memcpy(destination, toPointer(source), bytes);
     charge(bytes, copyBandwidth_, &SimTransferTotals::bytesToHost, &SimTransferTotals::secondsToHost);
+    std::memcpy(destination, toPointer(source), bytes);
   });
   return Status::Success;
 }
