@@ -371,6 +371,7 @@ const std::map<std::string, KeyHandler>& keyTable() {
       {"policy.write_back_ahead", doubleKey(&Config::writeBackAhead, 0.0, 0.5)},
       {"policy.write_back_ahead_quiet_operations", integerKey(&Config::writeBackAheadQuietOperations, 0, 1'000'000)},
       {"policy.spare_pages", integerKey(&Config::sparePages, 0, 16)},
+      {"policy.staged_write_back", boolKey(&Config::stagedWriteBack)},
       {"optimizations.lazy_transfer", boolKey(&Config::lazyTransfer)},
       {"optimizations.copy_on_write", boolKey(&Config::copyOnWrite)},
       {"optimizations.cow_min_bytes", sizeKey(&Config::cowMinBytes, 0, std::size_t{1} << 40)},

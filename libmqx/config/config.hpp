@@ -33,6 +33,7 @@ struct Config {
   double writeBackAhead = 0.02;
   std::uint32_t writeBackAheadQuietOperations = 64;
   std::uint32_t sparePages = 1;
+  bool stagedWriteBack = true;
   // [optimizations]
   bool lazyTransfer = true;
   bool copyOnWrite = true;

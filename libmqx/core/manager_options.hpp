@@ -43,6 +43,13 @@ struct ResidencyOptions {
   // the victims that refill them are written back while the page loads, on
   // the other copy engine, instead of before (ResidencyManager::refillSpare).
   unsigned sparePages = 1;
+  // policy.staged_write_back: while spare pages are kept, one more page of
+  // the budget is staging memory; a dirty victim's bytes are copied there on
+  // the device and its host block is mapped under it at once, while the copy
+  // to that block runs (ResidencyManager::evict; docs/architecture.md, "The
+  // staged write-back"). Off: the host block is mapped once the write-back
+  // is done.
+  bool stagedWriteBack = true;
 };
 
 // The process's trace (trace.*): Chrome trace-event JSON.

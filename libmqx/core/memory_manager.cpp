@@ -445,6 +445,12 @@ Status MemoryManager::copyDeviceToHost(void* destination, DevicePtr source, std:
     // Earlier work on the stream may write the destination: let it finish
     // before the host-side part lands.
     MQX_TRY(s.backend.synchronize(stream));
+    // A page whose host block is its image and which in-flight work names
+    // (its staged write-back, ResidencyManager::evict, still filling it, or
+    // a kernel running from it) is read only once that work is done.
+    for (const Piece& piece : hostPieces)
+      if (const PageState& page = region->pages[piece.page]; page.hostMapped() && page.pinned())
+        MQX_TRY(s.residency.waitUnpinned(page));
     for (const Piece& piece : hostPieces)
       readHostImage(region->pages[piece.page].host(), piece.offset, piece.bytes, out + piece.position);
   }

@@ -36,6 +36,54 @@ void BudgetReservation::absorb(BudgetReservation&& other) {
   bytes_ += std::exchange(other.bytes_, 0);
 }
 
+StagingMemory& StagingMemory::operator=(StagingMemory&& other) noexcept {
+  if (this != &other) {
+    reset();
+    backend_ = other.backend_;
+    budget_ = other.budget_;
+    address_ = other.address_;
+    bytes_ = std::exchange(other.bytes_, 0);
+    lastUse_ = other.lastUse_;
+    used_ = std::exchange(other.used_, false);
+  }
+  return *this;
+}
+
+void StagingMemory::reset() {
+  if (bytes_ == 0) return;
+  // A copy may still read it: unmapped under it, the copy would fault.
+  if (used_)
+    if (Status waited = backend_->waitFence(lastUse_); !ok(waited)) {
+      log(LogLevel::Error, "waiting for the copies from the staging memory: {}; its memory is kept", toString(waited));
+      bytes_ = 0; // lost rather than unmapped under a copy; the budget keeps its bytes
+      return;
+    }
+  if (Status unmapped = backend_->unmap(address_, bytes_); !ok(unmapped))
+    log(LogLevel::Warn, "unmapping the staging memory: {}", toString(unmapped));
+  if (Status released = backend_->release(address_, bytes_); !ok(released))
+    log(LogLevel::Warn, "releasing the staging memory's range: {}", toString(released));
+  budget_->release(std::exchange(bytes_, 0));
+  used_ = false;
+}
+
+Status PageMapper::mapStaging(BudgetReservation reservation, StagingMemory* staging) {
+  const std::size_t bytes = reservation.bytes();
+  if (bytes == 0 || staging == nullptr) return Status::InvalidValue;
+  DevicePtr address = 0;
+  MQX_TRY(backend_.reserve(bytes, &address));
+  if (Status mapped = backend_.map(address, bytes); !ok(mapped)) {
+    (void)backend_.release(address, bytes);
+    return mapped;
+  }
+  reservation.commit(); // the staging memory holds the bytes until it goes
+  *staging = StagingMemory{};
+  staging->backend_ = &backend_;
+  staging->budget_ = &budget_;
+  staging->address_ = address;
+  staging->bytes_ = bytes;
+  return Status::Success;
+}
+
 BudgetReservation PageMapper::reserve(std::size_t bytes) {
   if (bytes == 0 || !budget_.tryAcquire(bytes)) return {};
   return BudgetReservation(budget_, bytes);

@@ -68,6 +68,42 @@ private:
   std::size_t bytes_ = 0;
 };
 
+// Device memory of mqx's own, beside every page's, paid by the budget:
+// ResidencyManager::evict copies a dirty victim's bytes here on the device
+// (tens of microseconds) and maps its host block under it at once, while
+// the copy to that block runs from here (docs/architecture.md, "The staged
+// write-back"). Gives its memory and budget back when it goes out of scope,
+// once the last copy that used it (usedUntil) is done.
+class [[nodiscard]] StagingMemory {
+public:
+  StagingMemory() = default;
+  StagingMemory(StagingMemory&& other) noexcept { *this = std::move(other); }
+  StagingMemory& operator=(StagingMemory&& other) noexcept;
+  StagingMemory(const StagingMemory&) = delete;
+  StagingMemory& operator=(const StagingMemory&) = delete;
+  ~StagingMemory() { reset(); }
+
+  explicit operator bool() const { return bytes_ != 0; }
+  DevicePtr address() const { return address_; }
+  std::size_t bytes() const { return bytes_; }
+  // Device work up to `fence` reads or writes it: it is unmapped only after.
+  void usedUntil(const device::Fence& fence) {
+    lastUse_ = fence;
+    used_ = true;
+  }
+
+private:
+  friend class PageMapper;
+  void reset();
+
+  device::DeviceBackend* backend_ = nullptr;
+  DeviceBudget* budget_ = nullptr;
+  DevicePtr address_ = 0;
+  std::size_t bytes_ = 0;
+  device::Fence lastUse_;
+  bool used_ = false;
+};
+
 // What the caller is about to do to a page, for PageMapper::mayBeReached.
 enum class PageAccess {
   ReadImage,  // read its host image on the host (a lazy device-to-device copy's source)
@@ -130,6 +166,10 @@ public:
   Status releaseRegion(Region& region);
   // A page that is not resident got no host block: it stays unmapped.
   void leaveUnmapped(Status why);
+
+  // Device memory of mqx's own, paid by `reservation` (its bytes), in a
+  // virtual range of its own. OutOfMemory: the reservation goes back.
+  Status mapStaging(BudgetReservation reservation, StagingMemory* staging);
 
   // --- Content transitions that a launch reaching every page must see ---
 

@@ -148,9 +148,11 @@ std::size_t ResidencyManager::evictRegionNow(RegionId id) {
 }
 
 std::size_t ResidencyManager::giveSpare() {
-  // Another process asks for memory: it holds budget, or is about to.
+  // Another process asks for memory: it holds budget, or is about to. The
+  // staging memory goes with the spare (once its last copy is done).
   spareBytes_ = 0;
-  return std::exchange(spare_, {}).bytes();
+  const std::size_t staging = std::exchange(staging_, {}).bytes();
+  return std::exchange(spare_, {}).bytes() + staging;
 }
 
 std::size_t ResidencyManager::evictBestNow() {
@@ -212,16 +214,33 @@ Status ResidencyManager::evict(const Victim& victim, const std::function<Status(
       dirty += region.pageDataBytes(writeBack.index);
     writing->argument("bytes", dirty).argument("region", region.id);
   }
+  // One dirty page into a host block, with staging memory: its bytes are
+  // copied there on the device first, and the page leaves its device memory
+  // as soon as that copy is done, while the copy to its block runs from the
+  // staging memory (docs/architecture.md, "The staged write-back").
+  const bool staged = staging_ && context_.options.stagedWriteBack && mapsHost && writeBacks.size() == 1 &&
+                      region.pageDataBytes(writeBacks.front().index) <= staging_.bytes() &&
+                      slots_.blockOf(writeBacks.front().slot.get()) != nullptr;
+  device::Fence stagedCopyDone; // the copy into the staging memory
   // One fence per page, so that each page is unmapped as soon as its own
   // write-back is done while the later ones still run: unmapping (about
   // 0.04 ms per page on an H100, bench/gpu/vmm_costs.cpp) then hides behind
   // the copies instead of following all of them.
   WriteBacksInFlight inFlight(backend, toHost); // after writeBacks: gone before their slots
   for (WriteBack& writeBack : writeBacks) {
-    MQX_TRY(backend.copyToHost(writeBack.slot.get(), region.pageAddress(writeBack.index),
-                               region.pageDataBytes(writeBack.index), toHost, slots_.pinned()));
+    const std::size_t bytes = region.pageDataBytes(writeBack.index);
+    DevicePtr source = region.pageAddress(writeBack.index);
+    if (staged) {
+      // On the same stream as the copy out of it: the previous staged
+      // write-back has read the staging memory before this one writes it.
+      MQX_TRY(backend.copyOnDevice(staging_.address(), source, bytes, toHost));
+      MQX_TRY(backend.enqueueFence(toHost, &stagedCopyDone));
+      source = staging_.address();
+    }
+    MQX_TRY(backend.copyToHost(writeBack.slot.get(), source, bytes, toHost, slots_.pinned()));
     inFlight.issued(writeBack.slot);
     MQX_TRY(backend.enqueueFence(toHost, &writeBack.done));
+    if (staged) staging_.usedUntil(writeBack.done);
   }
   // The caller's copies to the device go now, beside these on the other
   // engine (refillSpare): after the ordering above, so the write-backs do
@@ -256,7 +275,10 @@ Status ResidencyManager::evict(const Victim& victim, const std::function<Status(
     backings.push_back(std::move(backing));
   }
   for (WriteBack& writeBack : writeBacks) {
-    MQX_TRY(backend.waitFence(writeBack.done));
+    // Staged, its bytes are safe in the staging memory: the page may leave
+    // its device memory now, its block mapped under it before they arrive
+    // there (pinned and ordered below).
+    MQX_TRY(backend.waitFence(staged ? stagedCopyDone : writeBack.done));
     std::byte* slot = writeBack.slot.get();
     MQX_TRY(mapper_.wroteBack(region.pages[writeBack.index], std::move(writeBack.slot)));
     stats.bytesWrittenBack += region.pageDataBytes(writeBack.index);
@@ -272,12 +294,35 @@ Status ResidencyManager::evict(const Victim& victim, const std::function<Status(
   }
   writing.reset();
   MQX_TRY(mapper_.mapBlocks(region, backings));
+  if (staged) MQX_TRY(afterStagedWriteBack(PageKey{region.id, writeBacks.front().index}));
   ++stats.evictions;
   stats.evictionNanoseconds += static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count());
   evictedSinceWriteAhead_ = true;
   span.argument("written_back", writeBacks.size());
   if (span.active()) traceUsage();
+  return Status::Success;
+}
+
+Status ResidencyManager::afterStagedWriteBack(const PageKey& page) {
+  auto& backend = context_.backend;
+  const StreamHandle toHost = backend.transferStream(device::TransferDirection::ToHost);
+  const StreamHandle toDevice = backend.transferStream(device::TransferDirection::ToDevice);
+  ++context_.statistics.stagedWriteBacks;
+  // The page's host block holds its bytes once the copy from the staging
+  // memory is done. Until then it is pinned: remapping it waits (backAll),
+  // and so do the host's reads and writes of its image (mayBeReached, which
+  // lazy transfers ask) and its release (waitUnreached).
+  MQX_TRY(pinUntilComplete(std::span(&page, 1), toHost));
+  // Device work enqueued from now on, on any stream, may read the page
+  // through its block (a launch whose references are not known reaches every
+  // page): it runs after that copy. Loads enqueued so far (this operation's,
+  // issued while the write-back runs) are not held back; later ones are, and
+  // every stream is ordered after them (orderAfterLoads).
+  MQX_TRY(backend.order(toHost, toDevice));
+  latestLoadsRunning_ = true;
+  loadsFenced_ = ok(backend.enqueueFence(toDevice, &loadsDone_));
+  streamsAfterLoads_.clear();
   return Status::Success;
 }
 

@@ -221,6 +221,11 @@ Status ResidencyManager::refillSpare(const std::vector<RegionId>& keep, const st
     MQX_TRY(evicted);
     takeFree();
   }
+  // The staging memory of write-backs takes a page of the full spare, once:
+  // the next operation that backs a page tops the spare up again.
+  if (context_.options.stagedWriteBack && !staging_ && mapper_.mapsHost() && spare_.bytes() >= spareBytes_)
+    if (Status mapped = mapper_.mapStaging(spare_.split(page), &staging_); !ok(mapped))
+      log(LogLevel::Debug, "no staging memory for write-backs: {}", toString(mapped));
   return Status::Success;
 }
 
@@ -371,6 +376,16 @@ void ResidencyManager::poll() {
     ++it;
   }
   if (!writesAhead_.empty()) finishWritesAhead();
+}
+
+Status ResidencyManager::waitUnpinned(const PageState& page) {
+  poll();
+  while (page.pinned()) {
+    if (pending_.empty()) return Status::Unknown; // pins without pending work: a bug
+    MQX_TRY(context_.backend.waitFence(pending_.front().fence));
+    poll();
+  }
+  return Status::Success;
 }
 
 Status ResidencyManager::waitUnreached(const Region& region) {

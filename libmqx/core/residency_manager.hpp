@@ -94,6 +94,9 @@ public:
   // Waits until no in-flight work may reach a page of `region` (it is
   // about to be freed).
   Status waitUnreached(const Region& region);
+  // Waits until no in-flight work pins the page: its host image may then be
+  // read on the host (a staged write-back may still be filling it, evict).
+  Status waitUnpinned(const PageState& page);
   Status waitAll();
 
   // LocalVictims: another process's request, served under the manager's lock.
@@ -149,6 +152,9 @@ private:
     SwapSlot slot;
     device::Fence done;
   };
+  // A staged write-back of `page` is in flight (evict): pins the page until
+  // it is done and orders all later device work after it.
+  Status afterStagedWriteBack(const PageKey& page);
   // Gives an evicted page's device memory back (its host block is mapped
   // afterwards, in a batch).
   Status releaseDevicePage(Region& region, std::uint32_t index);
@@ -208,6 +214,9 @@ private:
   // refillSpare).
   BudgetReservation spare_;
   std::size_t spareBytes_ = 0;
+  // Staging memory for write-backs (ResidencyOptions::stagedWriteBack):
+  // a page of the budget, kept while spare pages are (refillSpare).
+  StagingMemory staging_;
 };
 
 } // namespace mqx

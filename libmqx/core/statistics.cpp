@@ -33,6 +33,7 @@ std::string Statistics::toJson() const {
       {"fence_waits_to_remap", fenceWaitsToRemap},
       {"fence_wait_ns", fenceWaitNanoseconds},
       {"evictions_beside_loads", evictionsBesideLoads},
+      {"staged_write_backs", stagedWriteBacks},
       {"swap_bytes_held", swapBytesHeld},
       {"swap_bytes_borrowed", swapBytesBorrowed},
   };

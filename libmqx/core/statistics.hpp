@@ -41,6 +41,10 @@ struct Statistics {
   // Evictions that refilled the spare page with their write-backs running
   // beside the loads of the page that took it (policy.spare_pages).
   std::uint64_t evictionsBesideLoads = 0;
+  // Write-backs whose page left its device memory once its bytes were in
+  // the staging memory, before they reached its host block
+  // (policy.staged_write_back).
+  std::uint64_t stagedWriteBacks = 0;
   // Gauges, set when the statistics are read (MemoryManager::statistics):
   // the host blocks the swap buffer holds, and of them those borrowed from
   // mqxd's pool (docs/daemon.md, "Lent host blocks"): whether a fill ran on

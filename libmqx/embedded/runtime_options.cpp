@@ -22,6 +22,7 @@ ManagerOptions managerOptions(const Config& config) {
   options.residency.writeBackAheadFraction = config.writeBackAhead;
   options.residency.writeBackAheadQuietOperations = config.writeBackAheadQuietOperations;
   options.residency.sparePages = config.sparePages;
+  options.residency.stagedWriteBack = config.stagedWriteBack;
   options.policy.replacement = config.replacement;
   options.policy.latencyFactor = config.latencyFactor;
   options.policy.randomSeed = config.randomSeed;

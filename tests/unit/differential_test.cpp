@@ -507,6 +507,7 @@ struct VariantTotals {
   std::uint64_t fenceWaits = 0;
   std::uint64_t fenceWaitsToRemap = 0;
   std::uint64_t evictionsBesideLoads = 0;
+  std::uint64_t stagedWriteBacks = 0;
 };
 
 VariantTotals runVariant(const Config& config, const std::string& name, std::uint64_t firstSeed,
@@ -545,6 +546,7 @@ VariantTotals runVariant(const Config& config, const std::string& name, std::uin
     totals.fenceWaits += statistics.fenceWaits;
     totals.fenceWaitsToRemap += statistics.fenceWaitsToRemap;
     totals.evictionsBesideLoads += statistics.evictionsBesideLoads;
+    totals.stagedWriteBacks += statistics.stagedWriteBacks;
   }
   if (statisticsFile != nullptr) std::fclose(statisticsFile);
   if (failed) return totals;
@@ -697,6 +699,11 @@ TEST_P(DifferentialAblations, MatchesUnlimitedReference) {
   // only if evictions ran beside loads. (With larger pages, small regions'
   // pages of one granule, 64 KiB, keep one too.)
   if (config.pageSize * 16 <= config.simCapacity) EXPECT_GT(totals.evictionsBesideLoads, 0U) << variant.name;
+  // With the spare, dirty victims leave the device through the staging
+  // memory (policy.staged_write_back): their host blocks are mapped before
+  // their bytes arrive there, which these sequences then read back.
+  if (config.pageSize * 16 <= config.simCapacity && config.stagedWriteBack)
+    EXPECT_GT(totals.stagedWriteBacks, 0U) << variant.name;
   if (config.writeBackAhead == 0) {
     EXPECT_EQ(totals.bytesWrittenAhead, 0U);
   } else if (config.writeBackAhead >= 0.5) {

@@ -38,13 +38,14 @@ TEST(StatisticsJson, EveryCounterParsesBackExactly) {
                                  &statistics.fenceWaitsToRemap,
                                  &statistics.fenceWaitNanoseconds,
                                  &statistics.evictionsBesideLoads,
+                                 &statistics.stagedWriteBacks,
                                  &statistics.swapBytesHeld,
                                  &statistics.swapBytesBorrowed})
     *counter = value++;
   const std::string text = statistics.toJson();
   EXPECT_EQ(text.find('\n'), std::string::npos) << text;
   const nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(text);
-  ASSERT_EQ(parsed.size(), 27u) << text;
+  ASSERT_EQ(parsed.size(), 28u) << text;
   const std::pair<const char*, std::uint64_t> expected[] = {
       {"bytes_to_device", statistics.bytesToDevice},
       {"bytes_to_host", statistics.bytesToHost},
@@ -71,6 +72,7 @@ TEST(StatisticsJson, EveryCounterParsesBackExactly) {
       {"fence_waits_to_remap", statistics.fenceWaitsToRemap},
       {"fence_wait_ns", statistics.fenceWaitNanoseconds},
       {"evictions_beside_loads", statistics.evictionsBesideLoads},
+      {"staged_write_backs", statistics.stagedWriteBacks},
       {"swap_bytes_held", statistics.swapBytesHeld},
       {"swap_bytes_borrowed", statistics.swapBytesBorrowed},
   };
