@@ -300,6 +300,9 @@ TEST_F(SparePageTest, KernelsThroughPointerTablesRunAfterAStagedWriteBack) {
     transformReference(data.data(), data.data(), kPage, 3);
     regions_.emplace_back(address, std::move(data));
   }
+  // The table kernels below run on another stream: the program orders them
+  // after these transforms, as it must on a GPU.
+  ASSERT_EQ(manager_->synchronizeAll(), Status::Success);
   const std::size_t dirtyRegions = regions_.size();
   for (int step = 0; step < 6; ++step) {
     const DevicePtr fresh = allocate(kPage);
