@@ -303,9 +303,13 @@ bool PageMapper::mayBeReached(const PageState& page, PageAccess access) {
     // the image of a page on device memory stays as the host left it.
     return page.hostMapped() && (page.pinned() || everyPageReachable());
   case PageAccess::WriteImage:
-    // A pinned page's content is in use (PageStore refuses). Unpinned, a
-    // page on device memory is read there, never from its image.
-    return page.pinned() || (page.hostMapped() && everyPageReachable());
+    // A pinned page's content is in use (PageStore refuses). A page on
+    // device memory is read there, not from its image; but a new image is
+    // loaded there before the next launch, on the transfer stream, which
+    // is not ordered after a launch in flight that may read the page: that
+    // launch would read the bytes written after it on its stream
+    // (SparePageTest.KernelsThroughPointerTablesSeeTheTableWrittenBeforeThem).
+    return page.pinned() || ((page.hostMapped() || page.backed()) && everyPageReachable());
   case PageAccess::Remap: return page.pinned() || ((page.backed() || page.hostMapped()) && everyPageReachable());
   }
   return true;
