@@ -78,7 +78,7 @@ Status DeviceWorkRunner::run(DeviceWork& work, StreamHandle stream, bool wait) {
   device::Fence fence;
   MQX_TRY(residency_.pinUntilComplete(keys, stream, &fence));
   if (work.reachesEveryPage) {
-    mapper_.reachesEveryPage(fence);
+    mapper_.reachesEveryPage(fence, stream);
     preparedVersion_ = mapper_.version(); // everything prepared, as of this launch
     preparedSinceLastOperation_ = true;
   }

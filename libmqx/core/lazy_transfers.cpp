@@ -24,6 +24,7 @@ Status LazyTransfers::replaceHostImage(Region& region, std::uint32_t index, Host
     image = HostImage::inSwap(page.backing());
     slot.reset();
   }
+  mapper_.imageRewritten(page);
   return mapper_.handBack(region, index, PageStore::imageReplaced(page, std::move(image)), slot);
 }
 

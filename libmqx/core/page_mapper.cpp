@@ -237,6 +237,7 @@ Status PageMapper::wroteBack(PageState& page, SwapSlot slot) {
 
 Status PageMapper::writtenOnHost(PageState& page) {
   MQX_TRY(PageStore::writtenOnHost(page));
+  imageRewritten(page);
   ++version_; // its device copy, if any, is stale
   return Status::Success;
 }
@@ -303,39 +304,50 @@ bool PageMapper::mayBeReached(const PageState& page, PageAccess access) {
     // the image of a page on device memory stays as the host left it.
     return page.hostMapped() && (page.pinned() || everyPageReachable());
   case PageAccess::WriteImage:
-    // A pinned page's content is in use (PageStore refuses). A page on
-    // device memory is read there, not from its image; but a new image is
-    // loaded there before the next launch, on the transfer stream, which
-    // is not ordered after a launch in flight that may read the page: that
-    // launch would read the bytes written after it on its stream
-    // (SparePageTest.KernelsThroughPointerTablesSeeTheTableWrittenBeforeThem).
-    return page.pinned() || ((page.hostMapped() || page.backed()) && everyPageReachable());
+    // A pinned page's content is in use (PageStore refuses). Unpinned, a
+    // page on device memory is read there, never from its image; the load
+    // of its new image follows the launches in flight (imageRewritten).
+    return page.pinned() || (page.hostMapped() && everyPageReachable());
   case PageAccess::Remap: return page.pinned() || ((page.backed() || page.hostMapped()) && everyPageReachable());
   }
   return true;
 }
 
-void PageMapper::reachesEveryPage(const device::Fence& fence) {
+void PageMapper::reachesEveryPage(const device::Fence& fence, StreamHandle stream) {
   ++everyPageLaunches_;
   // Fences of one slot (stream) are reached in order: the newest stands for
   // the older ones, so the list holds one fence per stream at most, however
   // many launches a program makes without anyone asking.
-  for (device::Fence& known : everyPageFences_)
-    if (known.slot == fence.slot) {
-      known.value = std::max(known.value, fence.value);
+  for (EveryPageWork& known : everyPageWork_)
+    if (known.fence.slot == fence.slot) {
+      known.fence.value = std::max(known.fence.value, fence.value);
+      known.stream = stream;
       return;
     }
-  everyPageFences_.push_back(fence);
+  everyPageWork_.push_back({fence, stream});
 }
 
 bool PageMapper::everyPageReachable() {
-  std::erase_if(everyPageFences_, [&](const device::Fence& fence) { return backend_.fenceReached(fence); });
-  return !everyPageFences_.empty();
+  std::erase_if(everyPageWork_, [&](const EveryPageWork& work) { return backend_.fenceReached(work.fence); });
+  return !everyPageWork_.empty();
 }
 
 Status PageMapper::waitForEveryPageWork() {
   while (everyPageReachable())
-    MQX_TRY(backend_.waitFence(everyPageFences_.front()));
+    MQX_TRY(backend_.waitFence(everyPageWork_.front().fence));
+  return Status::Success;
+}
+
+void PageMapper::imageRewritten(const PageState& page) {
+  if (page.backed() && everyPageReachable()) imagesRewrittenUnderReaders_ = true;
+}
+
+Status PageMapper::orderLoadsAfterReaders(StreamHandle transfers) {
+  if (!std::exchange(imagesRewrittenUnderReaders_, false) || !everyPageReachable()) return Status::Success;
+  // Each stream's whole queue so far, the launches that may read the old
+  // bytes among it (SparePageTest.KernelsThroughPointerTablesSeeTheTableWrittenBeforeThem).
+  for (const EveryPageWork& work : everyPageWork_)
+    if (!ok(backend_.order(work.stream, transfers))) MQX_TRY(backend_.waitFence(work.fence));
   return Status::Success;
 }
 

@@ -204,7 +204,8 @@ public:
   bool mayBeReached(const PageState& page, PageAccess access);
   // Device work enqueued before `fence` may reach any page of the process (a
   // launch whose references are not known).
-  void reachesEveryPage(const device::Fence& fence);
+  // `stream` is the one it was enqueued on (orderLoadsAfterReaders).
+  void reachesEveryPage(const device::Fence& fence, StreamHandle stream = 0);
   // A fence of reachesEveryPage is not yet reached.
   bool everyPageReachable();
   // Waits until no launch that may reach every page still runs.
@@ -214,6 +215,17 @@ public:
   std::uint64_t everyPageLaunches() const { return everyPageLaunches_; }
   // Loads were issued that read what `sources` says.
   void loadsIssued(const LoadSources& sources);
+  // The host wrote the image of a page on device memory (a lazy copy or
+  // memset). Kernels read the page there, not its image, but the new image
+  // is loaded before the next launch that needs it, on the transfer
+  // stream: while a launch that may reach every page runs, that load must
+  // follow it, or the launch reads bytes written after it on its stream.
+  void imageRewritten(const PageState& page);
+  // Orders `transfers` (the host-to-device stream, before it loads) after
+  // the launches that may reach every page still running, when an image was
+  // rewritten under them (imageRewritten); where a stream cannot be ordered
+  // (destroyed since), waits for its launches instead.
+  Status orderLoadsAfterReaders(StreamHandle transfers);
   // Waits until no load still reads an application buffer: a copy-on-write
   // source may be changed or released only then.
   void waitForSourceReads();
@@ -237,7 +249,12 @@ private:
   SwapSlots& slots_;
   CowTracker& cow_;
   Statistics& statistics_;
-  std::vector<device::Fence> everyPageFences_; // reachesEveryPage's fences not yet seen reached
+  struct EveryPageWork {
+    device::Fence fence;
+    StreamHandle stream = 0;
+  };
+  std::vector<EveryPageWork> everyPageWork_; // reachesEveryPage's fences not yet seen reached
+  bool imagesRewrittenUnderReaders_ = false; // imageRewritten, not yet ordered
   std::uint64_t everyPageLaunches_ = 0;
   bool sourceReadsInFlight_ = false;
   bool warnedUnmapped_ = false;

@@ -109,6 +109,10 @@ Status ResidencyManager::makeResident(std::span<const PageUse> uses, StreamHandl
   bool loadsIssued = false;
   const auto issueLoads = [&] {
     if (std::exchange(loadsIssued, true)) return issued;
+    if (!loads.empty())
+      if (issued = mapper_.orderLoadsAfterReaders(context_.backend.transferStream(device::TransferDirection::ToDevice));
+          !ok(issued))
+        return issued;
     issued = loads.issue(context_.backend, slots_.pinned(), context_.statistics, context_.trace, read);
     mapper_.loadsIssued(read);
     return issued;

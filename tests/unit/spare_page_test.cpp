@@ -338,11 +338,12 @@ TEST_F(SparePageTest, KernelsThroughPointerTablesRunAfterAStagedWriteBack) {
 
 // The same without the spare (nor staging): each table kernel rewrites the
 // table the one before it reads, with a copy on their stream. Done lazily
-// on a page in device memory, the copy wrote the page's image and the next
-// launch loaded it on the transfer stream, not ordered after the kernel in
-// flight that still had to read it: whole regions ended one transform short
-// and their neighbours one over. Such a copy now goes on the stream while a
-// launch that may reach every page runs (PageMapper::mayBeReached, WriteImage).
+// on a page in device memory, the copy writes the page's image, loaded
+// before the next launch on the transfer stream: until that load was
+// ordered after the launches in flight (PageMapper::imageRewritten,
+// orderLoadsAfterReaders) it could land before the kernel that still had to
+// read the old table, and whole regions ended one transform short and
+// their neighbours one over.
 TEST_F(SparePageTest, KernelsThroughPointerTablesSeeTheTableWrittenBeforeThem) {
   Config config = spareConfig(0);
   config.stagedWriteBack = false;
