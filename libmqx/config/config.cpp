@@ -202,7 +202,8 @@ std::uint64_t readBoundedInteger(const RawValue& value, const std::string& key, 
 const Choices<ReplacementKind>& choicesOf(ReplacementKind) {
   static const Choices<ReplacementKind> choices = {
       {"cdr", ReplacementKind::Cdr}, {"lru", ReplacementKind::Lru},       {"mru", ReplacementKind::Mru},
-      {"lfu", ReplacementKind::Lfu}, {"random", ReplacementKind::Random}, {"adaptive", ReplacementKind::Adaptive}};
+      {"lfu", ReplacementKind::Lfu}, {"random", ReplacementKind::Random}, {"adaptive", ReplacementKind::Adaptive},
+      {"reuse", ReplacementKind::Reuse}};
   return choices;
 }
 

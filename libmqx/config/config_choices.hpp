@@ -8,7 +8,7 @@
 
 namespace mqx {
 
-enum class ReplacementKind { Cdr, Lru, Mru, Lfu, Random, Adaptive };
+enum class ReplacementKind { Cdr, Lru, Mru, Lfu, Random, Adaptive, Reuse };
 enum class EvictionGranularity { Region, Page };
 enum class ReferenceDetection { Auto, Advice, Scan, All };
 enum class BackendKind { Auto, Cuda, Sim };

@@ -561,7 +561,7 @@ Status MemoryManager::launch(const device::KernelLaunch& launch) {
   const std::uint64_t now = s.peers.tick();
   for (const auto& reference : references) {
     Region& region = *reference.region;
-    region.lastUse = now;
+    region.used(now);
     ++region.useCount;
     for (std::uint32_t i = 0; i < region.pageCount(); ++i) {
       PageState& page = region.pages[i];
@@ -610,7 +610,7 @@ Status MemoryManager::launchUnknown(StreamHandle stream, const std::function<Sta
   } else {
     const std::uint64_t now = s.peers.tick();
     s.directory.forEach([&](Region& region) {
-      region.lastUse = now;
+      region.used(now);
       for (std::uint32_t i = 0; i < region.pageCount(); ++i) {
         work.uses.push_back({&region, i, Access::Both});
         work.written.emplace_back(&region, i);

@@ -94,12 +94,13 @@ struct HostImage {
 class PageState {
 public:
   const HostImage& host() const { return host_; }
-  bool backed() const { return backed_; }              // physical device memory mapped under the page
-  std::byte* backing() const { return backing_; }      // !backed: the host block mapped under the page, if any
-  bool deviceValid() const { return deviceValid_; }    // the device copy holds the current content
-  std::uint32_t pins() const { return pins_; }         // in-flight operations that use the device copy
-  std::uint64_t lastUse() const { return lastUse_; }   // logical time of the last launch that used it
-  std::uint64_t useCount() const { return useCount_; } // launches that used it
+  bool backed() const { return backed_; }                    // physical device memory mapped under the page
+  std::byte* backing() const { return backing_; }            // !backed: the host block mapped under the page, if any
+  bool deviceValid() const { return deviceValid_; }          // the device copy holds the current content
+  std::uint32_t pins() const { return pins_; }               // in-flight operations that use the device copy
+  std::uint64_t lastUse() const { return lastUse_; }         // logical time of the last launch that used it
+  std::uint64_t useCount() const { return useCount_; }       // launches that used it
+  std::uint64_t previousUse() const { return previousUse_; } // the use before lastUse (0: none)
   // Counts the transitions that changed the page (all but pins and uses):
   // a write-back issued ahead of need holds the page's bytes only if none
   // happened while it ran (ResidencyManager, residency_write_ahead.cpp).
@@ -120,6 +121,7 @@ private:
   std::uint32_t pins_ = 0;
   std::uint64_t lastUse_ = 0;
   std::uint64_t useCount_ = 0;
+  std::uint64_t previousUse_ = 0;
   std::uint32_t generation_ = 0;
 };
 

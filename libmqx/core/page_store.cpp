@@ -213,6 +213,7 @@ Status PageStore::unpin(PageState& page) {
 }
 
 void PageStore::used(PageState& page, std::uint64_t now) {
+  if (page.lastUse_ != now) page.previousUse_ = page.lastUse_;
   page.lastUse_ = now;
   ++page.useCount_;
 }

@@ -31,8 +31,8 @@ PeerEviction::PeerEviction(std::chrono::milliseconds evictionTimeout, DeviceBudg
 namespace {
 
 PublishedInputs inputsOf(const Region& region) {
-  return PublishedInputs{
-      region.id, EvictionCandidate{0, region.backedBytes(), region.dirtyBytes(), region.lastUse, region.useCount}};
+  return PublishedInputs{region.id, EvictionCandidate{0, region.backedBytes(), region.dirtyBytes(), region.lastUse,
+                                                      region.useCount, region.previousUse}};
 }
 
 } // namespace

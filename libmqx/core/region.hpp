@@ -32,10 +32,18 @@ struct Region {
   std::vector<PageState> pages;
   std::uint64_t lastUse = 0;
   std::uint64_t useCount = 0;
+  std::uint64_t previousUse = 0; // the use before lastUse (0: none): the reuse policy's interval
   // A pointer table: regions whose addresses were copied into this one from
   // the host or another table (docs/architecture.md, "pointer tables"). A
   // launch that references the table references them too.
   std::vector<RegionId> pointsTo;
+
+  // A launch at logical time `now` used it (useCount is counted apart: a
+  // use whose references are unknown does not count).
+  void used(std::uint64_t now) {
+    if (lastUse != now) previousUse = lastUse;
+    lastUse = now;
+  }
 
   // The one rule every part that would move a page's bytes asks (eviction,
   // the victim search, lazy copies and fills): the device memory of a shared

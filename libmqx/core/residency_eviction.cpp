@@ -70,7 +70,7 @@ std::vector<ResidencyManager::Victim> ResidencyManager::candidates(const std::ve
         const PageState& page = region.pages[i];
         if (!evictable(page)) continue;
         out->push_back({victims.size(), region.pageMappedBytes(i), page.dirty() ? region.pageDataBytes(i) : 0,
-                        page.lastUse(), page.useCount()});
+                        page.lastUse(), page.useCount(), page.previousUse()});
         victims.push_back({&region, {i}});
       }
       return;
@@ -82,7 +82,8 @@ std::vector<ResidencyManager::Victim> ResidencyManager::candidates(const std::ve
     for (std::uint32_t i = 0; i < region.pageCount(); ++i)
       if (region.pages[i].backed()) victim.pages.push_back(i);
     if (victim.pages.empty()) return;
-    out->push_back({victims.size(), region.backedBytes(), region.dirtyBytes(), region.lastUse, region.useCount});
+    out->push_back({victims.size(), region.backedBytes(), region.dirtyBytes(), region.lastUse, region.useCount,
+                    region.previousUse});
     victims.push_back(std::move(victim));
   });
   return victims;

@@ -17,6 +17,7 @@ std::unique_ptr<ReplacementPolicy> makeReplacementPolicy(const PolicyOptions& op
   case ReplacementKind::Lfu: return makeLfuPolicy();
   case ReplacementKind::Random: return makeRandomPolicy(options.randomSeed);
   case ReplacementKind::Adaptive: return makeScanResistantPolicy(makeCdrPolicy(options.latencyFactor));
+  case ReplacementKind::Reuse: return makeReusePolicy(options.latencyFactor);
   }
   return makeCdrPolicy(options.latencyFactor);
 }

@@ -19,6 +19,9 @@ struct EvictionCandidate {
   std::size_t dirtyBytes = 0; // e: bytes that must be written back first
   std::uint64_t lastUse = 0;  // logical time of the last launch that used it
   std::uint64_t useCount = 0; // launches that used it
+  // Logical time of the launch that used it before the last one (0: none
+  // known): lastUse - previousUse is its last reuse interval.
+  std::uint64_t previousUse = 0;
 };
 
 class ReplacementPolicy {
@@ -37,6 +40,10 @@ std::unique_ptr<ReplacementPolicy> makeRandomPolicy(std::uint64_t seed);
 // `base`, switching to MRU while the references form a scan larger than the
 // device (scan_resistant_policy.cpp): policy.replacement = "adaptive" wraps CDR.
 std::unique_ptr<ReplacementPolicy> makeScanResistantPolicy(std::unique_ptr<ReplacementPolicy> base);
+// CDR's cost with its reuse term ranked by the predicted next use (last use
+// plus last reuse interval) instead of the last use (reuse_policy.cpp):
+// policy.replacement = "reuse".
+std::unique_ptr<ReplacementPolicy> makeReusePolicy(double latencyFactor);
 
 // Which policy to make, with its parameters (policy.* in configs/default.toml,
 // whose defaults these are).

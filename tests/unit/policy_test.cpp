@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
 #include <set>
 #include <vector>
@@ -84,29 +85,33 @@ TEST(RandomPolicy, IsSeededAndCoversAllCandidates) {
 // A device of `capacity` equal, dirty units under `policy`: the misses of
 // the reference string (each a load, and a write-back once full), as the
 // residency manager would ask the policy (every resident unit a candidate).
+// A unit's uses are remembered while it is evicted, as a Region's are.
 std::size_t misses(ReplacementPolicy& policy, std::size_t capacity, const std::vector<std::uint64_t>& references) {
-  struct Resident {
-    std::uint64_t lastUse = 0, useCount = 0;
+  struct Uses {
+    std::uint64_t lastUse = 0, useCount = 0, previousUse = 0;
   };
-  std::vector<std::pair<std::uint64_t, Resident>> resident;
+  std::map<std::uint64_t, Uses> uses;
+  std::vector<std::uint64_t> resident;
   std::size_t count = 0;
   std::uint64_t now = 0;
   for (std::uint64_t id : references) {
     ++now;
-    auto it = std::find_if(resident.begin(), resident.end(), [&](const auto& entry) { return entry.first == id; });
-    if (it == resident.end()) {
+    if (std::find(resident.begin(), resident.end(), id) == resident.end()) {
       ++count;
       if (resident.size() == capacity) {
         std::vector<EvictionCandidate> list;
-        for (const auto& [unit, state] : resident)
-          list.push_back(candidate(unit, MiB, MiB, state.lastUse, state.useCount));
+        for (std::uint64_t unit : resident) {
+          const Uses& used = uses[unit];
+          list.push_back({unit, MiB, MiB, used.lastUse, used.useCount, used.previousUse});
+        }
         resident.erase(resident.begin() + static_cast<std::ptrdiff_t>(policy.chooseVictim(list)));
       }
-      resident.push_back({id, {}});
-      it = resident.end() - 1;
+      resident.push_back(id);
     }
-    it->second.lastUse = now;
-    ++it->second.useCount;
+    Uses& used = uses[id];
+    used.previousUse = used.lastUse;
+    used.lastUse = now;
+    ++used.useCount;
   }
   return count;
 }
@@ -164,10 +169,83 @@ TEST(AdaptivePolicy, KeepsCdrsChoicesOnHotSetReuse) {
   }
 }
 
+TEST(ReusePolicy, EvictsTheUnitDueLast) {
+  // Unit 0 was used at 4 and 5 (due at 6), unit 1 at 1 and 9 (due at 17):
+  // the reuse policy evicts unit 1, LRU unit 0. Unit 2 was used once, at 7:
+  // it takes the mean interval, 4.5 (due at 11.5).
+  std::vector<EvictionCandidate> list{{0, MiB, MiB, 5, 2, 4}, {1, MiB, MiB, 9, 2, 1}, {2, MiB, MiB, 7, 1, 0}};
+  EXPECT_EQ(makeReusePolicy(0.01)->chooseVictim(list), 1U);
+  EXPECT_EQ(makeLruPolicy()->chooseVictim(list), 0U);
+  list[1].lastUse = 2; // used at 1 and 2: due at 3, before the others
+  EXPECT_EQ(makeReusePolicy(0.01)->chooseVictim(list), 2U);
+}
+
+TEST(ReusePolicy, PrefersCleanUnitsAsCdrDoes) {
+  // The e term is CDR's: a clean unit due soon goes before a dirty one due late.
+  std::vector<EvictionCandidate> list{{0, 64 * MiB, 64 * MiB, 9, 2, 1}, {1, 64 * MiB, 0, 5, 2, 4}};
+  EXPECT_EQ(makeReusePolicy(0.01)->chooseVictim(list), 1U);
+}
+
+TEST(ReusePolicy, KeepsMostOfACycleResident) {
+  // On a cycle every interval is the cycle's length: the unit due last is
+  // the one just used, as MRU has it; recency orders miss every reference.
+  for (const std::uint64_t units : {130U, 200U}) {
+    const auto references = cyclicScan(units, 20);
+    auto reuse = makeReusePolicy(0.01);
+    const auto byReuse = misses(*reuse, 100, references);
+    const auto [byCdr, byMru, byAdaptive] = missesOfEach(references);
+    EXPECT_LE(byReuse, byMru) << units << " units: CDR " << byCdr << ", adaptive " << byAdaptive;
+    EXPECT_LT(byReuse, byCdr * 2 / 3) << units << " units: MRU " << byMru;
+  }
+}
+
+TEST(ReusePolicy, KeepsTheHotSetAfterAFill) {
+  // bench/peers's CUDA random pattern: every unit written once in order,
+  // then four touches a unit, 80% of them to the first fifth. The fill
+  // leaves the hot units least recently used; the adaptive policy reads
+  // their return as a scan and turns to MRU. The reuse policy must not do
+  // worse than CDR.
+  for (const std::uint64_t units : {115U, 150U, 200U}) {
+    const unsigned seed = 3 + static_cast<unsigned>(units);
+    auto references = cyclicScan(units, 1);
+    const auto touches = hotSetReuse(units, 4 * units, seed);
+    references.insert(references.end(), touches.begin(), touches.end());
+    auto reuse = makeReusePolicy(0.01);
+    const auto byReuse = misses(*reuse, 100, references);
+    const auto [byCdr, byMru, byAdaptive] = missesOfEach(references);
+    EXPECT_LE(byReuse, byCdr) << units << " units, seed " << seed << ": MRU " << byMru << ", adaptive " << byAdaptive;
+  }
+}
+
+TEST(ReusePolicy, AScanAfterRandomReuseEvictsWhatItRead) {
+  // bench/peers's matrix job: steps that each read two random units and
+  // write a third, then a checksum reading every unit in order. A recency
+  // order evicts the units the checksum has yet to read; the reuse policy
+  // evicts those it has read and misses little more than the units that
+  // were not resident when it began.
+  for (const std::uint64_t units : {115U, 150U}) {
+    const unsigned seed = 11 + static_cast<unsigned>(units);
+    std::mt19937 random(seed);
+    auto references = cyclicScan(units, 1);
+    for (int step = 0; step < 1000; ++step)
+      for (int touch = 0; touch < 3; ++touch)
+        references.push_back(random() % units);
+    const auto before = references;
+    const auto pass = cyclicScan(units, 1);
+    references.insert(references.end(), pass.begin(), pass.end());
+    auto cdr = makeCdrPolicy(0.01), cdrBefore = makeCdrPolicy(0.01);
+    auto reuse = makeReusePolicy(0.01), reuseBefore = makeReusePolicy(0.01);
+    const std::size_t passByCdr = misses(*cdr, 100, references) - misses(*cdrBefore, 100, before);
+    const std::size_t passByReuse = misses(*reuse, 100, references) - misses(*reuseBefore, 100, before);
+    EXPECT_LE(passByReuse, (units - 100) * 3 / 2) << units << " units, seed " << seed << ": CDR " << passByCdr;
+    EXPECT_LT(passByReuse * 3 / 2, passByCdr) << units << " units, seed " << seed;
+  }
+}
+
 TEST(PolicyFactory, FollowsTheConfiguration) {
   Config config;
   for (auto kind : {ReplacementKind::Cdr, ReplacementKind::Lru, ReplacementKind::Mru, ReplacementKind::Lfu,
-                    ReplacementKind::Random, ReplacementKind::Adaptive}) {
+                    ReplacementKind::Random, ReplacementKind::Adaptive, ReplacementKind::Reuse}) {
     config.replacement = kind;
     EXPECT_EQ(makeReplacementPolicy(embedded::managerOptions(config).policy)->name(), toString(kind));
     EXPECT_EQ(makeReplacementPolicy(PolicyOptions{kind, 0.01, 0})->name(), toString(kind));
