@@ -588,7 +588,9 @@ INSTANTIATE_TEST_SUITE_P(AllPolicies, DifferentialPolicies,
                                            PolicyCase{ReplacementKind::Random, EvictionGranularity::Region},
                                            PolicyCase{ReplacementKind::Random, EvictionGranularity::Page},
                                            PolicyCase{ReplacementKind::Adaptive, EvictionGranularity::Region},
-                                           PolicyCase{ReplacementKind::Adaptive, EvictionGranularity::Page}),
+                                           PolicyCase{ReplacementKind::Adaptive, EvictionGranularity::Page},
+                                           PolicyCase{ReplacementKind::Reuse, EvictionGranularity::Region},
+                                           PolicyCase{ReplacementKind::Reuse, EvictionGranularity::Page}),
                          [](const auto& info) {
                            return toString(info.param.policy) + (info.param.granularity == EvictionGranularity::Page
                                                                      ? std::string("Page")

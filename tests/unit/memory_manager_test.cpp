@@ -333,6 +333,9 @@ TEST_F(ManagerTest, AKernelOnAnotherStreamWaitsForTheLoadAnEarlierLaunchIssued) 
   config.simRealtime = true;
   config.simCopyBandwidthGBps = 0.01;
   config.pointersInParameters = true;
+  // The scenario (which region goes, which stays resident) is arranged for
+  // a recency order: the reuse policy would evict outSecond instead.
+  config.replacement = ReplacementKind::Cdr;
   start(config);
   constexpr std::size_t bytes = 256 * KiB;
   const auto data = pattern(bytes, 3);

@@ -286,7 +286,8 @@ TEST_P(TwoDevices, MatchUnlimitedReference) {
 
 INSTANTIATE_TEST_SUITE_P(Policies, TwoDevices,
                          ::testing::Values(ReplacementKind::Cdr, ReplacementKind::Lru, ReplacementKind::Mru,
-                                           ReplacementKind::Lfu, ReplacementKind::Random, ReplacementKind::Adaptive),
+                                           ReplacementKind::Lfu, ReplacementKind::Random, ReplacementKind::Adaptive,
+                                           ReplacementKind::Reuse),
                          [](const auto& info) { return toString(info.param); });
 
 TEST(DeviceManagersSet, OwnerFirstAndOrdinals) {
