@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 import time
 
-SIDE = 4096
-TENSOR_BYTES = SIDE * SIDE * 4
+from torch_matrix import TENSOR_BYTES, make_tensors, run_steps
 
 
 def busy_intervals(events: list, predicate) -> list:
@@ -67,21 +65,11 @@ def main() -> int:
 
     torch.backends.cuda.matmul.allow_tf32 = False
     count = max(3, args.footprint // TENSOR_BYTES)
-    generator = torch.Generator(device="cuda")
-    generator.manual_seed(args.seed)
-    tensors = [torch.randn(SIDE, SIDE, device="cuda", generator=generator) for _ in range(count)]
+    tensors = make_tensors(torch, count, args.seed)
     torch.cuda.synchronize()
-    order = random.Random(args.seed)
-    scale = 1.0 / SIDE**0.5
     with profile(activities=[ProfilerActivity.CUDA]) as profiler:
         started = time.perf_counter()
-        for step in range(args.steps):
-            target, left, right = order.sample(range(count), 3)
-            if step % 2 == 0:
-                torch.mm(tensors[left], tensors[right], out=tensors[target])
-                tensors[target].mul_(scale)
-            else:
-                torch.add(tensors[left], tensors[right], alpha=0.5, out=tensors[target]).mul_(0.8)
+        run_steps(torch, tensors, args.steps, args.seed)
         torch.cuda.synchronize()
         steps_s = time.perf_counter() - started
     if args.trace:

@@ -24,26 +24,37 @@ SIDE = 4096
 TENSOR_BYTES = SIDE * SIDE * 4
 
 
+def make_tensors(torch, count: int, seed: int) -> list:
+    """`count` seeded 4096x4096 fp32 tensors of unit variance on the device."""
+    generator = torch.Generator(device="cuda")
+    generator.manual_seed(seed)
+    return [torch.randn(SIDE, SIDE, device="cuda", generator=generator) for _ in range(count)]
+
+
+def run_steps(torch, tensors: list, steps: int, seed: int) -> None:
+    """The steps in their seeded order: a product into a third tensor, then
+    scaled in place, or a blend of two into a third, then scaled."""
+    order = random.Random(seed)
+    scale = 1.0 / SIDE**0.5  # keeps products of unit-variance inputs at unit variance
+    for step in range(steps):
+        target, left, right = order.sample(range(len(tensors)), 3)
+        if step % 2 == 0:
+            torch.mm(tensors[left], tensors[right], out=tensors[target])
+            tensors[target].mul_(scale)
+        else:
+            torch.add(tensors[left], tensors[right], alpha=0.5, out=tensors[target]).mul_(0.8)
+
+
 def main() -> int:
     args = arguments(__doc__.splitlines()[0], 400, "bytes of live tensors")
     torch = start_torch(args.um_allocator)
     count = max(3, args.footprint // TENSOR_BYTES)
     started = time.perf_counter()
-    generator = torch.Generator(device="cuda")
-    generator.manual_seed(args.seed)
     try:
-        tensors = [torch.randn(SIDE, SIDE, device="cuda", generator=generator) for _ in range(count)]
+        tensors = make_tensors(torch, count, args.seed)
         torch.cuda.synchronize()
         filled = time.perf_counter()
-        order = random.Random(args.seed)
-        scale = 1.0 / SIDE**0.5  # keeps products of unit-variance inputs at unit variance
-        for step in range(args.steps):
-            target, left, right = order.sample(range(count), 3)
-            if step % 2 == 0:
-                torch.mm(tensors[left], tensors[right], out=tensors[target])
-                tensors[target].mul_(scale)
-            else:
-                torch.add(tensors[left], tensors[right], alpha=0.5, out=tensors[target]).mul_(0.8)
+        run_steps(torch, tensors, args.steps, args.seed)
         torch.cuda.synchronize()
         stepped = time.perf_counter()
         checksum = sum(float(t.sum(dtype=torch.float64)) for t in tensors)

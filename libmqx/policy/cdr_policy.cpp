@@ -19,34 +19,17 @@ public:
   std::string_view name() const override { return "cdr"; }
 
   std::size_t chooseVictim(std::span<const EvictionCandidate> candidates) override {
-    const std::size_t n = candidates.size();
-    std::vector<std::size_t> byRecency(n);
-    std::iota(byRecency.begin(), byRecency.end(), 0);
-    std::stable_sort(byRecency.begin(), byRecency.end(),
+    // Visiting in LRU order breaks ties towards the less recently used.
+    byRecency_.resize(candidates.size());
+    std::iota(byRecency_.begin(), byRecency_.end(), 0);
+    std::stable_sort(byRecency_.begin(), byRecency_.end(),
                      [&](std::size_t a, std::size_t b) { return candidates[a].lastUse < candidates[b].lastUse; });
-
-    std::size_t best = byRecency[0];
-    double bestCost = cost(candidates[best], 1, n);
-    for (std::size_t rank = 2; rank <= n; ++rank) {
-      std::size_t index = byRecency[rank - 1];
-      double c = cost(candidates[index], rank, n);
-      // Strictly lower only: visiting in LRU order breaks ties towards the
-      // less recently used candidate.
-      if (c < bestCost) {
-        best = index;
-        bestCost = c;
-      }
-    }
-    return best;
+    return lowestCost(candidates, byRecency_, latencyFactor_);
   }
 
 private:
-  double cost(const EvictionCandidate& candidate, std::size_t rank, std::size_t n) const {
-    double l = static_cast<double>(rank) / static_cast<double>(n);
-    return static_cast<double>(candidate.dirtyBytes) + latencyFactor_ * static_cast<double>(candidate.bytes) * l;
-  }
-
   double latencyFactor_;
+  std::vector<std::size_t> byRecency_; // reused between choices
 };
 
 } // namespace

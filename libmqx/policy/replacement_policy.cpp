@@ -9,6 +9,24 @@ std::size_t leastRecentlyUsed(std::span<const EvictionCandidate> candidates) {
   return best;
 }
 
+std::size_t lowestCost(std::span<const EvictionCandidate> candidates, std::span<const std::size_t> order,
+                       double latencyFactor) {
+  const double n = static_cast<double>(order.size());
+  auto cost = [&](std::size_t rank) {
+    const EvictionCandidate& candidate = candidates[order[rank - 1]];
+    return static_cast<double>(candidate.dirtyBytes) +
+           latencyFactor * static_cast<double>(candidate.bytes) * (static_cast<double>(rank) / n);
+  };
+  std::size_t best = 1;
+  double bestCost = cost(1);
+  for (std::size_t rank = 2; rank <= order.size(); ++rank)
+    if (const double c = cost(rank); c < bestCost) { // strictly: ties to the earlier rank
+      best = rank;
+      bestCost = c;
+    }
+  return order[best - 1];
+}
+
 std::unique_ptr<ReplacementPolicy> makeReplacementPolicy(const PolicyOptions& options) {
   switch (options.replacement) {
   case ReplacementKind::Cdr: return makeCdrPolicy(options.latencyFactor);

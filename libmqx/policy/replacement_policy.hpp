@@ -58,4 +58,10 @@ std::unique_ptr<ReplacementPolicy> makeReplacementPolicy(const PolicyOptions& op
 // Index of the least recently used candidate (ties: the first).
 std::size_t leastRecentlyUsed(std::span<const EvictionCandidate> candidates);
 
+// CDR's choice (paper §4.2, Formula 1) over the candidates ranked by
+// `order` (indices into `candidates`, the most evictable first, l = 1/n):
+// the lowest c = e + f·s·l, ties to the one earlier in the order.
+std::size_t lowestCost(std::span<const EvictionCandidate> candidates, std::span<const std::size_t> order,
+                       double latencyFactor);
+
 } // namespace mqx

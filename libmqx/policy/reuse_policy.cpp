@@ -45,17 +45,7 @@ public:
       if (predicted_[a] != predicted_[b]) return predicted_[a] > predicted_[b];
       return candidates[a].lastUse < candidates[b].lastUse;
     });
-    std::size_t best = order_[0];
-    double bestCost = cost(candidates[best], 1, n);
-    for (std::size_t rank = 2; rank <= n; ++rank) {
-      const std::size_t index = order_[rank - 1];
-      const double c = cost(candidates[index], rank, n);
-      if (c < bestCost) { // strictly: ties go to the unit due later
-        best = index;
-        bestCost = c;
-      }
-    }
-    return best;
+    return lowestCost(candidates, order_, latencyFactor_);
   }
 
 private:
@@ -72,11 +62,6 @@ private:
         ++known;
       }
     return known == 0 ? 0.0 : sum / static_cast<double>(known);
-  }
-
-  double cost(const EvictionCandidate& candidate, std::size_t rank, std::size_t n) const {
-    const double l = static_cast<double>(rank) / static_cast<double>(n);
-    return static_cast<double>(candidate.dirtyBytes) + latencyFactor_ * static_cast<double>(candidate.bytes) * l;
   }
 
   double latencyFactor_;
