@@ -26,7 +26,7 @@ struct Config {
   double reportedOversubscription = 1.0; // cuMemGetInfo's total: the budget times this (configs/default.toml)
   bool manageProgramVmm = true;          // the program's own cuMemCreate/cuMemMap become mqx regions
   // [policy]
-  ReplacementKind replacement = ReplacementKind::Reuse;
+  ReplacementKind replacement = ReplacementKind::Cdr;
   double latencyFactor = 0.01;
   EvictionGranularity evictionGranularity = EvictionGranularity::Region;
   std::uint64_t randomSeed = 0;

@@ -48,7 +48,7 @@ std::unique_ptr<ReplacementPolicy> makeReusePolicy(double latencyFactor);
 // Which policy to make, with its parameters (policy.* in configs/default.toml,
 // whose defaults these are).
 struct PolicyOptions {
-  ReplacementKind replacement = ReplacementKind::Reuse;
+  ReplacementKind replacement = ReplacementKind::Cdr;
   double latencyFactor = 0.01;  // CDR's f in c = e + f*s*l (cdr_policy.cpp)
   std::uint64_t randomSeed = 0; // of the random policy
 };

@@ -29,7 +29,7 @@ def test_default_file_parses_to_the_built_in_defaults():
     built_in = mqx.load_config(environment={})
     assert parsed.as_dict() == built_in.as_dict()
     assert built_in["memory.page_size"] == 64 << 20
-    assert built_in["policy.replacement"] == "reuse"
+    assert built_in["policy.replacement"] == "cdr"
     assert built_in["daemon.admission"] == "adaptive"
 
 
