@@ -129,7 +129,7 @@ TEST_F(SparePageTest, ThePageThatTakesTheSpareNeedsNoEvictionFirst) {
   // moves each eviction beside a load, it does not add one per load (one
   // more at most, to fill it once). Under LRU every reference of this cycle
   // misses whatever the capacity, so the count is the spare's own; under a
-  // policy that keeps part of a cycle (reuse, the default) the two pages
+  // policy that keeps part of a cycle (reuse) the two pages
   // the spare and the staging memory hold back would add misses of their own.
   Config without = spareConfig(0), with = spareConfig(1);
   without.replacement = with.replacement = ReplacementKind::Lru;
