@@ -115,6 +115,14 @@ std::optional<AdaptiveDecision> AdaptiveAdmission::observe(const AdaptiveSample&
   return decision;
 }
 
+std::optional<unsigned> AdaptiveAdmission::measuredLevel(const AdaptiveDecision& d, const DeviceCounters& delta,
+                                                         bool workLearned) const {
+  if (!d.binding || !workLearned || unitChanged_ || delta.launches == 0) return std::nullopt;
+  const auto n = static_cast<unsigned>(std::lround(d.meanRunning));
+  if (n < 1 || n >= levels_.size()) return std::nullopt;
+  return n;
+}
+
 AdaptiveDecision AdaptiveAdmission::decide(double now, double window, const DeviceCounters& delta, bool workLearned) {
   AdaptiveDecision d;
   d.before = limit_;
@@ -168,12 +176,51 @@ AdaptiveDecision AdaptiveAdmission::decide(double now, double window, const Devi
                                       "evicted {:.3f}: the evictions are the level above's",
                                       d.evictionShare, d.meanRunning, limit_, *atLimit));
   }
+  // A window estimates the throughput of the level it ran at (its mean
+  // concurrency) when queries waited and the running ones reached the limit,
+  // the work is in learned runs and there were launches. Recorded before the
+  // eviction check: evictions are weighed against what the level gains.
+  const auto measured = measuredLevel(d, delta, workLearned);
+  if (measured) {
+    Level& level = levels_[*measured];
+    const bool fresh = level.measuredAt >= 0 && now - level.measuredAt <= options_.memorySeconds;
+    level.throughput =
+        fresh ? (1 - options_.smoothing) * level.throughput + options_.smoothing * d.throughput : d.throughput;
+    level.measuredAt = now;
+  }
+  const auto pays = throughputAt(limit_, now);
+  const auto below = limit_ > 1 ? throughputAt(limit_ - 1, now) : std::nullopt;
+  if (d.evictionShare > options_.evictionShare && measured == limit_ && pays && below &&
+      *pays >= *below * (1 + options_.gain)) {
+    // Evictions that pay for themselves: the level evicts beyond the share,
+    // yet its measured throughput, evictions included, beats the level
+    // below's by `gain`. The share is a proxy for thrashing; where the
+    // throughput of both levels is known it is the measure itself. On the
+    // H100 (ssb-experiments-gpu-sf10-open-H100-98f2c00-rate2-s7) FIX-3
+    // evicted 365 times and was the best fixed level (0.580 queries/s
+    // against FIX-2's 0.557); the default reached 3, saw an eviction share
+    // of 0.097 and went back to 2: 0.924 of FIX-3. Not grown from here:
+    // the level already evicts (no room for one more).
+    paidLimit_ = limit_;
+    paidAt_ = now;
+    return finish(limit_, fmt::format("eviction share {:.3f} > {:.3f}, but {:.3f} queries/s at {} against {:.3f} at "
+                                      "{}: the evictions pay",
+                                      d.evictionShare, options_.evictionShare, *pays, limit_, *below, limit_ - 1));
+  }
   if (d.evictionShare > options_.evictionShare) {
     // Multiplicative decrease: the resident sets of the running queries no
     // longer fit; fewer queries at once evict less (Denning's load control).
     // Rounded up: at the small limits where the link saturates, 3 -> 1 would
     // lose more than the evictions cost (3 -> 2, 2 -> 1, 8 -> 4).
     const auto lower = static_cast<unsigned>(std::ceil(limit_ * options_.decrease));
+    if (paidLimit_ == limit_ && paidAt_ >= 0 && now - paidAt_ <= options_.memorySeconds && !below) {
+      // Its evictions paid, but the level below's estimate is forgotten
+      // (memorySeconds): one step down measures it again, and the level is
+      // not barred, so the next window there may step back up.
+      return finish(limit_ - 1, fmt::format("eviction share {:.3f} > {:.3f}; the evictions paid, but {} is no longer "
+                                            "measured: measuring it again",
+                                            d.evictionShare, options_.evictionShare, limit_ - 1));
+    }
     // The limit that thrashed is not tried again until it is forgotten.
     congestedLimit_ = limit_;
     congestedAt_ = now;
@@ -191,16 +238,7 @@ AdaptiveDecision AdaptiveAdmission::decide(double now, double window, const Devi
   // A window without launches (the running queries' processes still
   // starting, or all waiting for memory) says nothing about a level.
   if (delta.launches == 0) return finish(limit_, "no launches in the window");
-  const auto n = static_cast<unsigned>(std::lround(d.meanRunning));
-  if (n >= 1 && n < levels_.size()) {
-    Level& level = levels_[n];
-    const bool fresh = level.measuredAt >= 0 && now - level.measuredAt <= options_.memorySeconds;
-    level.throughput =
-        fresh ? (1 - options_.smoothing) * level.throughput + options_.smoothing * d.throughput : d.throughput;
-    level.measuredAt = now;
-  }
-  const auto here = throughputAt(limit_, now);
-  const auto below = limit_ > 1 ? throughputAt(limit_ - 1, now) : std::nullopt;
+  const auto& here = pays;
   const auto above = throughputAt(limit_ + 1, now);
   const double x = here.value_or(0), xBelow = below.value_or(0), xAbove = above.value_or(0);
   if (here && below && x < xBelow * (1 + options_.gain)) {

@@ -23,7 +23,9 @@
 //    over the window (evictions serialise with the copies on a GPU, so they
 //    cost the device's time, not one process's); above `evictionShare` the
 //    limit halves (rounded up, at least by one, never below 1), and that limit is not
-//    tried again until `memorySeconds` have passed; not where the window ran
+//    tried again until `memorySeconds` have passed; not where the window
+//    measured the limit's level and its throughput, evictions included, beats
+//    the level below's by `gain` (the evictions pay); not where the window ran
 //    partly above the limit and the limit's own level (room for one more,
 //    below) evicts no more than `evictionShare`: those evictions are the
 //    level above's, still leaving;
@@ -189,6 +191,10 @@ private:
     double observed = 0;
   };
   AdaptiveDecision decide(double now, double window, const DeviceCounters& delta, bool workLearned);
+  // The level (queries running) whose throughput the window measures, if it
+  // measures one (see decide()).
+  [[nodiscard]] std::optional<unsigned> measuredLevel(const AdaptiveDecision& d, const DeviceCounters& delta,
+                                                      bool workLearned) const;
   [[nodiscard]] std::string describeLevels(double now) const;
   // Counts the interval since the last sample to the level that ran in it,
   // and sets roomLimit_.
@@ -199,6 +205,8 @@ private:
   double costPerEviction_ = 0;
   unsigned congestedLimit_ = 0;  // the last limit that evicted too much, or evicted and did not pay
   double congestedAt_ = -1;      // when (seconds; < 0: never)
+  unsigned paidLimit_ = 0;       // the last limit kept because its evictions paid
+  double paidAt_ = -1;           // when (seconds; < 0: never)
   std::vector<Level> levels_;    // by concurrency, 0..maxLimit+1
   std::vector<Paging> paging_;   // by concurrency, 0..maxLimit+1
   unsigned roomLimit_;           // the first level measured to evict (maxLimit: none)
