@@ -189,7 +189,8 @@ AdaptiveDecision AdaptiveAdmission::decide(double now, double window, const Devi
     level.measuredAt = now;
   }
   const auto pays = throughputAt(limit_, now);
-  const auto below = limit_ > 1 ? throughputAt(limit_ - 1, now) : std::nullopt;
+  std::optional<double> below;
+  if (limit_ > 1) below = throughputAt(limit_ - 1, now);
   if (d.evictionShare > options_.evictionShare && measured == limit_ && pays && below &&
       *pays >= *below * (1 + options_.gain)) {
     // Evictions that pay for themselves: the level evicts beyond the share,
@@ -206,6 +207,22 @@ AdaptiveDecision AdaptiveAdmission::decide(double now, double window, const Devi
     return finish(limit_, fmt::format("eviction share {:.3f} > {:.3f}, but {:.3f} queries/s at {} against {:.3f} at "
                                       "{}: the evictions pay",
                                       d.evictionShare, options_.evictionShare, *pays, limit_, *below, limit_ - 1));
+  }
+  const double workSinceDecrease = startCounters_.work + delta.work - decreasedWork_;
+  if (d.evictionShare > options_.evictionShare && decreasedAt_ >= 0 && now - decreasedAt_ <= options_.memorySeconds &&
+      workSinceDecrease < decreasedRunning_) {
+    // One decrease per round trip, as TCP halves once per window of losses:
+    // the queries that ran at the last decrease may still run, and their
+    // working sets, evicted while they thrashed, come back evicting others.
+    // The round trip is their work: the decrease has taken effect once as
+    // many queries' worth of work as ran then is done. On the H200
+    // (ssb-experiments-gpu-sf10-open-H200-194e715-rate2-s7) the limit went
+    // 4 -> 2 and, one window later at 2.4 running, 2 -> 1 on an eviction
+    // share of 0.111 (2 alone: 0.083, past the check above by 0.003); the
+    // rest of the run was FIX-1's, 0.75 of FIX-2.
+    return finish(limit_, fmt::format("eviction share {:.3f}, but the last decrease has not taken effect: {:.1f} of "
+                                      "the {} queries' worth of work then running done since",
+                                      d.evictionShare, workSinceDecrease, decreasedRunning_));
   }
   if (d.evictionShare > options_.evictionShare) {
     // Multiplicative decrease: the resident sets of the running queries no
@@ -224,6 +241,9 @@ AdaptiveDecision AdaptiveAdmission::decide(double now, double window, const Devi
     // The limit that thrashed is not tried again until it is forgotten.
     congestedLimit_ = limit_;
     congestedAt_ = now;
+    decreasedAt_ = now;
+    decreasedWork_ = startCounters_.work + delta.work;
+    decreasedRunning_ = static_cast<unsigned>(std::ceil(d.meanRunning - 0.05));
     return finish(std::min(limit_ > 1 ? limit_ - 1 : 1u, std::max(1u, lower)),
                   fmt::format("eviction share {:.3f} > {:.3f} ({:.1f} evictions/s of {:.2f} ms each)", d.evictionShare,
                               options_.evictionShare, d.evictionsPerSecond, costPerEviction_ * 1e3));

@@ -28,7 +28,8 @@
 //    the level below's by `gain` (the evictions pay); not where the window ran
 //    partly above the limit and the limit's own level (room for one more,
 //    below) evicts no more than `evictionShare`: those evictions are the
-//    level above's, still leaving;
+//    level above's, still leaving; and not twice in one round trip (until
+//    as many queries' worth of work as ran at the last decrease is done);
 //  - otherwise, only while queries waited for most of the window and the
 //    running queries reached the limit (the limit binds): the window's
 //    throughput (queries' worth of work per second, QueryWork) is the estimate of
@@ -203,16 +204,19 @@ private:
   AdaptiveOptions options_;
   unsigned limit_;
   double costPerEviction_ = 0;
-  unsigned congestedLimit_ = 0;  // the last limit that evicted too much, or evicted and did not pay
-  double congestedAt_ = -1;      // when (seconds; < 0: never)
-  unsigned paidLimit_ = 0;       // the last limit kept because its evictions paid
-  double paidAt_ = -1;           // when (seconds; < 0: never)
-  std::vector<Level> levels_;    // by concurrency, 0..maxLimit+1
-  std::vector<Paging> paging_;   // by concurrency, 0..maxLimit+1
-  unsigned roomLimit_;           // the first level measured to evict (maxLimit: none)
-  unsigned workingSetLimit_ = 0; // at the last sample (0: no bound)
-  DeviceCounters lastCounters_;  // at the last sample
-  unsigned lastRunning_ = 0;     // at the last sample
+  unsigned congestedLimit_ = 0;   // the last limit that evicted too much, or evicted and did not pay
+  double congestedAt_ = -1;       // when (seconds; < 0: never)
+  unsigned paidLimit_ = 0;        // the last limit kept because its evictions paid
+  double paidAt_ = -1;            // when (seconds; < 0: never)
+  double decreasedAt_ = -1;       // the last decrease on evictions (seconds; < 0: never)
+  double decreasedWork_ = 0;      // DeviceCounters::work then
+  unsigned decreasedRunning_ = 0; // queries running then (the window's mean, rounded up)
+  std::vector<Level> levels_;     // by concurrency, 0..maxLimit+1
+  std::vector<Paging> paging_;    // by concurrency, 0..maxLimit+1
+  unsigned roomLimit_;            // the first level measured to evict (maxLimit: none)
+  unsigned workingSetLimit_ = 0;  // at the last sample (0: no bound)
+  DeviceCounters lastCounters_;   // at the last sample
+  unsigned lastRunning_ = 0;      // at the last sample
   // The open window.
   bool started_ = false;
   double windowStart_ = 0;

@@ -385,6 +385,23 @@ TEST(AdaptiveAdmission, AStepUpThatDidNotPayWithoutEvictingMayBeProbedAgain) {
   EXPECT_EQ(feed.controller.limit(), 3u) << "3 gave 1.98, 2 now 1.6: 3 is better and cost no eviction";
 }
 
+// One decrease per round trip: after 4 -> 2, the queries that ran at 4 are
+// still there and their evicted working sets come back evicting, also with
+// 2 running. On the H200 (194e715, 2/s, seed 7) a window at 2.4 running
+// lowered 2 -> 1 so, and the rest of the run was FIX-1's. Once four
+// queries' worth of work is done, 2 evicting is 2's own doing.
+TEST(AdaptiveAdmission, ADecreaseIsNotRepeatedWithinARoundTrip) {
+  AdaptiveOptions options;
+  options.initialLimit = 4;
+  Feed feed(options);
+  feed.run(4, 0.3, 2.0);
+  ASSERT_EQ(feed.controller.limit(), 2u) << "4 evicted 0.3 of the time";
+  feed.run(2, 0.12, 2.0, 10, 50.0); // 2 queries' worth of work done
+  EXPECT_EQ(feed.controller.limit(), 2u) << "2 of the 4 queries' worth of work that ran at the decrease";
+  feed.run(2, 0.12, 2.0, 10, 50.0); // 4 done: the decrease has taken effect
+  EXPECT_EQ(feed.controller.limit(), 1u) << "2 alone still evicts 0.12 of the time";
+}
+
 // Evictions that pay for themselves: 3 evicts 0.1 of the time (beyond the
 // share that halves the limit), yet does 1.5x the work of 2. On the H100
 // (98f2c00, 2/s, seed 7) FIX-3 was the best fixed level with 365 evictions
