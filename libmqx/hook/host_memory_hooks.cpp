@@ -6,9 +6,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
+#include <cstdio>
+#include <memory>
 #include <mutex>
+#include <thread>
 
 #include "core/memory_manager.hpp"
 
@@ -23,6 +28,72 @@ namespace {
 std::atomic<MemoryManager*> registered{nullptr};
 struct sigaction previousHandler;
 std::once_flag installed;
+
+// Hook calls that may be using the registered manager, counted so that
+// unregistering it waits for them before its owner destroys it: a thread
+// that read the pointer and was preempted before using it would otherwise
+// read a destroyed manager (BadInputTest.AllocationLargerThanTheDevice...
+// hung in ctest so: a sim stream's worker freeing a task's captures looped
+// in the destroyed copy-on-write tracker's map, holding its stream's lock).
+// Sharded by thread so that frees on different threads share no cache line.
+struct alignas(64) UserCount {
+  std::atomic<std::uint32_t> count{0};
+};
+std::array<UserCount, 64> users;
+
+// The calling thread's shard, from where its stack lies (threads' stacks are
+// megabytes apart): no thread-local storage, which free() may reach before
+// a dlopen'ed library's exists, and no system call.
+std::size_t threadShard() {
+  const int probe = 0;
+  const auto granule = reinterpret_cast<std::uintptr_t>(&probe) >> 21; // 2 MiB
+  return static_cast<std::size_t>((granule * 0x9E3779B97F4A7C15ull) >> 58) % users.size();
+}
+
+} // namespace
+
+// The registered manager, held for the scope: counted first, then read
+// again, so that either unregistering sees the count or this sees null
+// (both sequentially consistent).
+class __attribute__((visibility("hidden"))) ManagerUse {
+public:
+  ManagerUse() : shard_(threadShard()) {
+    users[shard_].count.fetch_add(1, std::memory_order_seq_cst);
+    manager_ = registered.load(std::memory_order_seq_cst);
+  }
+  ~ManagerUse() { users[shard_].count.fetch_sub(1, std::memory_order_release); }
+  ManagerUse(const ManagerUse&) = delete;
+  ManagerUse& operator=(const ManagerUse&) = delete;
+  MemoryManager* manager() const { return manager_; }
+
+private:
+  std::size_t shard_;
+  MemoryManager* manager_ = nullptr;
+};
+
+namespace {
+
+// Waits, after unregistering, until no hook call still uses the manager it
+// read before. Such a call is short (a lookup, at most saving a lazy copy's
+// source), so the bound is generous; past it the owner is told, not held.
+void waitForUsers() {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    std::uint64_t inside = 0;
+    for (const UserCount& user : users)
+      inside += user.count.load(std::memory_order_seq_cst);
+    if (inside == 0) return;
+    if (std::chrono::steady_clock::now() > deadline) {
+      char line[160];
+      const int length = snprintf(line, sizeof line,
+                                  "mqx[%d]: %llu host-memory hook calls still use an unregistered manager after 10 s\n",
+                                  static_cast<int>(getpid()), static_cast<unsigned long long>(inside));
+      if (length > 0) (void)!write(STDERR_FILENO, line, static_cast<std::size_t>(length));
+      return;
+    }
+    std::this_thread::yield();
+  }
+}
 
 // Hands a fault we do not own to whoever handled SIGSEGV before us.
 void chain(int signal, siginfo_t* info, void* context) {
@@ -49,10 +120,12 @@ void chain(int signal, siginfo_t* info, void* context) {
 }
 
 void onSegmentationFault(int signal, siginfo_t* info, void* context) {
-  MemoryManager* manager = registered.load(std::memory_order_acquire);
-  if (manager != nullptr && info->si_code == SEGV_ACCERR && manager->hasProtectedHostMemory() &&
-      manager->onHostWriteFault(info->si_addr))
-    return; // the page is writable now: the access is retried
+  if (registered.load(std::memory_order_acquire) != nullptr && info->si_code == SEGV_ACCERR) {
+    ManagerUse use;
+    if (MemoryManager* manager = use.manager();
+        manager != nullptr && manager->hasProtectedHostMemory() && manager->onHostWriteFault(info->si_addr))
+      return; // the page is writable now: the access is retried
+  }
   chain(signal, info, context);
 }
 
@@ -66,43 +139,45 @@ void install() {
   sigaction(SIGSEGV, &action, &previousHandler);
 }
 
-// The manager to notify when [address, address + bytes) goes away: only if
-// that memory is protected, so that threads freeing other memory never wait
-// for the manager's lock.
-MemoryManager* watching(const void* address, std::size_t bytes) {
-  MemoryManager* manager = registered.load(std::memory_order_acquire);
-  return manager != nullptr && manager->isProtectedHostRange(address, bytes) ? manager : nullptr;
-}
-
 } // namespace
+
+// Tells the manager that [address, address + bytes) goes away, if that
+// memory is protected: threads freeing other memory never wait for the
+// manager's lock. Without a manager, one load and nothing counted.
+__attribute__((visibility("hidden"))) void releasingHostMemory(void* address, std::size_t bytes) {
+  if (registered.load(std::memory_order_acquire) == nullptr) return;
+  ManagerUse use;
+  if (MemoryManager* manager = use.manager(); manager != nullptr && manager->isProtectedHostRange(address, bytes))
+    manager->onHostRelease(address, bytes);
+}
 
 __attribute__((visibility("hidden"))) void registerHostMemoryManager(MemoryManager* manager) {
   if (manager != nullptr) std::call_once(installed, install);
-  registered.store(manager, std::memory_order_release);
+  registered.store(manager, std::memory_order_seq_cst);
+  if (manager == nullptr) waitForUsers();
 }
+
+__attribute__((visibility("hidden"))) HeldHostMemoryManager::HeldHostMemoryManager()
+    : use_(std::make_unique<ManagerUse>()) {}
+__attribute__((visibility("hidden"))) HeldHostMemoryManager::~HeldHostMemoryManager() = default;
+__attribute__((visibility("hidden"))) MemoryManager* HeldHostMemoryManager::manager() const { return use_->manager(); }
 
 } // namespace mqx::hook
 
 extern "C" {
 
 __attribute__((visibility("default"))) void free(void* pointer) {
-  if (pointer != nullptr) {
-    const std::size_t bytes = malloc_usable_size(pointer);
-    if (auto* manager = mqx::hook::watching(pointer, bytes)) manager->onHostRelease(pointer, bytes);
-  }
+  if (pointer != nullptr) mqx::hook::releasingHostMemory(pointer, malloc_usable_size(pointer));
   __libc_free(pointer);
 }
 
 __attribute__((visibility("default"))) void* realloc(void* pointer, size_t bytes) {
-  if (pointer != nullptr) {
-    const std::size_t size = malloc_usable_size(pointer);
-    if (auto* manager = mqx::hook::watching(pointer, size)) manager->onHostRelease(pointer, size);
-  }
+  if (pointer != nullptr) mqx::hook::releasingHostMemory(pointer, malloc_usable_size(pointer));
   return __libc_realloc(pointer, bytes);
 }
 
 __attribute__((visibility("default"))) int munmap(void* address, size_t bytes) {
-  if (auto* manager = mqx::hook::watching(address, bytes)) manager->onHostRelease(address, bytes);
+  mqx::hook::releasingHostMemory(address, bytes);
   return static_cast<int>(::syscall(SYS_munmap, address, bytes));
 }
 

@@ -6,8 +6,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <memory>
+#include <thread>
 
+#include "hook/host_memory_hooks.hpp"
 #include "manager_fixture.hpp"
 
 namespace mqx::test {
@@ -182,6 +187,45 @@ TEST_F(ManagerTest, RecopiedBuffersStayProtectedEvenIfRemappedBehindOurBack) {
   std::vector<std::uint8_t> expected(bytes, 3);
   EXPECT_EQ(read(region, bytes), expected);
   ::munmap(again, bytes);
+}
+
+// Unregistering waits for a hook call that read the manager before: a
+// thread preempted between reading the pointer and using it would read a
+// destroyed manager (a sim stream's worker hung in the destroyed tracker's
+// map so, BadInputTest.AllocationLargerThanTheDeviceWithoutHostMappingIsRefused).
+TEST_F(ManagerTest, UnregisteringWaitsForHookCallsThatHoldTheManager) {
+  // start() registered the manager.
+  auto held = std::make_unique<hook::HeldHostMemoryManager>();
+  ASSERT_EQ(held->manager(), manager_.get());
+  std::atomic<bool> unregistered{false};
+  std::thread owner([&] {
+    hook::registerHostMemoryManager(nullptr);
+    unregistered = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(unregistered) << "returned while a hook call still held the manager";
+  held.reset();
+  owner.join();
+  EXPECT_TRUE(unregistered);
+  EXPECT_EQ(hook::HeldHostMemoryManager().manager(), nullptr) << "a later call sees none";
+  // Frees on many threads while the manager comes and goes: each sees it
+  // whole or not at all.
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> freeing;
+  for (int thread = 0; thread < 4; ++thread)
+    freeing.emplace_back([&] {
+      while (!stop) {
+        void* volatile block = std::malloc(64);
+        std::free(block);
+      }
+    });
+  for (int round = 0; round < 200; ++round) {
+    hook::registerHostMemoryManager(manager_.get());
+    hook::registerHostMemoryManager(nullptr);
+  }
+  stop = true;
+  for (std::thread& thread : freeing)
+    thread.join();
 }
 
 void exitWith42(int) { _exit(42); }

@@ -44,9 +44,11 @@ protected:
   void SetUp() override { start(); }
   void TearDown() override {
     // No longer watched before the manager goes: its own frees reached the
-    // manager half destroyed through the free() hook, reading freed memory
-    // (undefined; the likely cause of BadInputTest.AllocationLargerThan...
-    // hanging 300 s once in ctest at 75a4802: it calls TearDown itself).
+    // manager half destroyed through the free() hook. Unregistering also
+    // waits for hook calls on other threads (the sim streams' workers) that
+    // read the manager before: one preempted there made
+    // BadInputTest.AllocationLargerThan... hang 300 s in ctest
+    // (docs/interposer.md, the host-memory hooks).
     hook::registerHostMemoryManager(nullptr);
     manager_.reset();
   }

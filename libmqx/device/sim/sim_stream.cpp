@@ -37,6 +37,10 @@ void SimStream::run() {
     tasks_.pop_front();
     lock.unlock();
     task();
+    // Its captures go before it counts as done, and without the lock: once
+    // synchronize() returns nothing of the task runs (a capture's destructor
+    // may free memory, and free() may call into a memory manager).
+    task = nullptr;
     lock.lock();
     ++completed_;
     drained_.notify_all();
