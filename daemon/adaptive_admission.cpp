@@ -188,11 +188,11 @@ AdaptiveDecision AdaptiveAdmission::decide(double now, double window, const Devi
         fresh ? (1 - options_.smoothing) * level.throughput + options_.smoothing * d.throughput : d.throughput;
     level.measuredAt = now;
   }
-  const auto pays = throughputAt(limit_, now);
+  const auto here = throughputAt(limit_, now);
   std::optional<double> below;
   if (limit_ > 1) below = throughputAt(limit_ - 1, now);
-  if (d.evictionShare > options_.evictionShare && measured == limit_ && pays && below &&
-      *pays >= *below * (1 + options_.gain)) {
+  if (d.evictionShare > options_.evictionShare && measured == limit_ && here && below &&
+      *here >= *below * (1 + options_.gain)) {
     // Evictions that pay for themselves: the level evicts beyond the share,
     // yet its measured throughput, evictions included, beats the level
     // below's by `gain`. The share is a proxy for thrashing; where the
@@ -206,7 +206,7 @@ AdaptiveDecision AdaptiveAdmission::decide(double now, double window, const Devi
     paidAt_ = now;
     return finish(limit_, fmt::format("eviction share {:.3f} > {:.3f}, but {:.3f} queries/s at {} against {:.3f} at "
                                       "{}: the evictions pay",
-                                      d.evictionShare, options_.evictionShare, *pays, limit_, *below, limit_ - 1));
+                                      d.evictionShare, options_.evictionShare, *here, limit_, *below, limit_ - 1));
   }
   const double workSinceDecrease = startCounters_.work + delta.work - decreasedWork_;
   if (d.evictionShare > options_.evictionShare && decreasedAt_ >= 0 && now - decreasedAt_ <= options_.memorySeconds &&
@@ -258,7 +258,6 @@ AdaptiveDecision AdaptiveAdmission::decide(double now, double window, const Devi
   // A window without launches (the running queries' processes still
   // starting, or all waiting for memory) says nothing about a level.
   if (delta.launches == 0) return finish(limit_, "no launches in the window");
-  const auto& here = pays;
   const auto above = throughputAt(limit_ + 1, now);
   const double x = here.value_or(0), xBelow = below.value_or(0), xAbove = above.value_or(0);
   if (here && below && x < xBelow * (1 + options_.gain)) {

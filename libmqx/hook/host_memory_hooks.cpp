@@ -52,24 +52,12 @@ std::size_t threadShard() {
 
 } // namespace
 
-// The registered manager, held for the scope: counted first, then read
-// again, so that either unregistering sees the count or this sees null
-// (both sequentially consistent).
-class __attribute__((visibility("hidden"))) ManagerUse {
-public:
-  ManagerUse() : shard_(threadShard()) {
-    users[shard_].count.fetch_add(1, std::memory_order_seq_cst);
-    manager_ = registered.load(std::memory_order_seq_cst);
-  }
-  ~ManagerUse() { users[shard_].count.fetch_sub(1, std::memory_order_release); }
-  ManagerUse(const ManagerUse&) = delete;
-  ManagerUse& operator=(const ManagerUse&) = delete;
-  MemoryManager* manager() const { return manager_; }
+ManagerUse::ManagerUse() : shard_(threadShard()) {
+  users[shard_].count.fetch_add(1, std::memory_order_seq_cst);
+  manager_ = registered.load(std::memory_order_seq_cst);
+}
 
-private:
-  std::size_t shard_;
-  MemoryManager* manager_ = nullptr;
-};
+ManagerUse::~ManagerUse() { users[shard_].count.fetch_sub(1, std::memory_order_release); }
 
 namespace {
 
@@ -156,11 +144,6 @@ __attribute__((visibility("hidden"))) void registerHostMemoryManager(MemoryManag
   registered.store(manager, std::memory_order_seq_cst);
   if (manager == nullptr) waitForUsers();
 }
-
-__attribute__((visibility("hidden"))) HeldHostMemoryManager::HeldHostMemoryManager()
-    : use_(std::make_unique<ManagerUse>()) {}
-__attribute__((visibility("hidden"))) HeldHostMemoryManager::~HeldHostMemoryManager() = default;
-__attribute__((visibility("hidden"))) MemoryManager* HeldHostMemoryManager::manager() const { return use_->manager(); }
 
 } // namespace mqx::hook
 

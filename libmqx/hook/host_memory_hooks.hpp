@@ -6,7 +6,6 @@
 #pragma once
 
 #include <cstddef>
-#include <memory>
 
 namespace mqx {
 class MemoryManager;
@@ -25,19 +24,20 @@ void registerHostMemoryManager(MemoryManager* manager);
 // registered manager, if the range is protected copy-on-write.
 void releasingHostMemory(void* address, std::size_t bytes);
 
-// The registered manager, held as a hook call holds it: unregistering waits
-// until every holder has gone. For tests of that wait.
-class ManagerUse;
-class HeldHostMemoryManager {
+// The registered manager, held for the scope as every hook call holds it:
+// counted first, then read again, so that either unregistering sees the
+// count or this sees null. Unregistering waits until every holder has gone.
+class ManagerUse {
 public:
-  HeldHostMemoryManager();
-  ~HeldHostMemoryManager();
-  HeldHostMemoryManager(const HeldHostMemoryManager&) = delete;
-  HeldHostMemoryManager& operator=(const HeldHostMemoryManager&) = delete;
-  [[nodiscard]] MemoryManager* manager() const;
+  ManagerUse();
+  ~ManagerUse();
+  ManagerUse(const ManagerUse&) = delete;
+  ManagerUse& operator=(const ManagerUse&) = delete;
+  [[nodiscard]] MemoryManager* manager() const { return manager_; }
 
 private:
-  std::unique_ptr<ManagerUse> use_;
+  std::size_t shard_;
+  MemoryManager* manager_ = nullptr;
 };
 
 } // namespace mqx::hook

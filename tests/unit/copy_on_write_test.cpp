@@ -195,7 +195,7 @@ TEST_F(ManagerTest, RecopiedBuffersStayProtectedEvenIfRemappedBehindOurBack) {
 // map so, BadInputTest.AllocationLargerThanTheDeviceWithoutHostMappingIsRefused).
 TEST_F(ManagerTest, UnregisteringWaitsForHookCallsThatHoldTheManager) {
   // start() registered the manager.
-  auto held = std::make_unique<hook::HeldHostMemoryManager>();
+  auto held = std::make_unique<hook::ManagerUse>();
   ASSERT_EQ(held->manager(), manager_.get());
   std::atomic<bool> unregistered{false};
   std::thread owner([&] {
@@ -207,7 +207,7 @@ TEST_F(ManagerTest, UnregisteringWaitsForHookCallsThatHoldTheManager) {
   held.reset();
   owner.join();
   EXPECT_TRUE(unregistered);
-  EXPECT_EQ(hook::HeldHostMemoryManager().manager(), nullptr) << "a later call sees none";
+  EXPECT_EQ(hook::ManagerUse().manager(), nullptr) << "a later call sees none";
   // Frees on many threads while the manager comes and goes: each sees it
   // whole or not at all.
   std::atomic<bool> stop{false};
