@@ -82,20 +82,21 @@ std::unique_ptr<trace::TraceRecorder> openTrace(const TraceOptions& options, con
 struct ManagerState {
   ManagerState(const ManagerOptions& managerOptions, device::DeviceBackend& device,
                std::shared_ptr<DeviceBudget> sharedBudget, std::shared_ptr<HostBlockSource> hostBlockLender)
-      : options(managerOptions), backend(device), lender(std::move(hostBlockLender)),
+      : options(managerOptions), backend(device),
+        pageSize(roundUp(std::max(options.pageSize, backend.granularity()), backend.granularity())),
+        lender(std::move(hostBlockLender)),
         budget(sharedBudget ? std::move(sharedBudget)
                             : std::make_shared<LocalDeviceBudget>(
                                   options.deviceMemoryLimit != 0 ? options.deviceMemoryLimit : device.totalMemory())),
         swap(device, options.swapBufferLimit, options.pinnedSwap, lender.get()), slots(device, swap),
         trace(openTrace(options.trace, device)), mapper(backend, *budget, slots, cow, stats),
         peers(std::chrono::milliseconds(options.residency.evictionTimeoutMilliseconds), *budget, stats, trace.get()),
-        residency(
-            ResidencyContext{options.residency, backend, *budget, mapper, slots, directory, peers, stats, trace.get()},
-            makeReplacementPolicy(options.policy)),
+        residency(ResidencyContext{options.residency, backend, *budget, mapper, slots, directory, peers, stats,
+                                   trace.get(), pageSize},
+                  makeReplacementPolicy(options.policy)),
         references(options.references, backend, directory),
         runner(residency, mapper, peers, directory, backend, trace.get()),
-        lazy(LazyTransferOptions{options.lazyTransfer}, mapper, slots, cow, directory, backend, stats),
-        pageSize(roundUp(std::max(options.pageSize, backend.granularity()), backend.granularity())) {}
+        lazy(LazyTransferOptions{options.lazyTransfer}, mapper, slots, cow, directory, backend, stats) {}
 
   // Validates that [address, address + bytes) lies inside one managed region.
   Region* rangeRegion(DevicePtr address, std::size_t bytes) {
@@ -106,6 +107,7 @@ struct ManagerState {
 
   const ManagerOptions options;
   device::DeviceBackend& backend;
+  const std::size_t pageSize;              // before the residency manager, which sizes its spare by it
   std::shared_ptr<HostBlockSource> lender; // outlives the swap buffer, which gives its blocks back
   std::shared_ptr<DeviceBudget> budget;
   SwapBuffer swap;
@@ -120,7 +122,6 @@ struct ManagerState {
   ReferenceFinder references;
   DeviceWorkRunner runner;
   LazyTransfers lazy;
-  const std::size_t pageSize;
   RegionId nextRegion = 1;
   // Other processes' allocations mapped here (openShared): base -> the
   // pieces' (offset, bytes), and the range's extent.

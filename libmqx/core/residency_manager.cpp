@@ -270,8 +270,12 @@ Status ResidencyManager::back(Region& region, std::uint32_t index, const std::ve
     }
     // From the first time the budget is full, pages are kept spare, where
     // they are at most a sixteenth of the budget: more would cost more
-    // residency than their overlap saves.
-    const std::size_t spare = bytes * context_.options.sparePages;
+    // residency than their overlap saves. A spare page is one of the
+    // manager's pages, whatever the miss: sized by a small miss (a hash
+    // table), it passed where the pages did not, and each refill evicted a
+    // whole page ahead of need (on the simulated SSB queries at 40 MiB with
+    // 8 MiB pages, 47% more evictions; bench/results/solo-paging-sim-*).
+    const std::size_t spare = context_.pageSize * context_.options.sparePages;
     // Only while no other process holds any of the budget: a spare held
     // idle is budget they need (the simulated SSB grid evicted 20-50% more
     // under FIX-2 with a spare in every process), but a process alone on its

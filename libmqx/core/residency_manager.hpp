@@ -41,6 +41,7 @@ struct ResidencyContext {
   PeerEviction& peers; // the other processes of the node (free without one)
   Statistics& statistics;
   trace::TraceRecorder* trace = nullptr; // null: tracing off (trace.file = "")
+  std::size_t pageSize = 0;              // the manager's page size: a spare page is one (back)
 };
 
 // Evicting for another process (LocalVictims) is PeerEviction's to ask:

@@ -198,6 +198,19 @@ TEST_F(SparePageTest, PagesLargerThanASixteenthOfTheBudgetKeepNoSpare) {
   expectEveryRegionIntact();
 }
 
+// A spare page is one of the manager's pages, whatever the miss: regions
+// smaller than a sixteenth of the budget, with pages larger than it, keep
+// none. Sized by the miss, the spare was kept, and each refill evicted ahead
+// of need (47% more evictions on the simulated SSB queries).
+TEST_F(SparePageTest, SmallMissesKeepNoSpareWherePagesAreLargerThanASixteenth) {
+  start(spareConfig(1, 128 * KiB)); // pages an eighth of the device
+  cycleDirtyRegions(80, 16 * KiB);  // 1.25 MiB of regions of a sixty-fourth
+  const Statistics statistics = manager_->statistics();
+  EXPECT_GT(statistics.evictions, 0U);
+  EXPECT_EQ(statistics.evictionsBesideLoads, 0U);
+  expectEveryRegionIntact();
+}
+
 // A budget shared with one other process, which holds `elsewhere` bytes of
 // it (the node's SharedDeviceBudget counts each process's in its record).
 class BudgetBesideAnotherProcess final : public DeviceBudget {
