@@ -96,7 +96,9 @@ std::optional<AdaptiveDecision> AdaptiveAdmission::observe(const AdaptiveSample&
   observePaging(sample, dt);
   runningSeconds_ += dt * sample.running;
   waitingSeconds_ += sample.waiting > 0 ? dt : 0.0;
-  atLimitSeconds_ += sample.running >= limit_ ? dt : 0.0;
+  // At the limit in force: room for one more may hold admission below
+  // limit_, and a window held there binds all the same (decide()).
+  atLimitSeconds_ += sample.running >= admissionLimit() ? dt : 0.0;
   const double window = sample.seconds - windowStart_;
   if (window + 1e-6 < options_.windowSeconds) return std::nullopt;
   if (since(sample.counters.launches, startCounters_.launches) < options_.minimumLaunches &&
@@ -144,6 +146,14 @@ AdaptiveDecision AdaptiveAdmission::decide(double now, double window, const Devi
   d.evictionShare = evictionSeconds / window;
   d.binding = waitingSeconds_ >= 0.5 * window && atLimitSeconds_ >= 0.5 * window;
   d.levels = describeLevels(now);
+  // A window held by room for one more below the limit ran at the room's
+  // level: the limit comes down to it, so that the rules below judge the
+  // level that ran. Above it, the window's level was never the limit's: it
+  // measured nothing, and evictions there could not be found to pay. On the
+  // H200 (ssb-experiments-gpu-sf10-open-H200-ea6646c-rate2-s78, seed 7) a
+  // window at 3.0 running with the limit at 4 and the room at 3 evicted
+  // beyond the share and lowered 4 -> 2 without weighing 3's throughput.
+  if (d.binding && roomLimit_ < limit_ && !noTwoWorkingSetsFit()) limit_ = roomLimit_;
 
   auto finish = [&](unsigned limit, std::string why) {
     limit_ = std::clamp(limit, 1u, std::max(1u, options_.maxLimit));

@@ -30,6 +30,9 @@
 //    below) evicts no more than `evictionShare`: those evictions are the
 //    level above's, still leaving; and not twice in one round trip (until
 //    as many queries' worth of work as ran at the last decrease is done);
+//  - a window that room for one more (below) held under the limit binds at
+//    the room's level, and the limit first comes down to it: the rules
+//    judge the level that ran;
 //  - otherwise, only while queries waited for most of the window and the
 //    running queries reached the limit (the limit binds): the window's
 //    throughput (queries' worth of work per second, QueryWork) is the estimate of
@@ -224,7 +227,7 @@ private:
   DeviceCounters startCounters_;
   double runningSeconds_ = 0; // ∫ running dt
   double waitingSeconds_ = 0; // time with a query waiting
-  double atLimitSeconds_ = 0; // time with running ≥ limit
+  double atLimitSeconds_ = 0; // time with running ≥ admissionLimit()
   bool unitChanged_ = false;  // forgetEstimates() in this window: its work is in two units
 };
 

@@ -423,6 +423,29 @@ TEST(AdaptiveAdmission, ALevelWhoseEvictionsPayIsKept) {
   EXPECT_EQ(feed.controller.limit(), 2u);
 }
 
+// A window held by room for one more under the limit measures the room's
+// level, and its evictions are weighed against what that level gains. On
+// the H200 (ea6646c, 2/s, seed 7) the limit was 4, room for one more held
+// admission at 3, and a window at 3.0 running that evicted beyond the share
+// lowered 4 -> 2: it did not bind at 4, so it measured no level.
+TEST(AdaptiveAdmission, AWindowHeldByRoomForOneMoreMeasuresTheRoomsLevel) {
+  Feed feed(AdaptiveOptions{});
+  feed.run(2, 0.0, 2.0);
+  ASSERT_EQ(feed.controller.limit(), 3u);
+  feed.run(3, 0.0, 2.0);
+  ASSERT_EQ(feed.controller.limit(), 4u) << "3 queries/s at 3 against 2 at 2";
+  feed.run(3, 0.1, 2.0); // 3 evicts: room for one more holds admission at 3
+  ASSERT_EQ(feed.controller.admissionLimit(), 3u);
+  EXPECT_EQ(feed.controller.limit(), 3u) << "the window ran at 3, whose evictions pay (3 queries/s against 2)";
+  // The same window where 3 does not pay: down to 2.
+  Feed slow(AdaptiveOptions{});
+  slow.run(2, 0.0, 2.0);
+  slow.run(3, 0.0, 2.0);
+  ASSERT_EQ(slow.controller.limit(), 4u);
+  slow.run(3, 0.1, 2.0, 10, 40.0);
+  EXPECT_EQ(slow.controller.limit(), 2u) << "3's estimate 2.1 queries/s (3, then 1.2) against 2 at 2";
+}
+
 // Where the level below is not known, the eviction share alone decides, as
 // before: nothing says the evictions pay.
 TEST(AdaptiveAdmission, EvictionsWithoutAKnownLevelBelowStillLowerTheLimit) {
