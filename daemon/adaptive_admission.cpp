@@ -161,31 +161,8 @@ AdaptiveDecision AdaptiveAdmission::decide(double now, double window, const Devi
     d.why = std::move(why);
     return d;
   };
-  if (d.evictionShare > options_.evictionShare && d.meanRunning > limit_ + 0.5) {
-    // Queries admitted under a higher limit still run (admission does not
-    // stop a running query): these evictions are the last decrease's, not
-    // this limit's. As TCP reacts once per round trip, not to every loss of
-    // the window it already halved, wait until they have left. On the H100
-    // (ssb-experiments-gpu-sf10-open-H100-b242294-rate1-s78) the limit went
-    // 4 -> 2 and then 2 -> 1 at 3.1 running, and the run was FIX-1's.
-    return finish(limit_, fmt::format("eviction share {:.3f}, but {:.1f} running over the limit: the last decrease "
-                                      "has not taken effect",
-                                      d.evictionShare, d.meanRunning));
-  }
-  if (const auto atLimit = evictionShareAt(limit_, now); d.evictionShare > options_.evictionShare &&
-                                                         d.meanRunning > limit_ && atLimit &&
-                                                         *atLimit <= options_.evictionShare) {
-    // Part of the window ran above the limit, and the limit's own level,
-    // measured alone (room for one more counts only steady intervals), does
-    // not thrash: the window's evictions are the level above's, still
-    // leaving. On the H100 (ssb-experiments-gpu-sf10-open-H100-c6b8e82-s89,
-    // seed 8) a window at 2.2 running after a probe of 3 evicted 0.083 of
-    // the time while 2 alone evicted 0.022; the limit went 2 -> 1 and the
-    // run gave 0.74 of FIX-2's throughput.
-    return finish(limit_, fmt::format("eviction share {:.3f}, but {:.1f} running over the limit and {} running alone "
-                                      "evicted {:.3f}: the evictions are the level above's",
-                                      d.evictionShare, d.meanRunning, limit_, *atLimit));
-  }
+  if (d.evictionShare > options_.evictionShare)
+    if (auto why = evictionsOfQueriesLeaving(d, now, startCounters_.work + delta.work)) return finish(limit_, *why);
   // A window estimates the throughput of the level it ran at (its mean
   // concurrency) when queries waited and the running ones reached the limit,
   // the work is in learned runs and there were launches. Recorded before the
@@ -217,22 +194,6 @@ AdaptiveDecision AdaptiveAdmission::decide(double now, double window, const Devi
     return finish(limit_, fmt::format("eviction share {:.3f} > {:.3f}, but {:.3f} queries/s at {} against {:.3f} at "
                                       "{}: the evictions pay",
                                       d.evictionShare, options_.evictionShare, *here, limit_, *below, limit_ - 1));
-  }
-  const double workSinceDecrease = startCounters_.work + delta.work - decreasedWork_;
-  if (d.evictionShare > options_.evictionShare && decreasedAt_ >= 0 && now - decreasedAt_ <= options_.memorySeconds &&
-      workSinceDecrease < decreasedRunning_) {
-    // One decrease per round trip, as TCP halves once per window of losses:
-    // the queries that ran at the last decrease may still run, and their
-    // working sets, evicted while they thrashed, come back evicting others.
-    // The round trip is their work: the decrease has taken effect once as
-    // many queries' worth of work as ran then is done. On the H200
-    // (ssb-experiments-gpu-sf10-open-H200-194e715-rate2-s7) the limit went
-    // 4 -> 2 and, one window later at 2.4 running, 2 -> 1 on an eviction
-    // share of 0.111 (2 alone: 0.083, past the check above by 0.003); the
-    // rest of the run was FIX-1's, 0.75 of FIX-2.
-    return finish(limit_, fmt::format("eviction share {:.3f}, but the last decrease has not taken effect: {:.1f} of "
-                                      "the {} queries' worth of work then running done since",
-                                      d.evictionShare, workSinceDecrease, decreasedRunning_));
   }
   if (d.evictionShare > options_.evictionShare) {
     // Multiplicative decrease: the resident sets of the running queries no
@@ -311,6 +272,51 @@ AdaptiveDecision AdaptiveAdmission::decide(double now, double window, const Devi
     return finish(limit_, fmt::format("{:.3f} queries/s at {} not above {:.3f} at {}", xAbove, limit_ + 1, x, limit_));
   return finish(limit_ + 1, fmt::format("{:.3f} queries/s at {:.1f} running, evictions {:.3f} of the time",
                                         d.throughput, d.meanRunning, d.evictionShare));
+}
+
+std::optional<std::string> AdaptiveAdmission::evictionsOfQueriesLeaving(const AdaptiveDecision& d, double now,
+                                                                        double workDone) const {
+  // Admission does not stop a running query: a lower limit takes effect as
+  // the queries admitted above it leave, and until then the evictions of a
+  // window are theirs, not the limit's. As TCP halves once per window of
+  // losses, not for every loss of the window it already halved, the limit
+  // is not lowered for them. Three signs, each from a GPU run.
+  if (d.meanRunning > limit_ + 0.5) {
+    // Clearly above the limit for the window. On the H100
+    // (ssb-experiments-gpu-sf10-open-H100-b242294-rate1-s78) the limit went
+    // 4 -> 2 and then 2 -> 1 at 3.1 running, and the run was FIX-1's.
+    return fmt::format("eviction share {:.3f}, but {:.1f} running over the limit: the last decrease has not taken "
+                       "effect",
+                       d.evictionShare, d.meanRunning);
+  }
+  if (const auto atLimit = evictionShareAt(limit_, now);
+      d.meanRunning > limit_ && atLimit && *atLimit <= options_.evictionShare) {
+    // Partly above the limit, and the limit's own level, measured alone
+    // (room for one more counts only steady intervals), does not thrash:
+    // the evictions are the level above's. On the H100
+    // (ssb-experiments-gpu-sf10-open-H100-c6b8e82-s89, seed 8) a window at
+    // 2.2 running after a probe of 3 evicted 0.083 of the time while 2 alone
+    // evicted 0.022; the limit went 2 -> 1 and the run gave 0.74 of FIX-2's.
+    return fmt::format("eviction share {:.3f}, but {:.1f} running over the limit and {} running alone evicted {:.3f}: "
+                       "the evictions are the level above's",
+                       d.evictionShare, d.meanRunning, limit_, *atLimit);
+  }
+  const double workSinceDecrease = workDone - decreasedWork_;
+  if (decreasedAt_ >= 0 && now - decreasedAt_ <= options_.memorySeconds && workSinceDecrease < decreasedRunning_) {
+    // Within one round trip of the last decrease: the queries that ran at
+    // it may still run at the limit or below it, and their working sets,
+    // evicted while they thrashed, come back evicting others. The round
+    // trip is their work: the decrease has taken effect once as many
+    // queries' worth of work as ran then is done. On the H200
+    // (ssb-experiments-gpu-sf10-open-H200-194e715-rate2-s7) the limit went
+    // 4 -> 2 and, one window later at 2.4 running, 2 -> 1 on an eviction
+    // share of 0.111 (2 alone: 0.083, past the sign above by 0.003); the
+    // rest of the run was FIX-1's, 0.75 of FIX-2.
+    return fmt::format("eviction share {:.3f}, but the last decrease has not taken effect: {:.1f} of the {} queries' "
+                       "worth of work then running done since",
+                       d.evictionShare, workSinceDecrease, decreasedRunning_);
+  }
+  return std::nullopt;
 }
 
 std::string AdaptiveAdmission::describeLevels(double now) const {

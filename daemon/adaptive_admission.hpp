@@ -23,13 +23,15 @@
 //    over the window (evictions serialise with the copies on a GPU, so they
 //    cost the device's time, not one process's); above `evictionShare` the
 //    limit halves (rounded up, at least by one, never below 1), and that limit is not
-//    tried again until `memorySeconds` have passed; not where the window
-//    measured the limit's level and its throughput, evictions included, beats
-//    the level below's by `gain` (the evictions pay); not where the window ran
-//    partly above the limit and the limit's own level (room for one more,
-//    below) evicts no more than `evictionShare`: those evictions are the
-//    level above's, still leaving; and not twice in one round trip (until
-//    as many queries' worth of work as ran at the last decrease is done);
+//    tried again until `memorySeconds` have passed; not where the evictions
+//    are those of queries admitted above the limit and still leaving
+//    (evictionsOfQueriesLeaving: the window ran clearly above the limit; or
+//    partly above it while the limit's own level, room for one more below,
+//    evicts no more than `evictionShare`; or within one round trip of the
+//    last decrease, until as many queries' worth of work as ran then is
+//    done); and not where the window measured the limit's level and its
+//    throughput, evictions included, beats the level below's by `gain` (the
+//    evictions pay);
 //  - a window that room for one more (below) held under the limit binds at
 //    the room's level, and the limit first comes down to it: the rules
 //    judge the level that ran;
@@ -195,6 +197,12 @@ private:
     double observed = 0;
   };
   AdaptiveDecision decide(double now, double window, const DeviceCounters& delta, bool workLearned);
+  // Why the window's evictions, beyond the share, are those of queries
+  // admitted above the limit and still leaving rather than the limit's own
+  // (nothing: they are the limit's). `workDone` is DeviceCounters::work at
+  // the window's end.
+  [[nodiscard]] std::optional<std::string> evictionsOfQueriesLeaving(const AdaptiveDecision& d, double now,
+                                                                     double workDone) const;
   // The level (queries running) whose throughput the window measures, if it
   // measures one (see decide()).
   [[nodiscard]] std::optional<unsigned> measuredLevel(const AdaptiveDecision& d, const DeviceCounters& delta,
