@@ -23,7 +23,9 @@
 //    over the window (evictions serialise with the copies on a GPU, so they
 //    cost the device's time, not one process's); above `evictionShare` the
 //    limit halves (rounded up, at least by one, never below 1), and that limit is not
-//    tried again until `memorySeconds` have passed; not where the evictions
+//    tried again until `memorySeconds` have passed (unless the window
+//    measured it and the level below is not known: growth may return to it
+//    once the level below is measured and found worse); not where the evictions
 //    are those of queries admitted above the limit and still leaving
 //    (evictionsOfQueriesLeaving: the window ran clearly above the limit; or
 //    partly above it while the limit's own level, room for one more below,

@@ -131,9 +131,13 @@ TEST(AdaptiveAdmission, TheDecreaseHalvesAndNeverGoesBelowOne) {
   AdaptiveOptions options;
   options.initialLimit = 3;
   Model model = saturating(8);
-  model.evictionShare = [](unsigned n) { return n >= 2 ? 0.3 : 0.0; };
+  // Every level evicts, one alone too: the third window decreases from 1.
+  // (Where 1 did not evict, and 2 was measured doing twice its work, the
+  // limit went back to 2: ADecreaseWithTheLevelBelowUnknownMeasuresIt.)
+  model.evictionShare = [](unsigned) { return 0.3; };
   const Trajectory run = simulate(model, 3, 1, 0.0, options);
   EXPECT_EQ(run.limits[0], 2u); // ceil(3 × 0.5)
+  EXPECT_EQ(run.limits[1], 1u);
   EXPECT_EQ(run.controller.limit(), 1u) << "never below 1";
 }
 
@@ -454,6 +458,27 @@ TEST(AdaptiveAdmission, EvictionsWithoutAKnownLevelBelowStillLowerTheLimit) {
   Feed feed(options);
   feed.run(3, 0.1, 2.0);
   EXPECT_EQ(feed.controller.limit(), 2u);
+}
+
+// A decrease on evictions where the level below was never measured does not
+// bar the level it left, when the window measured that level: the decrease
+// measures the level below, and the limit returns where the evictions pay.
+// On the simulated device (41d5b10, 81 MiB x2.2, seed 1) 2 -> 1 on a share
+// of 0.082 barred 2, FIX-2's level (1.2x FIX-1), for the rest of the run.
+TEST(AdaptiveAdmission, ADecreaseWithTheLevelBelowUnknownMeasuresIt) {
+  Feed feed(AdaptiveOptions{});
+  feed.run(2, 0.09, 2.0);
+  ASSERT_EQ(feed.controller.limit(), 1u) << "2 evicts 0.09 of the time, 1 not known";
+  feed.run(1, 0.0, 2.0);
+  EXPECT_EQ(feed.controller.limit(), 2u) << "1 query/s at 1 against 2 at 2: back to 2";
+  feed.run(2, 0.09, 2.0);
+  EXPECT_EQ(feed.controller.limit(), 2u) << "now the evictions pay";
+  // Where the level below turns out better, the limit stays there.
+  Feed thrash(AdaptiveOptions{});
+  thrash.run(2, 0.09, 2.0, 10, 40.0);
+  ASSERT_EQ(thrash.controller.limit(), 1u);
+  thrash.run(1, 0.0, 2.0);
+  EXPECT_EQ(thrash.controller.limit(), 1u) << "0.8 queries/s at 2 against 1 at 1";
 }
 
 // On the model node: 3 evicts 0.12 of the time and still does 1.3x the work
