@@ -217,8 +217,9 @@ AdaptiveDecision AdaptiveAdmission::decide(double now, double window, const Devi
     // rule above keeps it). On the simulated device (admission-grid-sim-
     // 41d5b10, 81 MiB x2.2, seed 1) the default went 2 -> 1 on a share of
     // 0.082 with 1 never measured, 2 was barred for the rest of the run, and
-    // FIX-2 served 1.083 queries/s against FIX-1's 0.891.
-    if (!(measured == limit_ && here && !below)) {
+    // FIX-2 served 1.083 queries/s against FIX-1's 0.891. At 1 there is no
+    // level below to measure: one alone that thrashes still bars growth.
+    if (!(limit_ > 1 && measured == limit_ && here && !below)) {
       congestedLimit_ = limit_;
       congestedAt_ = now;
     }

@@ -479,6 +479,14 @@ TEST(AdaptiveAdmission, ADecreaseWithTheLevelBelowUnknownMeasuresIt) {
   ASSERT_EQ(thrash.controller.limit(), 1u);
   thrash.run(1, 0.0, 2.0);
   EXPECT_EQ(thrash.controller.limit(), 1u) << "0.8 queries/s at 2 against 1 at 1";
+  // At 1 there is no level below to measure: one alone that evicts beyond
+  // the share bars growth as before.
+  AdaptiveOptions one;
+  one.initialLimit = 1;
+  Feed alone(one);
+  alone.run(1, 0.1, 2.0);
+  alone.run(1, 0.0, 2.0);
+  EXPECT_EQ(alone.controller.limit(), 1u) << "1 evicted too much 2 s ago";
 }
 
 // On the model node: 3 evicts 0.12 of the time and still does 1.3x the work
