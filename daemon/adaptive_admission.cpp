@@ -219,7 +219,7 @@ AdaptiveDecision AdaptiveAdmission::decide(double now, double window, const Devi
     // 0.082 with 1 never measured, 2 was barred for the rest of the run, and
     // FIX-2 served 1.083 queries/s against FIX-1's 0.891. At 1 there is no
     // level below to measure: one alone that thrashes still bars growth.
-    if (!(limit_ > 1 && measured == limit_ && here && !below)) {
+    if (!(limit_ > 1 && measured == limit_ && !below)) {
       congestedLimit_ = limit_;
       congestedAt_ = now;
     }
