@@ -6,13 +6,20 @@
 //    (if it does, unmapping cannot be overlapped with write-backs);
 //  - mapping host-located blocks (the always-mapped design's host backing,
 //    docs/architecture.md decision 2) under device ranges: one
-//    cuMemSetAccess per page vs one over a run, idle and during a copy.
+//    cuMemSetAccess per page vs one over a run, idle and during a copy;
+//  - which of cuMemCreate, cuMemMap and cuMemSetAccess makes a device page's
+//    mapping slow while a copy runs (issue 31: physical memory reused rather
+//    than created per page saves only what cuMemCreate costs there).
+// Usage: mqx-vmm-costs [--page-mib N] (default 8; 512 MiB of pages in all).
 // Prints one JSON object (vmm_costs_report.hpp).
 #include <cuda.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "vmm_costs_report.hpp"
@@ -56,6 +63,45 @@ void mapPages(Pages& pages, std::size_t count) {
   }
 }
 
+// The median of `samples` (sorted in place).
+double median(std::vector<double>& samples) {
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+// Each step of a device page's mapping timed on its own, `rounds` times, each
+// round while a 1 GiB device-to-host copy runs on `stream` (or idle without
+// one): cuMemCreate, cuMemMap of the handle just created, cuMemSetAccess.
+struct MappingSteps {
+  double create = 0, map = 0, access = 0;
+};
+MappingSteps timeMappingSteps(Pages& pages, std::size_t rounds, CUstream stream, void* host, CUdeviceptr source,
+                              std::size_t copyBytes) {
+  CUmemAllocationProp prop = properties();
+  CUmemAccessDesc access{};
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  std::vector<double> create, map, setAccess;
+  for (std::size_t round = 0; round < rounds; ++round) {
+    if (stream != nullptr) check(cuMemcpyDtoHAsync(host, source, copyBytes, stream), "copy");
+    CUmemGenericAllocationHandle handle;
+    const double t0 = now();
+    check(cuMemCreate(&handle, pages.pageBytes, &prop, 0), "create (steps)");
+    const double t1 = now();
+    check(cuMemMap(pages.base, pages.pageBytes, 0, handle, 0), "map (steps)");
+    const double t2 = now();
+    check(cuMemSetAccess(pages.base, pages.pageBytes, &access, 1), "access (steps)");
+    const double t3 = now();
+    create.push_back(t1 - t0);
+    map.push_back(t2 - t1);
+    setAccess.push_back(t3 - t2);
+    if (stream != nullptr) check(cuStreamSynchronize(stream), "sync");
+    check(cuMemUnmap(pages.base, pages.pageBytes), "unmap (steps)");
+    check(cuMemRelease(handle), "release (steps)");
+  }
+  return {median(create), median(map), median(setAccess)};
+}
+
 void releaseHandles(Pages& pages) {
   for (auto handle : pages.handles)
     check(cuMemRelease(handle), "cuMemRelease");
@@ -64,7 +110,20 @@ void releaseHandles(Pages& pages) {
 
 } // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  std::size_t pageMiB = 8;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--page-mib") == 0 && i + 1 < argc) {
+      pageMiB = std::strtoull(argv[++i], nullptr, 10);
+    } else {
+      std::fprintf(stderr, "usage: mqx-vmm-costs [--page-mib N]  (N a power of two from 2 to 512)\n");
+      return 2;
+    }
+  }
+  if (pageMiB < 2 || pageMiB > 512 || (pageMiB & (pageMiB - 1)) != 0) {
+    std::fprintf(stderr, "mqx-vmm-costs: --page-mib %zu: want a power of two from 2 to 512\n", pageMiB);
+    return 2;
+  }
   check(cuInit(0), "cuInit");
   CUdevice device;
   check(cuDeviceGet(&device, 0), "cuDeviceGet");
@@ -74,8 +133,8 @@ int main() {
   char name[128];
   cuDeviceGetName(name, sizeof name, device);
 
-  const std::size_t pageBytes = 8u << 20;
-  const std::size_t count = 64; // 512 MiB
+  const std::size_t pageBytes = pageMiB << 20;
+  const std::size_t count = 512 / pageMiB; // 512 MiB
   Pages pages;
   pages.pageBytes = pageBytes;
   check(cuMemAddressReserve(&pages.base, pageBytes * count, 0, 0, 0), "reserve");
@@ -143,6 +202,15 @@ int main() {
   check(cuStreamSynchronize(stream), "sync");
   const double mapDuringCopy = t2 - t1;
 
+  // 5b. Which step of a device page's mapping a copy slows: each on its
+  // own, idle and during copies, medians of 9.
+  check(cuMemUnmap(pages.base, pageBytes), "unmap (before the steps)");
+  check(cuMemRelease(pages.handles[0]), "release (before the steps)");
+  const MappingSteps idleSteps = timeMappingSteps(pages, 9, nullptr, host, source, copyBytes);
+  const MappingSteps copySteps = timeMappingSteps(pages, 9, stream, host, source, copyBytes);
+  check(cuMemCreate(&pages.handles[0], pageBytes, &prop, 0), "create (after the steps)");
+  check(cuMemMap(pages.base, pageBytes, 0, pages.handles[0], 0), "map (after the steps)");
+
   // 6. Host blocks mapped under the device range, as eviction does.
   CUmemAllocationProp hostProp = properties();
   hostProp.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
@@ -209,6 +277,12 @@ int main() {
   costs.unmapDuringCopy = unmapDuringCopy;
   costs.releaseDuringCopy = releaseDuringCopy;
   costs.mapDuringCopy = mapDuringCopy;
+  costs.createIdle = idleSteps.create;
+  costs.mapCreatedIdle = idleSteps.map;
+  costs.accessIdle = idleSteps.access;
+  costs.createDuringCopy = copySteps.create;
+  costs.mapCreatedDuringCopy = copySteps.map;
+  costs.accessDuringCopy = copySteps.access;
   std::fputs(mqx::bench::jsonText(mqx::bench::vmmCostsJson(costs)).c_str(), stdout);
   return 0;
 }

@@ -26,6 +26,12 @@ Json vmmCostsJson(const VmmCosts& costs) {
       {"unmap_during_copy_ms", milliseconds(costs.unmapDuringCopy, 3)},
       {"release_during_copy_ms", milliseconds(costs.releaseDuringCopy, 3)},
       {"map_during_copy_ms", milliseconds(costs.mapDuringCopy, 3)},
+      {"create_ms", milliseconds(costs.createIdle, 4)},
+      {"map_created_ms", milliseconds(costs.mapCreatedIdle, 4)},
+      {"access_ms", milliseconds(costs.accessIdle, 4)},
+      {"create_during_copy_ms", milliseconds(costs.createDuringCopy, 4)},
+      {"map_created_during_copy_ms", milliseconds(costs.mapCreatedDuringCopy, 4)},
+      {"access_during_copy_ms", milliseconds(costs.accessDuringCopy, 4)},
   };
 }
 

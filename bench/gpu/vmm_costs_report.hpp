@@ -28,6 +28,14 @@ struct VmmCosts {
   double unmapDuringCopy = 0;
   double releaseDuringCopy = 0;
   double mapDuringCopy = 0;
+  // Each step of a device page's mapping on its own, medians of 9, idle and
+  // while a copy runs: which one a reused physical allocation would skip.
+  double createIdle = 0;
+  double mapCreatedIdle = 0;
+  double accessIdle = 0;
+  double createDuringCopy = 0;
+  double mapCreatedDuringCopy = 0;
+  double accessDuringCopy = 0;
 };
 
 Json vmmCostsJson(const VmmCosts& costs);

@@ -26,8 +26,14 @@ TEST(VmmCostsReport, EveryFieldParsesBackInMilliseconds) {
   costs.unmapDuringCopy = 0.000161;
   costs.releaseDuringCopy = 0.000114;
   costs.mapDuringCopy = 0.001075;
+  costs.createIdle = 0.0000201;
+  costs.mapCreatedIdle = 0.0000032;
+  costs.accessIdle = 0.0000113;
+  costs.createDuringCopy = 0.0007006;
+  costs.mapCreatedDuringCopy = 0.0000041;
+  costs.accessDuringCopy = 0.0003502;
   const Json parsed = Json::parse(jsonText(vmmCostsJson(costs)));
-  EXPECT_EQ(parsed.size(), 16u);
+  EXPECT_EQ(parsed.size(), 22u);
   EXPECT_EQ(parsed["device"], costs.device);
   EXPECT_EQ(parsed["page_MiB"], 8);
   EXPECT_EQ(parsed["pages"], 64);
@@ -44,6 +50,12 @@ TEST(VmmCostsReport, EveryFieldParsesBackInMilliseconds) {
   EXPECT_EQ(parsed["unmap_during_copy_ms"], 0.161);
   EXPECT_EQ(parsed["release_during_copy_ms"], 0.114);
   EXPECT_EQ(parsed["map_during_copy_ms"], 1.075);
+  EXPECT_EQ(parsed["create_ms"], 0.0201);
+  EXPECT_EQ(parsed["map_created_ms"], 0.0032);
+  EXPECT_EQ(parsed["access_ms"], 0.0113);
+  EXPECT_EQ(parsed["create_during_copy_ms"], 0.7006);
+  EXPECT_EQ(parsed["map_created_during_copy_ms"], 0.0041);
+  EXPECT_EQ(parsed["access_during_copy_ms"], 0.3502);
 }
 
 } // namespace
