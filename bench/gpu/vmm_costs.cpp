@@ -71,19 +71,23 @@ double median(std::vector<double>& samples) {
 
 // Each step of a device page's mapping timed on its own, `rounds` times, each
 // round while a 1 GiB device-to-host copy runs on `stream` (or idle without
-// one): cuMemCreate, cuMemMap of the handle just created, cuMemSetAccess.
+// one), issued as one call per `chunkBytes`: cuMemCreate, cuMemMap of the
+// handle just created, cuMemSetAccess. The chunks say whether a step waits
+// for the copy call in progress (then smaller calls shorten the wait).
 struct MappingSteps {
   double create = 0, map = 0, access = 0;
 };
 MappingSteps timeMappingSteps(Pages& pages, std::size_t rounds, CUstream stream, void* host, CUdeviceptr source,
-                              std::size_t copyBytes) {
+                              std::size_t copyBytes, std::size_t chunkBytes = 0) {
+  if (chunkBytes == 0) chunkBytes = copyBytes;
   CUmemAllocationProp prop = properties();
   CUmemAccessDesc access{};
   access.location = prop.location;
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   std::vector<double> create, map, setAccess;
   for (std::size_t round = 0; round < rounds; ++round) {
-    if (stream != nullptr) check(cuMemcpyDtoHAsync(host, source, copyBytes, stream), "copy");
+    for (std::size_t done = 0; stream != nullptr && done < copyBytes; done += chunkBytes)
+      check(cuMemcpyDtoHAsync(static_cast<char*>(host) + done, source + done, chunkBytes, stream), "copy");
     CUmemGenericAllocationHandle handle;
     const double t0 = now();
     check(cuMemCreate(&handle, pages.pageBytes, &prop, 0), "create (steps)");
@@ -208,6 +212,8 @@ int main(int argc, char** argv) {
   check(cuMemRelease(pages.handles[0]), "release (before the steps)");
   const MappingSteps idleSteps = timeMappingSteps(pages, 9, nullptr, host, source, copyBytes);
   const MappingSteps copySteps = timeMappingSteps(pages, 9, stream, host, source, copyBytes);
+  const MappingSteps copy8MiBSteps = timeMappingSteps(pages, 9, stream, host, source, copyBytes, 8u << 20);
+  const MappingSteps copy2MiBSteps = timeMappingSteps(pages, 9, stream, host, source, copyBytes, 2u << 20);
   check(cuMemCreate(&pages.handles[0], pageBytes, &prop, 0), "create (after the steps)");
   check(cuMemMap(pages.base, pageBytes, 0, pages.handles[0], 0), "map (after the steps)");
 
@@ -283,6 +289,8 @@ int main(int argc, char** argv) {
   costs.createDuringCopy = copySteps.create;
   costs.mapCreatedDuringCopy = copySteps.map;
   costs.accessDuringCopy = copySteps.access;
+  costs.accessDuring8MiBCopies = copy8MiBSteps.access;
+  costs.accessDuring2MiBCopies = copy2MiBSteps.access;
   std::fputs(mqx::bench::jsonText(mqx::bench::vmmCostsJson(costs)).c_str(), stdout);
   return 0;
 }

@@ -32,6 +32,8 @@ Json vmmCostsJson(const VmmCosts& costs) {
       {"create_during_copy_ms", milliseconds(costs.createDuringCopy, 4)},
       {"map_created_during_copy_ms", milliseconds(costs.mapCreatedDuringCopy, 4)},
       {"access_during_copy_ms", milliseconds(costs.accessDuringCopy, 4)},
+      {"access_during_8MiB_copies_ms", milliseconds(costs.accessDuring8MiBCopies, 4)},
+      {"access_during_2MiB_copies_ms", milliseconds(costs.accessDuring2MiBCopies, 4)},
   };
 }
 

@@ -36,6 +36,10 @@ struct VmmCosts {
   double createDuringCopy = 0;
   double mapCreatedDuringCopy = 0;
   double accessDuringCopy = 0;
+  // The same copy issued as one call per 8 MiB and per 2 MiB: whether the
+  // access step waits for the copy call in progress.
+  double accessDuring8MiBCopies = 0;
+  double accessDuring2MiBCopies = 0;
 };
 
 Json vmmCostsJson(const VmmCosts& costs);

@@ -32,8 +32,10 @@ TEST(VmmCostsReport, EveryFieldParsesBackInMilliseconds) {
   costs.createDuringCopy = 0.0007006;
   costs.mapCreatedDuringCopy = 0.0000041;
   costs.accessDuringCopy = 0.0003502;
+  costs.accessDuring8MiBCopies = 0.0001503;
+  costs.accessDuring2MiBCopies = 0.0000504;
   const Json parsed = Json::parse(jsonText(vmmCostsJson(costs)));
-  EXPECT_EQ(parsed.size(), 22u);
+  EXPECT_EQ(parsed.size(), 24u);
   EXPECT_EQ(parsed["device"], costs.device);
   EXPECT_EQ(parsed["page_MiB"], 8);
   EXPECT_EQ(parsed["pages"], 64);
@@ -56,6 +58,8 @@ TEST(VmmCostsReport, EveryFieldParsesBackInMilliseconds) {
   EXPECT_EQ(parsed["create_during_copy_ms"], 0.7006);
   EXPECT_EQ(parsed["map_created_during_copy_ms"], 0.0041);
   EXPECT_EQ(parsed["access_during_copy_ms"], 0.3502);
+  EXPECT_EQ(parsed["access_during_8MiB_copies_ms"], 0.1503);
+  EXPECT_EQ(parsed["access_during_2MiB_copies_ms"], 0.0504);
 }
 
 } // namespace
