@@ -1,6 +1,7 @@
 """bench/ssb/experiments/admission-grid's summary (issue 30): the default's ratio to the best
 FIX-n by medians, as the issue defines it, and beside it the ratio within each seed, which a
-seed's arrivals (moving every policy together) do not move."""
+seed's arrivals (moving every policy together) do not move; and the targets over the
+configurations, where one that nothing measured is None, not met."""
 
 from __future__ import annotations
 
@@ -46,6 +47,23 @@ def main() -> int:
     partial = grid.summarise([r for r in rows if not (r["policy"] == "FIX-2" and r["seed"] == 3)], ["FIX-1", "FIX-2"])
     if sorted(partial["default_over_best_fix_by_seed"]) != ["1", "2"]:
         failures.append(f"with seed 3's FIX-2 missing: {partial['default_over_best_fix_by_seed']}")
+    # The targets: one not measured is None (all() of nothing would say "met"), and an underload
+    # configuration without the comparison is not met.
+    overload = [{"underload": False, "summary": {"default_over_best_fix": 0.98, "default_over_best_fix_paired_median": 1.0}},
+                {"underload": False, "summary": {"default_over_best_fix": 1.03, "default_over_best_fix_paired_median": 1.0}}]
+    graded = grid.grid_targets(overload)
+    targets = graded["targets"]
+    if targets["underload_turnaround_at_most_best_fix"] is not None:
+        failures.append(f"no underload configuration, yet its target is {targets['underload_turnaround_at_most_best_fix']}")
+    if targets["per_configuration_at_least_0.97"] is not True or not targets["geometric_mean_at_least_1"]:
+        failures.append(f"0.98 and 1.03: {targets}")
+    if abs(graded.get("paired_geometric_mean", 0) - 1.0) > 1e-9:
+        failures.append(f"within-seed geometric mean {graded.get('paired_geometric_mean')}, want 1.0")
+    underload = overload + [{"underload": True, "summary": {}}]
+    if grid.grid_targets(underload)["targets"]["underload_turnaround_at_most_best_fix"] is not False:
+        failures.append("an underload configuration without its comparison counted as met")
+    if grid.grid_targets([])["targets"]["per_configuration_at_least_0.97"] is not None:
+        failures.append("no configuration, yet the per-configuration target is not None")
     for failure in failures:
         print(f"admission-grid summary: {failure}", file=sys.stderr)
     return 1 if failures else 0
