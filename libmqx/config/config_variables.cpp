@@ -78,6 +78,9 @@ const std::set<std::string>& otherVariables() {
       "MQX_REGIME_ABLATIONS",        // bench/ssb/experiments/run-gpu-regime
       "MQX_REGIME_ABLATION_ROUNDS",  // bench/ssb/experiments/run-gpu-regime
       "MQX_REGIME_TAG",              // bench/ssb/experiments/run-gpu-regime
+      "MQX_OPEN_TRACE_DATA",         // tools/open-trace (ssb_pipeline.open_trace)
+      "MQX_OPEN_TRACE_RATE",         // tools/open-trace
+      "MQX_OPEN_TRACE_SEED",         // tools/open-trace
       "MQX_DEPS_SKIP_OPTIONAL",      // scripts/install-deps (its tests)
   };
   return names;
