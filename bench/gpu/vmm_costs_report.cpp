@@ -34,6 +34,10 @@ Json vmmCostsJson(const VmmCosts& costs) {
       {"access_during_copy_ms", milliseconds(costs.accessDuringCopy, 4)},
       {"access_during_8MiB_copies_ms", milliseconds(costs.accessDuring8MiBCopies, 4)},
       {"access_during_2MiB_copies_ms", milliseconds(costs.accessDuring2MiBCopies, 4)},
+      {"host_granularity_minimum_bytes", costs.hostGranularityMinimum},
+      {"host_granularity_recommended_bytes", costs.hostGranularityRecommended},
+      {"host_numa_block_access_ms", milliseconds(costs.hostNumaBlockAccess, 4)},
+      {"host_type_block_access_ms", milliseconds(costs.hostTypeBlockAccess, 4)},
   };
 }
 

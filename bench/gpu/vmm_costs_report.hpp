@@ -40,6 +40,14 @@ struct VmmCosts {
   // access step waits for the copy call in progress.
   double accessDuring8MiBCopies = 0;
   double accessDuring2MiBCopies = 0;
+  // Host blocks: the allocation granularity of a HOST_NUMA block (bytes),
+  // and the access step alone (median of 9, idle, seconds) of a HOST_NUMA
+  // block and of a HOST one: whether the block's kind changes its
+  // by-the-byte cost.
+  std::size_t hostGranularityMinimum = 0;
+  std::size_t hostGranularityRecommended = 0;
+  double hostNumaBlockAccess = 0;
+  double hostTypeBlockAccess = 0;
 };
 
 Json vmmCostsJson(const VmmCosts& costs);

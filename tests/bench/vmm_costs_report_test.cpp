@@ -34,8 +34,12 @@ TEST(VmmCostsReport, EveryFieldParsesBackInMilliseconds) {
   costs.accessDuringCopy = 0.0003502;
   costs.accessDuring8MiBCopies = 0.0001503;
   costs.accessDuring2MiBCopies = 0.0000504;
+  costs.hostGranularityMinimum = 4096;
+  costs.hostGranularityRecommended = 2u << 20;
+  costs.hostNumaBlockAccess = 0.00074051;
+  costs.hostTypeBlockAccess = 0.0000302;
   const Json parsed = Json::parse(jsonText(vmmCostsJson(costs)));
-  EXPECT_EQ(parsed.size(), 24u);
+  EXPECT_EQ(parsed.size(), 28u);
   EXPECT_EQ(parsed["device"], costs.device);
   EXPECT_EQ(parsed["page_MiB"], 8);
   EXPECT_EQ(parsed["pages"], 64);
@@ -60,6 +64,10 @@ TEST(VmmCostsReport, EveryFieldParsesBackInMilliseconds) {
   EXPECT_EQ(parsed["access_during_copy_ms"], 0.3502);
   EXPECT_EQ(parsed["access_during_8MiB_copies_ms"], 0.1503);
   EXPECT_EQ(parsed["access_during_2MiB_copies_ms"], 0.0504);
+  EXPECT_EQ(parsed["host_granularity_minimum_bytes"], 4096);
+  EXPECT_EQ(parsed["host_granularity_recommended_bytes"], 2 << 20);
+  EXPECT_EQ(parsed["host_numa_block_access_ms"], 0.7405);
+  EXPECT_EQ(parsed["host_type_block_access_ms"], 0.0302);
 }
 
 } // namespace
