@@ -1,8 +1,8 @@
 """tools/open-system-timeline (issue 30): on a made-up merged trace of a solo run's mqxd and an
 open run's mqxd with three queries (one postponed), the open run is chosen, the k-th admission is
 paired with the k-th process to start, a postponed query's wait runs from its postponement, and
-each query's transfers and evictions are its own. A trace with no mqxd that admitted a query
-exits 2."""
+each query's transfers and evictions are its own. With --require-paired an admission without its
+process exits 1 (a warning otherwise). A trace with no mqxd that admitted a query exits 2."""
 
 from __future__ import annotations
 
@@ -84,6 +84,18 @@ def main() -> int:
             failures.append(f"totals {run['totals']}")
         if [v for _, v in run["adaptive_limit"]] != [2.0, 3.0]:
             failures.append(f"adaptive limit {run['adaptive_limit']}")
+        # --require-paired: exit 0 where every admission has its process, 1 where one has none
+        # (a fourth admission at 8 s whose process never traced); a warning only without it.
+        paired = subprocess.run([sys.executable, str(tool), str(path), "--require-paired"], capture_output=True, text=True)
+        if paired.returncode != 0:
+            failures.append(f"--require-paired on a paired trace: exit {paired.returncode}, {paired.stderr.strip()!r}")
+        path.write_text(json.dumps(trace() + [decision(10, 8_000_000, "admitted", "q4")]))
+        unpaired = subprocess.run([sys.executable, str(tool), str(path), "--require-paired"], capture_output=True, text=True)
+        if unpaired.returncode != 1 or "4 admissions but 3 processes" not in unpaired.stderr:
+            failures.append(f"--require-paired with an admission unpaired: exit {unpaired.returncode}, {unpaired.stderr.strip()!r}")
+        warned = subprocess.run([sys.executable, str(tool), str(path)], capture_output=True, text=True)
+        if warned.returncode != 0 or "4 admissions but 3 processes" not in warned.stderr:
+            failures.append(f"an admission unpaired without --require-paired: exit {warned.returncode}, {warned.stderr.strip()!r}")
         # No mqxd that admitted anything: a clear error, exit 2.
         path.write_text(json.dumps([e for e in trace() if e.get("name") != "admitted"]))
         bad = subprocess.run([sys.executable, str(tool), str(path)], capture_output=True, text=True)
