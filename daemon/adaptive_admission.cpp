@@ -83,6 +83,10 @@ void AdaptiveAdmission::forgetEstimates() {
 }
 
 std::optional<AdaptiveDecision> AdaptiveAdmission::observe(const AdaptiveSample& sample) {
+  // The bound holds from the first sample: it needs no interval, and mqxd
+  // admits right after it (a query that arrived with the first waiting one
+  // otherwise started beside it under the initial limit).
+  workingSetLimit_ = sample.workingSetLimit;
   if (!started_) {
     started_ = true;
     windowStart_ = lastSample_ = sample.seconds;
@@ -92,7 +96,6 @@ std::optional<AdaptiveDecision> AdaptiveAdmission::observe(const AdaptiveSample&
   }
   const double dt = std::max(0.0, sample.seconds - lastSample_);
   lastSample_ = sample.seconds;
-  workingSetLimit_ = sample.workingSetLimit;
   observePaging(sample, dt);
   runningSeconds_ += dt * sample.running;
   waitingSeconds_ += sample.waiting > 0 ? dt : 0.0;

@@ -50,6 +50,24 @@ QueryDemand NodeDaemon::demandFor(const ClientRecord& record, std::uint32_t slot
   return query;
 }
 
+// The working set of `record` (in `slot`) that the bound on the adaptive limit
+// counts (AdaptiveSample::workingSetLimit): its demand's peak now and, while
+// it runs, at least the peak it was admitted with where it declared or
+// learned one. Its processes' demand updates lower the query's demand to
+// what their kernels referenced (AdmissionClient::observeLaunchFootprint: the
+// most bytes one launch referenced per interval), not what the query keeps
+// resident; Weight's check goes by them (paper §5), the bound must not. On
+// the H200 (trace-open-gpu-87736a0: three SSB queries running with declared
+// peaks of 1.45-1.59 GB, eleven waiting) the limit grew 3 -> 4 on a 4 GiB
+// node where no four of the queries' peaks fit, and the four running evicted
+// 0.257 of the time. Call with the node's lock held.
+std::uint64_t NodeDaemon::workingSetOf(const ClientRecord& record, std::uint32_t slot, std::uint64_t held, double now) {
+  const std::uint64_t peak = demandFor(record, slot, held, now).peak;
+  const RunningQuery& query = running_[slot];
+  if (record.state != ClientState::Running || query.pid != record.pid) return peak;
+  return std::max(peak, query.admittedPeak);
+}
+
 // Call with the node's lock held.
 void NodeDaemon::setDemandFromProcesses(NodeState& node, std::uint32_t querySlot) {
   std::uint64_t weighted = 0, peak = 0;
@@ -134,7 +152,7 @@ void NodeDaemon::observeAdmission() {
       const bool runs = record.state == ClientState::Running && record.device < devices_.size();
       if (!waits && !runs) continue;
       if (runs) ++running[record.device];
-      const std::uint64_t peak = demandFor(record, i, held[i], demandNow).peak;
+      const std::uint64_t peak = workingSetOf(record, i, held[i], demandNow);
       for (std::uint32_t device = 0; device < devices_.size(); ++device) {
         if (record.device != device && !(waits && record.device == kAnyDevice)) continue;
         if (waits) ++waiting[device];
@@ -240,6 +258,7 @@ void NodeDaemon::admitPostponed() {
       const bool undeclared =
           record.weightedDemand == 0 && record.peakDemand == 0 && config_.admission == AdmissionKind::Adaptive;
       if (undeclared) undeclared_.started(place.id, query.name, now);
+      query.admittedPeak = record.peakDemand;
       log(LogLevel::Info, "mqxd: admitting query '{}' (pid {}, weighted demand {} MiB, peak {} MiB{}){}", record.name,
           record.pid, record.weightedDemand >> 20, record.peakDemand >> 20,
           undeclared ? ": declares nothing, counted as the whole device until measured" : "",

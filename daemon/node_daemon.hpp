@@ -103,6 +103,8 @@ private:
   void setDemandFromProcesses(ipc::NodeState& node, std::uint32_t querySlot);
   void applyLearnedDemand(ipc::ClientRecord& record);
   QueryDemand demandFor(const ipc::ClientRecord& record, std::uint32_t slot, std::uint64_t held, double now);
+  [[nodiscard]] std::uint64_t workingSetOf(const ipc::ClientRecord& record, std::uint32_t slot, std::uint64_t held,
+                                           double now);
   static double secondsNow() { return static_cast<double>(ipc::monotonicNanoseconds()) * 1e-9; }
   void observeQueries();
   // The bytes each query's processes hold now on the device it runs on.
@@ -158,6 +160,9 @@ private:
     char name[ipc::kQueryNameBytes] = {};
     std::uint64_t launches = 0;             // its processes' launches counted so far (observeAdmission)
     std::uint32_t device = ipc::kAnyDevice; // where it was placed
+    // The peak demand it was admitted with where it declared or learned one
+    // (0: it declared nothing): workingSetOf's floor while it runs.
+    std::uint64_t admittedPeak = 0;
   };
   RunningQuery running_[ipc::kMaxClients];
   // Adds the work of a running query's launches up to `launches` (its

@@ -641,6 +641,18 @@ TEST(AdaptiveAdmission, OneAtATimeWhereNoTwoWorkingSetsFit) {
   EXPECT_EQ(feed.controller.admissionLimit(), 2u);
 }
 
+// The very first sample bounds admission too: mqxd admits right after it,
+// and a query that arrived beside the first one otherwise started under the
+// initial limit of 2 (tests/daemon/admission_test.cpp,
+// AdaptiveCountsARunningQueryAtThePeakItWasAdmittedWith).
+TEST(AdaptiveAdmission, TheFirstSampleBoundsAdmission) {
+  AdaptiveAdmission controller{AdaptiveOptions{}};
+  (void)controller.observe({0.0, DeviceCounters{}, 1, 1, true, 1});
+  EXPECT_EQ(controller.admissionLimit(), 1u);
+  (void)controller.observe({0.1, DeviceCounters{}, 1, 0, true, 0});
+  EXPECT_EQ(controller.admissionLimit(), 2u);
+}
+
 TEST(AdaptiveAdmission, SeededNoisyNodesStayNearTheBestConcurrency) {
   for (unsigned seed = 1; seed <= 40; ++seed) {
     std::mt19937 random(seed);

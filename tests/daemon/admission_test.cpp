@@ -335,6 +335,45 @@ TEST_F(Admission, AnUpdateQueuedBehindOtherMessagesCountsForTheNextArrival) {
   EXPECT_LT(indexOf(lines, "end a"), indexOf(lines, "start b"));
 }
 
+// The adaptive default runs one query at a time where no two of the queries'
+// working sets fit the device together (AdaptiveAdmission::admissionLimit).
+// A running query counts at least the peak it was admitted with: its
+// processes' updates say what their kernels reference, not what it keeps
+// resident (NodeDaemon::workingSetOf; on the H200 the bound went unseen and
+// the limit grew to 4 where no four SSB queries' peaks fit).
+TEST_F(Admission, AdaptiveCountsARunningQueryAtThePeakItWasAdmittedWith) {
+  environment_["MQX_DAEMON_CAPACITY"] = "100MiB";
+  environment_["MQX_DAEMON_ADMISSION"] = "adaptive";
+  startDaemon();
+  // a declares a 60 MiB peak; its process reports 10 MiB at once and runs 2 s.
+  auto a = updatingQuery("a", "60", 10, 0, 2000);
+  ASSERT_TRUE(a->waitForLine("updated", 10s));
+  const auto updated = std::chrono::steady_clock::now() + 10s;
+  for (bool seen = false; !seen; std::this_thread::sleep_for(5ms)) {
+    ASSERT_LT(std::chrono::steady_clock::now(), updated) << "mqxd never applied a's update";
+    ipc::RobustLock lock(segment_->state().lock);
+    for (const auto& record : segment_->state().clients)
+      seen = seen || (record.state == ipc::ClientState::Running && std::string("a") == record.name &&
+                      record.peakDemand == (10u << 20));
+  }
+  std::this_thread::sleep_for(300ms); // mqxd samples a running alone (liveness interval 100 ms)
+  // b (weighted 30 MiB, peak 60 MiB) asks while mqxd is stopped, so that mqxd
+  // samples the node with b waiting before its admission pass: Weight's
+  // check alone would admit it (10 + 30 MiB of 100), the peaks do not fit
+  // (60 + 60 MiB).
+  ASSERT_TRUE(stopDaemonWaitingForMessages()) << "mqxd was never seen waiting for a message";
+  const std::unique_ptr<ChildProcess, void (*)(ChildProcess*)> resume(daemon_.get(),
+                                                                      [](ChildProcess* d) { d->signal(SIGCONT); });
+  auto b = run({"--name", "b", "--plan", plan("b", "30", "60"), "--", SIM_CLIENT_PATH, "gate", "/bin/sh", "-c",
+                "echo start b >> " + log_ + "; echo end b >> " + log_});
+  ASSERT_TRUE(waitUntilAsking("b")) << "b never asked for admission";
+  std::this_thread::sleep_for(300ms); // past a liveness interval (100 ms)
+  daemon_->signal(SIGCONT);
+  auto lines = eventsAfter({a.get(), b.get()});
+  EXPECT_LT(indexOf(lines, "end a"), indexOf(lines, "start b"))
+      << "b ran beside a although their peaks (60 + 60 MiB) do not fit 100 MiB";
+}
+
 TEST_F(NodeFixture, DemandUpdateWithoutAQueryRecordIsRefused) {
   startDaemon();
   // Not started by mqx-run: the memory client has no query to update.
