@@ -109,7 +109,7 @@ MappingSteps timeMappingSteps(Pages& pages, std::size_t rounds, CUstream stream,
 // `rounds` times (median), idle: a block of `locationType` (HOST_NUMA, as
 // mqx creates them, or HOST) created once and mapped at the same address
 // each round. Whether the block's type changes the by-the-byte cost of
-// cuMemSetAccess (0.74 ms for 64 MiB on the H200: 4 KiB host pages).
+// cuMemSetAccess (0.74 ms for 64 MiB on the H200, vmm-costs-H200-7cdb994).
 double timeHostBlockAccess(Pages& pages, std::size_t rounds, CUmemLocationType locationType) {
   CUmemAllocationProp hostProp = properties();
   hostProp.location.type = locationType;
