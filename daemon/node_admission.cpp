@@ -17,10 +17,12 @@ using namespace mqx::ipc;
 
 // A waiting query that declares nothing: the demand learned from earlier runs
 // of the query (paper §5). Call with the node's lock held.
-void NodeDaemon::applyLearnedDemand(ClientRecord& record) {
+void NodeDaemon::takeRequestedDemand(ClientRecord& record) {
+  const std::uint32_t slot = records().slotOf(record);
+  declared_.requested(slot, record.arrival, record.weightedDemand != 0 || record.peakDemand != 0);
   if (record.weightedDemand != 0 || record.peakDemand != 0) return;
   if (auto learned = history_.demandOf(record.name)) {
-    records().learnDemand(records().slotOf(record), *learned);
+    records().learnDemand(slot, *learned);
     log(LogLevel::Info, "mqxd: query '{}' declares no demand; learned {} MiB", record.name, *learned >> 20);
   }
 }
@@ -53,10 +55,11 @@ QueryDemand NodeDaemon::demandFor(const ClientRecord& record, std::uint32_t slot
 // The working set of `record` (in `slot`) that the bound on the adaptive limit
 // counts (AdaptiveSample::workingSetLimit): its demand's peak now and, while
 // it runs, at least the peak it was admitted with where it declared or
-// learned one. Its processes' demand updates lower the query's demand to
-// what their kernels referenced (AdmissionClient::observeLaunchFootprint: the
-// most bytes one launch referenced per interval), not what the query keeps
-// resident; Weight's check goes by them (paper §5), the bound must not. On
+// learned one. A learned demand is lowered by its processes' footprints
+// (AdmissionClient::observeLaunchFootprint: the most bytes one launch
+// referenced per interval), not what the query keeps resident; Weight's
+// check goes by them (paper §5), the bound must not (a declared demand is
+// not lowered: DeclaredDemands). On
 // the H200 (trace-open-gpu-87736a0: three SSB queries running with declared
 // peaks of 1.45-1.59 GB, eleven waiting) the limit grew 3 -> 4 on a 4 GiB
 // node where no four of the queries' peaks fit, and the four running evicted
@@ -233,7 +236,7 @@ void NodeDaemon::admitPostponed() {
       ClientRecord& record = node.clients[i];
       if (record.state == ClientState::Running) running.push_back(demandFor(record, i, held[i], now));
       if (record.state == ClientState::Waiting && record.admissionRequested != 0) {
-        applyLearnedDemand(record);
+        takeRequestedDemand(record);
         waiting.push_back(demandFor(record, i, 0, now));
         arrival[i] = record.arrival;
       }

@@ -126,6 +126,7 @@ const char* kindName(MessageKind kind) {
   switch (kind) {
   case MessageKind::AdmissionRequest: return "AdmissionRequest";
   case MessageKind::DemandUpdate: return "DemandUpdate";
+  case MessageKind::FootprintUpdate: return "FootprintUpdate";
   case MessageKind::QueryFinished: return "QueryFinished";
   default: return "message";
   }
@@ -313,7 +314,7 @@ void NodeDaemon::placeArrivals() {
             [&](std::uint32_t a, std::uint32_t b) { return node.clients[a].arrival < node.clients[b].arrival; });
   for (const std::uint32_t slot : arrivals) {
     ClientRecord& record = node.clients[slot];
-    applyLearnedDemand(record);
+    takeRequestedDemand(record);
     const QueryDemand query = demandFor(record, slot, 0, now);
     records().place(slot, placement_.placeOnArrival(bound, query));
     bound.push_back({slot, query.weighted, query.peak, record.device});
@@ -440,6 +441,43 @@ void NodeDaemon::reportStoppedHolders() {
   }
 }
 
+void NodeDaemon::updateDemand(const Message& message) {
+  // From the query's own record (mqx-run) or from one of its processes (a
+  // memory client whose record names the query): paper §5, a query's demand
+  // is updated as it runs. The loop re-runs admission after this.
+  if (message.slot == kNoSlot) return refuse(message, "names no client record");
+  if (!demandsInRange(message)) return refuse(message, "demand out of range");
+  NodeState& node = segment_->state();
+  RobustLock lock = lockNode();
+  const ClientRecord& sender = node.clients[message.slot];
+  if (sender.pid != message.pid || sender.state == ClientState::Free)
+    return refuse(message, "not the registered client of the slot");
+  const std::uint32_t target = sender.state == ClientState::Memory ? sender.querySlot : message.slot;
+  if (target >= kMaxClients) return;
+  ClientRecord& query = node.clients[target];
+  if (query.state != ClientState::Waiting && query.state != ClientState::Running) return;
+  if (query.state == ClientState::Waiting && query.admissionRequested != 0) takeRequestedDemand(query);
+  if (message.kind == MessageKind::FootprintUpdate) {
+    // What the query's kernels referenced: its demand only where it declared
+    // none (DeclaredDemands says why).
+    if (declared_.isDeclared(target, query.arrival)) return;
+  } else {
+    declared_.declared(target, query.arrival);
+  }
+  if (sender.state == ClientState::Memory) {
+    // One process of the query: its own demand, and the query's is the sum
+    // over its live processes (they hold device memory at the same time),
+    // not whichever reported last.
+    records().setDemand(message.slot, message.weightedDemand, message.peakDemand);
+    setDemandFromProcesses(node, target);
+  } else {
+    records().setDemand(target, message.weightedDemand, message.peakDemand);
+  }
+  log(LogLevel::Debug, "mqxd: query '{}' demand now {} MiB weighted, {} MiB peak ({})", query.name,
+      query.weightedDemand >> 20, query.peakDemand >> 20,
+      message.kind == MessageKind::FootprintUpdate ? "its launches' footprints" : "declared");
+}
+
 void NodeDaemon::handle(const Message& message) {
   NodeState& node = segment_->state();
   switch (message.kind) {
@@ -451,36 +489,11 @@ void NodeDaemon::handle(const Message& message) {
     if (record.pid != message.pid) return refuse(message, "not the registered client of the slot");
     if (record.state != ClientState::Waiting) return; // stale (admitted from its record meanwhile)
     records().requestAdmission(message.slot, message.pid, message.weightedDemand, message.peakDemand);
-    applyLearnedDemand(record);
+    takeRequestedDemand(record);
     return;
   }
-  case MessageKind::DemandUpdate: {
-    // From the query's own record (mqx-run) or from one of its processes (a
-    // memory client whose record names the query): paper §5, a query's
-    // demand is updated as it runs. The loop re-runs admission after this.
-    if (message.slot == kNoSlot) return refuse(message, "names no client record");
-    if (!demandsInRange(message)) return refuse(message, "demand out of range");
-    RobustLock lock = lockNode();
-    const ClientRecord& sender = node.clients[message.slot];
-    if (sender.pid != message.pid || sender.state == ClientState::Free)
-      return refuse(message, "not the registered client of the slot");
-    const std::uint32_t target = sender.state == ClientState::Memory ? sender.querySlot : message.slot;
-    if (target >= kMaxClients) return;
-    const ClientRecord& query = node.clients[target];
-    if (query.state != ClientState::Waiting && query.state != ClientState::Running) return;
-    if (sender.state == ClientState::Memory) {
-      // One process of the query: its own demand, and the query's is the sum
-      // over its live processes (they hold device memory at the same time),
-      // not whichever reported last.
-      records().setDemand(message.slot, message.weightedDemand, message.peakDemand);
-      setDemandFromProcesses(node, target);
-    } else {
-      records().setDemand(target, message.weightedDemand, message.peakDemand);
-    }
-    log(LogLevel::Debug, "mqxd: query '{}' demand now {} MiB weighted, {} MiB peak", query.name,
-        query.weightedDemand >> 20, query.peakDemand >> 20);
-    return;
-  }
+  case MessageKind::DemandUpdate:
+  case MessageKind::FootprintUpdate: return updateDemand(message);
   case MessageKind::LaunchTuningRequest:
   case MessageKind::LaunchFinished:
     if (auto reply = launches_.handle(message)) sendTo(launchReplyQueue(names_, message.pid), *reply);

@@ -17,6 +17,7 @@
 #include "admission_policy.hpp"
 #include "common/files.hpp"
 #include "config/config.hpp"
+#include "declared_demand.hpp"
 #include "demand_history.hpp"
 #include "device_placement.hpp"
 #include "ipc/client_records.hpp"
@@ -101,7 +102,12 @@ private:
   void writeRoster();                   // at shutdown: the clients still alive
   void reportStoppedHolders();
   void setDemandFromProcesses(ipc::NodeState& node, std::uint32_t querySlot);
-  void applyLearnedDemand(ipc::ClientRecord& record);
+  // A waiting query's request as mqxd first sees it: whether it declared a
+  // demand (DeclaredDemands), else the demand learned under its name.
+  void takeRequestedDemand(ipc::ClientRecord& record);
+  // DemandUpdate and FootprintUpdate: the demand of the query `message`'s
+  // sender runs for. A footprint does not replace a declared demand.
+  void updateDemand(const ipc::Message& message);
   QueryDemand demandFor(const ipc::ClientRecord& record, std::uint32_t slot, std::uint64_t held, double now);
   [[nodiscard]] std::uint64_t workingSetOf(const ipc::ClientRecord& record, std::uint32_t slot, std::uint64_t held,
                                            double now);
@@ -134,6 +140,7 @@ private:
   std::shared_ptr<ConcurrencyLimits> limits_; // before placement_, whose policy reads it
   DevicePlacement placement_;
   DemandHistory history_;
+  DeclaredDemands declared_;    // queries whose demand their launches' footprints do not replace
   UndeclaredDemand undeclared_; // queries that declare nothing and were never learned
   QueryWork work_;              // launches per run of each query name (adaptive admission's unit)
   std::unique_ptr<ipc::SharedSegment> segment_;

@@ -82,8 +82,7 @@ AdmissionClient::Admission AdmissionClient::waitForAdmission(std::uint64_t weigh
   {
     BoundedNodeLock lock(node, options_.nodeLockTimeout);
     if (!lock.held()) return Admission::NodeLocked;
-    if (!ClientRecords(node).requestAdmission(slot, getpid(), weightedDemand, peakDemand))
-      return Admission::Reclaimed;
+    if (!ClientRecords(node).requestAdmission(slot, getpid(), weightedDemand, peakDemand)) return Admission::Reclaimed;
   }
   Message request = Message::of(MessageKind::AdmissionRequest, getpid(), slot);
   request.weightedDemand = weightedDemand;
@@ -212,6 +211,10 @@ void AdmissionClient::finishQuery() {
 }
 
 bool AdmissionClient::updateDemand(std::uint64_t weightedDemand, std::uint64_t peakDemand) {
+  return sendDemand(MessageKind::DemandUpdate, weightedDemand, peakDemand);
+}
+
+bool AdmissionClient::sendDemand(MessageKind kind, std::uint64_t weightedDemand, std::uint64_t peakDemand) {
   NodeMembership& member = *membership_;
   if (member.slot() == kNoSlot || !member.inJoiningProcess()) return false;
   if (member.role() == NodeMembership::Role::Memory) {
@@ -220,7 +223,7 @@ bool AdmissionClient::updateDemand(std::uint64_t weightedDemand, std::uint64_t p
     RobustLock lock(member.node().lock);
     if (member.node().clients[member.slot()].querySlot == kNoSlot) return false;
   }
-  Message message = Message::of(MessageKind::DemandUpdate, getpid(), member.slot());
+  Message message = Message::of(kind, getpid(), member.slot());
   message.weightedDemand = weightedDemand;
   message.peakDemand = peakDemand;
   return sendTo(member.names().daemonQueue, message);
@@ -241,7 +244,7 @@ bool AdmissionClient::declareOperator(double seconds, std::uint64_t bytes) {
 
 void AdmissionClient::observeLaunchFootprint(std::uint64_t bytes) {
   // The launch path: one relaxed load when the query declared its plan, else
-  // a clock read; a message at most once per interval (updateDemand checks
+  // a clock read; a message at most once per interval (sendDemand checks
   // that this is the joining process, not a fork() child: a system call
   // saved on every launch).
   if (declared_.load(std::memory_order_relaxed)) return;
@@ -269,7 +272,9 @@ void AdmissionClient::observeLaunchFootprint(std::uint64_t bytes) {
     reportedWeighted_ = weighted;
     reportedPeak_ = peak;
   }
-  updateDemand(weighted, peak);
+  // A footprint, not a declaration: mqxd takes it only for a query that
+  // declared no demand (daemon/declared_demand.hpp says why).
+  sendDemand(MessageKind::FootprintUpdate, weighted, peak);
 }
 
 } // namespace mqx::ipc

@@ -127,11 +127,13 @@ public:
   // While the query declared no operator, each daemon.demand_report_interval_ms
   // counts as one operator whose memory is the most one launch in it
   // referenced; the weighted demand Σ tᵢmᵢ / Σ tᵢ over them and their peak
-  // are sent when they changed: the demand follows what the query's kernels
-  // actually use (docs/daemon.md, "Demand as the query runs").
+  // are sent (FootprintUpdate) when they changed: the demand of a query that
+  // declared none follows what its kernels actually use (docs/daemon.md,
+  // "Demand as the query runs").
   void observeLaunchFootprint(std::uint64_t bytes);
 
 private:
+  bool sendDemand(MessageKind kind, std::uint64_t weightedDemand, std::uint64_t peakDemand);
   std::shared_ptr<NodeMembership> membership_;
   AdmissionOptions options_;
   // Demand of the query as declared (advice API) and observed (launches).

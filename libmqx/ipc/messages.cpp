@@ -28,6 +28,7 @@ bool validMessage(const Message& message, std::size_t received, std::string* why
   switch (message.kind) {
   case MessageKind::AdmissionRequest:
   case MessageKind::DemandUpdate:
+  case MessageKind::FootprintUpdate:
   case MessageKind::QueryFinished:
   case MessageKind::Wake:
   case MessageKind::Admitted:

@@ -16,16 +16,17 @@
 namespace mqx::ipc {
 
 inline constexpr std::uint32_t kMessageMagic = 0x6d71786d; // "mqxm"
-inline constexpr std::uint16_t kMessageVersion = 2;        // 2: LaunchTuningFields::nodeDevice
+inline constexpr std::uint16_t kMessageVersion = 3;        // 3: FootprintUpdate; 2: LaunchTuningFields::nodeDevice
 
 enum class MessageKind : std::uint16_t {
   // To mqxd.
   AdmissionRequest = 1,    // slot (Waiting) asks to run
-  DemandUpdate = 2,        // slot's weighted/peak demand changed
+  DemandUpdate = 2,        // slot's weighted/peak demand changed: declared (plan, advice API)
   QueryFinished = 3,       // slot's query ended; observedPeak in `bytes`
   Wake = 4,                // no content: look at the segment again (and shutdown)
   LaunchTuningRequest = 5, // launch parameters for a resizable kernel (`launch`; ticket in `sequence`)
   LaunchFinished = 6,      // the kernel of ticket `sequence` completed
+  FootprintUpdate = 7,     // slot's weighted/peak demand as its launches referenced it (nothing declared)
   // To a client.
   Admitted = 16,         // the query in `slot` may start
   EvictRequest = 17,     // free `bytes` (`region` first); reply to `pid`'s reply queue

@@ -4,6 +4,7 @@
 // observed path (a sim memory client's launches under mqx-run). Both
 // through real processes and mqxd's record of the query.
 #include <fstream>
+#include <sstream>
 
 #include "node_fixture.hpp"
 
@@ -163,27 +164,61 @@ TEST_F(Demand, ProcessesOfOneQueryAddTheirDemands) {
   EXPECT_EQ(query->wait(10s), 0);
 }
 
-TEST_F(Demand, LaunchesThatReferenceLessThanThePlanLowerTheDemand) {
+// A declared plan is the query's demand while it runs: what its kernels
+// reference (launch footprints) says nothing of what it keeps resident
+// between them (daemon/declared_demand.hpp: on the H200 the SSB queries'
+// footprints were 2.94 GB where they declared 3.70 GB, and Weight
+// over-admitted by the difference).
+TEST_F(Demand, LaunchesDoNotLowerADeclaredPlan) {
   startDaemon();
-  // a's plan says 80 MiB; its kernels reference one 4 MiB region. b (50
-  // MiB) waits at first, then is admitted while a still runs. Reports every
-  // 500 ms: b arrives before the first.
-  environment_["MQX_DAEMON_DEMAND_REPORT_INTERVAL_MS"] = "500";
+  // a's plan says 80 MiB; its kernels reference one 4 MiB region for 2.5 s,
+  // reported every 300 ms. b (50 MiB) must wait for a's end.
+  environment_["MQX_DAEMON_DEMAND_REPORT_INTERVAL_MS"] = "300";
   auto a = run({"--name", "a", "--plan", plan("a", 80), "--", SIM_CLIENT_PATH, "footprints", "10", "200",
                 std::to_string(4 * kMiB) + ":2500"});
   ASSERT_TRUE(a->waitForLine("phase 1", 10s));
   ASSERT_TRUE(waitForRecord("a", [](const QueryRecord&) { return true; }));
   auto b = sleeper("b", 50);
   ASSERT_TRUE(waitForRecord("b", [](const QueryRecord&) { return true; }));
+  // Five report intervals: a's process has sent its 4 MiB footprint by then.
+  auto lowered = waitForRecord(
+      "a", [](const QueryRecord& r) { return r.weightedDemand != 80 * kMiB; }, 1500ms);
+  ASSERT_TRUE(lowered.has_value());
+  EXPECT_EQ(lowered->weightedDemand, 80 * kMiB) << "a footprint replaced the declared plan";
+  EXPECT_EQ(lowered->peakDemand, 80 * kMiB);
   auto postponed = record("b");
-  auto declared = record("a");
-  ASSERT_TRUE(postponed.has_value() && declared.has_value());
+  ASSERT_TRUE(postponed.has_value());
   EXPECT_EQ(postponed->state, ipc::ClientState::Waiting) << "80 + 50 MiB exceed the 100 MiB node";
-  EXPECT_EQ(declared->weightedDemand, 80 * kMiB) << "the plan's demand until the first report";
-  auto lowered = waitForRecord("a", [](const QueryRecord& r) { return r.weightedDemand < 80 * kMiB; });
+  EXPECT_TRUE(a->waitForLine("finished", 10s));
+  EXPECT_EQ(b->wait(1ms), std::nullopt) << "b ended before a's kernels did";
+  EXPECT_EQ(a->wait(10s), 0);
+  EXPECT_EQ(b->wait(10s), 0);
+}
+
+// A demand mqxd learned from an earlier run is not a declaration: the
+// query's launches lower it as it runs (paper §5), and a query that would
+// not fit beside the learned figure starts beside the observed one.
+TEST_F(Demand, LaunchesLowerALearnedDemand) {
+  startDaemon();
+  environment_["MQX_DAEMON_DEMAND_REPORT_INTERVAL_MS"] = "300";
+  // First run of a, no plan: its process holds 80 MiB; mqxd learns 80 MiB.
+  auto first = run({"--name", "a", "--", SIM_CLIENT_PATH, "hold-budget", std::to_string(80 * kMiB), "300"});
+  ASSERT_EQ(first->wait(10s), 0);
+  std::this_thread::sleep_for(300ms); // mqxd handles QueryFinished
+  {
+    std::ifstream history("/tmp/mqx-test-demand-" + instance_);
+    std::stringstream text;
+    text << history.rdbuf();
+    ASSERT_EQ(text.str(), "a " + std::to_string(80 * kMiB) + "\n") << "mqxd did not learn a's 80 MiB";
+  }
+  auto a = run({"--name", "a", "--", SIM_CLIENT_PATH, "footprints", "10", "200", std::to_string(4 * kMiB) + ":3000"});
+  ASSERT_TRUE(a->waitForLine("phase 1", 10s));
+  auto b = sleeper("b", 50);
+  auto lowered = waitForRecord("a", [](const QueryRecord& r) {
+    return r.state == ipc::ClientState::Running && r.weightedDemand != 0 && r.weightedDemand < 80 * kMiB;
+  });
   ASSERT_TRUE(lowered.has_value());
   EXPECT_EQ(lowered->weightedDemand, 4 * kMiB) << "the weighted demand is what its kernels reference";
-  EXPECT_EQ(lowered->peakDemand, 4 * kMiB);
   EXPECT_TRUE(b->waitForLine("started", 2s)) << "admitted once a's demand was observed";
   EXPECT_EQ(b->wait(5s), 0);
   EXPECT_EQ(a->wait(1ms), std::nullopt) << "a still runs: b did not wait for its end";

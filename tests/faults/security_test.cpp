@@ -76,7 +76,8 @@ TEST_F(Security, MessagesNamingAnotherClientsRecordAreRefused) {
     ASSERT_TRUE(ipc::sendTo(names().daemonQueue, message));
     std::this_thread::sleep_for(300ms);
   };
-  for (auto kind : {ipc::MessageKind::AdmissionRequest, ipc::MessageKind::DemandUpdate}) {
+  for (auto kind :
+       {ipc::MessageKind::AdmissionRequest, ipc::MessageKind::DemandUpdate, ipc::MessageKind::FootprintUpdate}) {
     sendAndSettle(holder->pid(), std::uint64_t{3} << 30, kind); // a live process, not this record's
     EXPECT_EQ(demandOf(), 0u) << "a message from another client changed this record";
     sendAndSettle(getpid() + 100000, std::uint64_t{3} << 30, kind); // no such process
