@@ -1,7 +1,8 @@
 """tools/open-system-timeline (issue 30): on a made-up merged trace of a solo run's mqxd and an
 open run's mqxd with three queries (one postponed), the open run is chosen, the k-th admission is
 paired with the k-th process to start, a postponed query's wait runs from its postponement, and
-each query's transfers and evictions are its own. With --require-paired an admission without its
+each query's transfers and evictions are its own, and the load rate by level counts host-to-device
+loads, not lazy copies, at the level running at each load's midpoint. With --require-paired an admission without its
 process exits 1 (a warning otherwise). A trace with no mqxd that admitted a query exits 2."""
 
 from __future__ import annotations
@@ -84,6 +85,30 @@ def main() -> int:
             failures.append(f"totals {run['totals']}")
         if [v for _, v in run["adaptive_limit"]] != [2.0, 3.0]:
             failures.append(f"adaptive limit {run['adaptive_limit']}")
+        # By level: q1 runs 1.15-6.000001 s, q2 1.25-4.000001 s, q3 5.05-8.000001 s, so 3.15 s at one
+        # running and 3.7 s at two. q1's 50-byte swap load (midpoint 5.00005 s) is at one; an 8 MiB
+        # load of q2 at 2 s taking 1 ms is at two, at 8.39 GB/s. A lazy copy ("copy H2D") is no load.
+        path.write_text(json.dumps(trace() + [span(22, 2_000_000, 1_000, "load H2D (application buffer)", "transfer", bytes=8 << 20)]))
+        subprocess.run([sys.executable, str(tool), str(path), "--summary", str(summary)], capture_output=True, text=True)
+        levels = {level["running"]: level for level in json.loads(summary.read_text())["levels"]}
+        want = {
+            1: (3.149999, 50 / 3.149999 / 1e9, 0, None),
+            2: (3.700002, (8 << 20) / 3.700002 / 1e9, 1, 8.388608),
+        }
+        if sorted(levels) != [1, 2]:
+            failures.append(f"levels {sorted(levels)}, want [1, 2]")
+        else:
+            for running, (seconds, loaded, count, rate) in want.items():
+                got = levels[running]
+                if (
+                    abs(got["seconds"] - seconds) > 1e-5
+                    or abs(got["loaded_gb_per_s"] - loaded) > 1e-12
+                    or got["loads"] != count
+                    or (rate is None) != (got["median_load_gb_per_s"] is None)
+                    or (rate is not None and abs(got["median_load_gb_per_s"] - rate) > 1e-9)
+                ):
+                    failures.append(f"level {running}: {got}, want {seconds} s, {loaded:.3g} GB/s, {count} loads at {rate}")
+        path.write_text(json.dumps(trace()))
         # --require-paired: exit 0 where every admission has its process, 1 where one has none
         # (a fourth admission at 8 s whose process never traced); a warning only without it.
         paired = subprocess.run([sys.executable, str(tool), str(path), "--require-paired"], capture_output=True, text=True)
