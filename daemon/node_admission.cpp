@@ -15,8 +15,10 @@ namespace mqx::daemon {
 
 using namespace mqx::ipc;
 
-// A waiting query that declares nothing: the demand learned from earlier runs
-// of the query (paper §5). Call with the node's lock held.
+// A waiting query's request: whether it asked with a demand of its own, noted
+// once per arrival (DeclaredDemands: its launch footprints will not replace
+// it), else the demand learned from earlier runs of the query (paper §5).
+// Call with the node's lock held.
 void NodeDaemon::takeRequestedDemand(ClientRecord& record) {
   const std::uint32_t slot = records().slotOf(record);
   declared_.requested(slot, record.arrival, record.weightedDemand != 0 || record.peakDemand != 0);
