@@ -77,6 +77,8 @@ def main() -> int:
                 failures.append(f"q1, q2 waited {q1['waited_s']}, {q2['waited_s']} s, want 0")
             if (q1["transfers"], q1["transfer_bytes"], q1["evictions"]) != (2, 150, 1):
                 failures.append(f"q1 {q1['transfers']} transfers of {q1['transfer_bytes']} bytes, {q1['evictions']} evictions")
+            if (q1["loaded_bytes"], q2["loaded_bytes"]) != (50, 0):
+                failures.append(f"q1, q2 loaded {q1['loaded_bytes']}, {q2['loaded_bytes']} bytes, want 50 (its swap load), 0 (a lazy copy only)")
             if (q3["transfers"], q3["evictions"]) != (1, 2):
                 failures.append(f"q3 {q3['transfers']} transfers, {q3['evictions']} evictions, want 1, 2")
             if abs(q2["end_s"] - 3.000001) > 1e-9:
