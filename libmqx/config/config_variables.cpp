@@ -75,6 +75,7 @@ const std::set<std::string>& otherVariables() {
       "MQX_REGIME_SF",               // bench/ssb/experiments/run-gpu-regime
       "MQX_REGIME_SEEDS",            // bench/ssb/experiments/run-gpu-regime
       "MQX_REGIME_ADMISSIONS",       // bench/ssb/experiments/run-gpu-regime
+      "MQX_REGIME_OPEN_ROUNDS",      // bench/ssb/experiments/run-gpu-regime
       "MQX_REGIME_ABLATIONS",        // bench/ssb/experiments/run-gpu-regime
       "MQX_REGIME_ABLATION_ROUNDS",  // bench/ssb/experiments/run-gpu-regime
       "MQX_REGIME_TAG",              // bench/ssb/experiments/run-gpu-regime

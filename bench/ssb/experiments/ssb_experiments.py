@@ -488,6 +488,31 @@ def open_run(
     return row
 
 
+# The fields of an open-system row that are medians over its rounds (open_rounds_row).
+ROUND_MEDIANS = ("throughput_qps", "makespan_s", "mean_turnaround_s", "mean_wait_s")
+
+
+def open_rounds_row(runs: Sequence[dict]) -> dict:
+    """One policy's row over its rounds (runs in the order they ran): the run of median throughput
+    (the lower middle one of an even count) with the medians of ROUND_MEDIANS over all runs in
+    their place, each of them per run under "<field>_runs", and every run whole under "rounds".
+    One run is its own row. A single run per policy in a call says nothing about the spread of one
+    policy between runs, which is as large as the differences the open system is run to measure
+    (issue 30: FIX-2 at 2/s, seed 7, gave 0.46-0.59 queries/s across five calls)."""
+    if len(runs) <= 1:
+        return dict(runs[0]) if runs else {}
+    ordered = sorted(runs, key=lambda run: run["throughput_qps"])
+    row = dict(ordered[(len(ordered) - 1) // 2])
+    row["median_of"] = len(runs)
+    for field in ROUND_MEDIANS:
+        row[field] = statistics.median(run[field] for run in runs)
+        row[f"{field}_runs"] = [run[field] for run in runs]
+    row["evictions_runs"] = [run["evictions"] for run in runs]
+    row["positions"] = [run.get("position") for run in runs]
+    row["rounds"] = list(runs)
+    return row
+
+
 def open_system(
     setup: Setup,
     queries: Sequence[str],
@@ -499,9 +524,12 @@ def open_system(
     seeds: Optional[Sequence[int]] = None,
     rates: Optional[Sequence[float]] = None,
     progress: Optional[Callable[[dict], None]] = None,
+    rounds: int = 1,
 ) -> dict:
     """The open system under each admission policy; with several `seeds` or `rates`, one
     configuration per (rate, seed) over the same solo runs and plans ("configurations").
+    With `rounds` > 1 every policy runs that many times per configuration, each round in its own
+    shuffled order, and its row is the median over them (open_rounds_row).
     `progress`, if given, receives what has run so far after every policy's run (marked
     "partial"), so that a call cut short keeps it."""
     alone = solo_mqx(setup, queries, capacity)
@@ -515,12 +543,16 @@ def open_system(
         "repeat": setup.repeat,
     }
 
-    def configuration(at_rate: float, at_seed: int, rows: list) -> dict:
+    def configuration(at_rate: float, at_seed: int, runs: list) -> dict:
+        """`runs`: every policy's runs so far, in the order they ran."""
+        labels = [entry[0] for entry in chosen]
+        rows = [open_rounds_row([run for run in runs if run["policy"] == label]) for label in labels]
         return {
             "rate_per_s": at_rate,
             "seed": at_seed,
-            "gpu_fraction": fraction_summary([run for row in rows for run in row["runs"]]),
-            "policies": rows,
+            "gpu_fraction": fraction_summary([query for run in runs for query in run["runs"]]),
+            "policies": [row for row in rows if row],
+            "order": [run["policy"] for run in runs],
         }
 
     with tempfile.TemporaryDirectory(prefix="ssb-plans-") as directory:
@@ -528,18 +560,19 @@ def open_system(
         commands = [setup.command(q, plan=plans[q]) for q in queries]
         for at_rate in rates or [rate]:
             for at_seed in seeds or [seed]:
-                # The policies run in a shuffled order (seeded by the configuration), so that drift over
-                # the call (a host that slows, a cold first run) spreads over them: at 8c361b6 the
-                # default always ran last. Rows stay in the chosen order; `order` is the order run in.
-                shuffled = random.Random(f"open-{at_rate}-{at_seed}").sample(chosen, len(chosen))
-                rows = []
-                for position, (label, admission, fix_n) in enumerate(shuffled, start=1):
-                    row = open_run(setup, commands, label, admission, fix_n, at_rate, count, at_seed, capacity)
-                    rows.append({**row, "position": position})
-                    if progress:
-                        progress({**common, "partial": True, "configurations": configurations + [configuration(at_rate, at_seed, rows)]})
-                rows.sort(key=lambda row: [entry[0] for entry in chosen].index(row["policy"]))
-                configurations.append({**configuration(at_rate, at_seed, rows), "order": [entry[0] for entry in shuffled]})
+                # The policies run in a shuffled order (seeded by the configuration and the round), so
+                # that drift over the call (a host that slows, a cold first run) spreads over them: at
+                # 8c361b6 the default always ran last. Rows stay in the chosen order; `order` is the
+                # order run in. Round 1's order is the one a single round always had.
+                runs = []
+                for round_index in range(rounds):
+                    key = f"open-{at_rate}-{at_seed}" + (f"-round{round_index + 1}" if round_index else "")
+                    for label, admission, fix_n in random.Random(key).sample(chosen, len(chosen)):
+                        row = open_run(setup, commands, label, admission, fix_n, at_rate, count, at_seed, capacity)
+                        runs.append({**row, "position": len(runs) + 1})
+                        if progress:
+                            progress({**common, "partial": True, "configurations": configurations + [configuration(at_rate, at_seed, runs)]})
+                configurations.append(configuration(at_rate, at_seed, runs))
     if len(configurations) == 1:
         return {**common, **configurations[0]}
     return {**common, "configurations": configurations}
