@@ -1,5 +1,6 @@
 """bench/ssb/experiments' open system over several rounds (issue 30): a policy's row is the run of
-median throughput with the medians of the timing fields over every run, each run kept."""
+median throughput with the medians of the timing fields over every run, each run kept; and a
+policy may run as a variant with mqxd settings of its own, so that one call compares them."""
 
 from __future__ import annotations
 
@@ -39,6 +40,21 @@ def main() -> int:
         failures.append("one round changed the row")
     if ssb.open_rounds_row([]) != {}:
         failures.append("no round gave a row")
+    # Variants: the base policy's row under the whole label, its settings parsed; bad ones refused.
+    chosen = ssb.admissions("FIX-2,Default,Default[MQX_DAEMON_ADAPTIVE_INITIAL_LIMIT=3; MQX_DAEMON_ADAPTIVE_GAIN=0.2]")
+    if [row[0] for row in chosen] != ["FIX-2", "Default", "Default[MQX_DAEMON_ADAPTIVE_INITIAL_LIMIT=3; MQX_DAEMON_ADAPTIVE_GAIN=0.2]"] \
+            or chosen[2][1:] != chosen[1][1:]:
+        failures.append(f"variant rows {chosen}")
+    if ssb.variant_settings(chosen[2][0]) != {"MQX_DAEMON_ADAPTIVE_INITIAL_LIMIT": "3", "MQX_DAEMON_ADAPTIVE_GAIN": "0.2"}:
+        failures.append(f"variant settings {ssb.variant_settings(chosen[2][0])}")
+    if ssb.variant_settings("FIX-2") != {}:
+        failures.append("a plain label has settings")
+    for bad in ("Default[initial=3]", "Default[]", "Nope[MQX_A=1]", "Default[MQX_A=1]x", "Default[MQX_A=]", "FIX-2,fix-2"):
+        try:
+            ssb.admissions(bad)
+            failures.append(f"'{bad}' accepted")
+        except ValueError:
+            pass
     for failure in failures:
         print(f"FAIL: {failure}")
     return 1 if failures else 0

@@ -444,17 +444,47 @@ def _plan_file(directory: Path, result: QueryResult) -> str:
     return str(path)
 
 
+_VARIANT = re.compile(r"^([^\[\]]+)\[([^\[\]]*)\]$")
+
+
+def variant_settings(label: str) -> dict:
+    """The mqxd settings of a variant label, "Default[MQX_DAEMON_ADAPTIVE_INITIAL_LIMIT=3]" (several
+    separated by ';'): the base policy run with them, so that one call compares a setting with the
+    policy as it is (issue 30: a controller's option against the default, rounds in one call).
+    {} for a plain label. ValueError on anything but MQX_ variables with values."""
+    match = _VARIANT.match(label.strip())
+    if not match:
+        if "[" in label or "]" in label:
+            raise ValueError(f"admission '{label}': a variant is BASE[MQX_NAME=value;...]")
+        return {}
+    settings = {}
+    for item in filter(None, (part.strip() for part in match.group(2).split(";"))):
+        name, equals, value = item.partition("=")
+        if not equals or not re.fullmatch(r"MQX_[A-Z0-9_]+", name.strip()) or not value.strip():
+            raise ValueError(f"admission '{label}': '{item}' is not MQX_NAME=value")
+        settings[name.strip()] = value.strip()
+    if not settings:
+        raise ValueError(f"admission '{label}': a variant names at least one MQX_NAME=value")
+    return settings
+
+
 def admissions(names: Optional[str]) -> list[tuple[str, str, int]]:
     """The rows of ADMISSIONS named in `names` (comma-separated labels, e.g. "FIX-1,Weight,Adaptive";
-    case does not matter), all of them for None."""
+    case does not matter), all of them for None. A label may carry mqxd settings in brackets
+    (variant_settings): its row is its base's under the whole label."""
     if not names:
         return list(ADMISSIONS)
     by_label = {row[0].lower(): row for row in [*ADMISSIONS, DEFAULT_ADMISSION]}
     chosen = []
     for name in names.split(","):
-        if name.strip().lower() not in by_label:
+        variant_settings(name)
+        base = _VARIANT.match(name.strip()).group(1) if "[" in name else name
+        if base.strip().lower() not in by_label:
             raise ValueError(f"unknown admission '{name}' (choose from {', '.join(row[0] for row in ADMISSIONS)})")
-        chosen.append(by_label[name.strip().lower()])
+        row = by_label[base.strip().lower()]
+        chosen.append((name.strip(), row[1], row[2]) if "[" in name else row)
+    if len({row[0].lower() for row in chosen}) != len(chosen):
+        raise ValueError(f"admissions named twice in '{names}'")
     return chosen
 
 
@@ -462,7 +492,7 @@ def open_run(
     setup: Setup, commands: Sequence[QueryCommand], label: str, admission: Optional[str], fix_n: int, rate: float, count: int, seed: int, capacity: str
 ) -> dict:
     """One open-system run (§7.5) under one admission policy."""
-    with setup.daemon(capacity, admission=admission, fix_n=fix_n) as node:
+    with setup.daemon(capacity, admission=admission, fix_n=fix_n, settings=variant_settings(label)) as node:
         results = run_poisson(commands, rate, count, seed, env=node.env, mqx_run=setup.mqx_run, timeout=setup.timeout, ordered=False)
     _check(results)
     runs = [_timing(r) for r in results]
