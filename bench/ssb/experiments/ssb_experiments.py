@@ -447,16 +447,17 @@ def _plan_file(directory: Path, result: QueryResult) -> str:
 _VARIANT = re.compile(r"^([^\[\]]+)\[([^\[\]]*)\]$")
 
 
-def variant_settings(label: str) -> dict:
-    """The mqxd settings of a variant label, "Default[MQX_DAEMON_ADAPTIVE_INITIAL_LIMIT=3]" (several
-    separated by ';'): the base policy run with them, so that one call compares a setting with the
-    policy as it is (issue 30: a controller's option against the default, rounds in one call).
-    {} for a plain label. ValueError on anything but MQX_ variables with values."""
-    match = _VARIANT.match(label.strip())
+def split_variant(label: str) -> tuple[str, dict]:
+    """A policy label's base and mqxd settings: "Default[MQX_DAEMON_ADAPTIVE_INITIAL_LIMIT=3]" (several
+    separated by ';') is Default run with that setting, so that one call compares a setting with the
+    policy as it is (issue 30: a controller's option against the default, rounds in one call); a
+    plain label is itself with {}. ValueError on anything but MQX_ variables with values."""
+    label = label.strip()
+    match = _VARIANT.match(label)
     if not match:
         if "[" in label or "]" in label:
             raise ValueError(f"admission '{label}': a variant is BASE[MQX_NAME=value;...]")
-        return {}
+        return label, {}
     settings = {}
     for item in filter(None, (part.strip() for part in match.group(2).split(";"))):
         name, equals, value = item.partition("=")
@@ -465,24 +466,28 @@ def variant_settings(label: str) -> dict:
         settings[name.strip()] = value.strip()
     if not settings:
         raise ValueError(f"admission '{label}': a variant names at least one MQX_NAME=value")
-    return settings
+    return match.group(1).strip(), settings
+
+
+def variant_settings(label: str) -> dict:
+    """The mqxd settings a policy label carries (split_variant); {} for a plain label."""
+    return split_variant(label)[1]
 
 
 def admissions(names: Optional[str]) -> list[tuple[str, str, int]]:
     """The rows of ADMISSIONS named in `names` (comma-separated labels, e.g. "FIX-1,Weight,Adaptive";
     case does not matter), all of them for None. A label may carry mqxd settings in brackets
-    (variant_settings): its row is its base's under the whole label."""
+    (split_variant): its row is its base's under the whole label."""
     if not names:
         return list(ADMISSIONS)
     by_label = {row[0].lower(): row for row in [*ADMISSIONS, DEFAULT_ADMISSION]}
     chosen = []
     for name in names.split(","):
-        variant_settings(name)
-        base = _VARIANT.match(name.strip()).group(1) if "[" in name else name
-        if base.strip().lower() not in by_label:
+        base, settings = split_variant(name)
+        if base.lower() not in by_label:
             raise ValueError(f"unknown admission '{name}' (choose from {', '.join(row[0] for row in ADMISSIONS)})")
-        row = by_label[base.strip().lower()]
-        chosen.append((name.strip(), row[1], row[2]) if "[" in name else row)
+        row = by_label[base.lower()]
+        chosen.append((name.strip(), row[1], row[2]) if settings else row)
     if len({row[0].lower() for row in chosen}) != len(chosen):
         raise ValueError(f"admissions named twice in '{names}'")
     return chosen
