@@ -111,7 +111,8 @@ std::optional<AdaptiveDecision> AdaptiveAdmission::observe(const AdaptiveSample&
                              since(sample.counters.evictions, startCounters_.evictions),
                              since(sample.counters.evictionNanoseconds, startCounters_.evictionNanoseconds),
                              since(sample.counters.bytesMoved, startCounters_.bytesMoved),
-                             std::max(0.0, sample.counters.work - startCounters_.work)};
+                             std::max(0.0, sample.counters.work - startCounters_.work),
+                             std::max(0.0, sample.counters.guessedWork - startCounters_.guessedWork)};
   AdaptiveDecision decision = decide(sample.seconds, window, delta, sample.workLearned);
   windowStart_ = sample.seconds;
   startCounters_ = sample.counters;
@@ -123,6 +124,7 @@ std::optional<AdaptiveDecision> AdaptiveAdmission::observe(const AdaptiveSample&
 std::optional<unsigned> AdaptiveAdmission::measuredLevel(const AdaptiveDecision& d, const DeviceCounters& delta,
                                                          bool workLearned) const {
   if (!d.binding || !workLearned || unitChanged_ || delta.launches == 0) return std::nullopt;
+  if (d.guessedShare > options_.guessedWorkShare) return std::nullopt;
   const auto n = static_cast<unsigned>(std::lround(d.meanRunning));
   if (n < 1 || n >= levels_.size()) return std::nullopt;
   return n;
@@ -133,6 +135,7 @@ AdaptiveDecision AdaptiveAdmission::decide(double now, double window, const Devi
   d.before = limit_;
   d.meanRunning = runningSeconds_ / window;
   d.throughput = delta.work / window;
+  d.guessedShare = delta.work > 0 ? std::min(1.0, delta.guessedWork / delta.work) : 0.0;
   d.launchesPerSecond = static_cast<double>(delta.launches) / window;
   d.bytesPerSecond = static_cast<double>(delta.bytesMoved) / window;
   d.evictionsPerSecond = static_cast<double>(delta.evictions) / window;

@@ -87,6 +87,14 @@ struct AdaptiveOptions {
   double decrease = 0.5;       // the multiplicative decrease
   double memorySeconds = 60.0; // a level's throughput estimate is forgotten after this
   double smoothing = 0.5;      // weight of a new window in a level's estimate
+  // The most of a window's work that may be guessed (DeviceCounters::
+  // guessedWork) for the window to estimate its level's throughput. On the
+  // H200 (ssb-experiments-gpu-sf10-open-H200-cf827c6-rate1-s7-r3) windows at
+  // 2 running measured 0.09 to 1.42 queries/s over the committed runs while
+  // FIX-2 served 0.5; the first probe of 3 came 6 s into a run, when one or
+  // two of seven names were learned, and "no gain" sent 3 back to 2 with no
+  // eviction where FIX-3 was the best level.
+  double guessedWorkShare = 0.25;
   // A window closes once it is windowSeconds long and saw this many
   // launches, or at longestWindowSeconds: SSB queries on the simulated
   // device make 20-30 launches a run, and a 2 s window of 6 launches says
@@ -111,6 +119,10 @@ struct DeviceCounters {
   // query's run it is (QueryWork). The throughput measure; launches alone
   // depend on the mix of queries running.
   double work = 0;
+  // The part of `work` counted for queries whose name had not finished a run
+  // yet: a guess (QueryWork::workOf counts them at the mean of the learned
+  // names), not a measure.
+  double guessedWork = 0;
 };
 
 struct AdaptiveSample {
@@ -141,6 +153,7 @@ struct AdaptiveDecision {
   double launchesPerSecond = 0;
   double bytesPerSecond = 0; // moved to and from the device
   double evictionShare = 0;  // eviction seconds over the window
+  double guessedShare = 0;   // of the window's work, the part guessed (DeviceCounters::guessedWork)
   double evictionsPerSecond = 0;
   double costPerEviction = 0; // seconds, measured (0: no eviction seen yet)
   double meanRunning = 0;

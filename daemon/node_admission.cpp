@@ -122,8 +122,11 @@ void NodeDaemon::countQueryLaunches(RunningQuery& query, std::uint64_t launches)
   // The launches since the last count are the part of the query's run they
   // are (QueryWork), done on the device it was placed on.
   if (launches <= query.launches) return;
-  if (query.device < deviceCounters_.size())
-    deviceCounters_[query.device].work += work_.workOf(query.name, launches - query.launches);
+  if (query.device < deviceCounters_.size()) {
+    const double work = work_.workOf(query.name, launches - query.launches);
+    deviceCounters_[query.device].work += work;
+    if (!work_.knows(query.name)) deviceCounters_[query.device].guessedWork += work;
+  }
   query.launches = launches;
 }
 
@@ -200,11 +203,11 @@ void NodeDaemon::observeAdmission() {
     log(decision->limit != decision->before ? LogLevel::Info : LogLevel::Debug,
         "mqxd: adaptive admission{}: limit {} -> {}: {} ({:.1f} running, {:.3f} queries/s, {:.0f} launches/s, {:.0f} "
         "MB/s, {:.1f} "
-        "evictions/s of {:.2f} ms, eviction share {:.3f}; by level {})",
+        "evictions/s of {:.2f} ms, eviction share {:.3f}, work guessed {:.2f}; by level {})",
         devices_.size() > 1 ? fmt::format(" on device {}", device) : std::string(), decision->before, decision->limit,
         decision->why, decision->meanRunning, decision->throughput, decision->launchesPerSecond,
         decision->bytesPerSecond / 1e6, decision->evictionsPerSecond, decision->costPerEviction * 1e3,
-        decision->evictionShare, decision->levels);
+        decision->evictionShare, decision->guessedShare, decision->levels);
     if (trace_) trace_->record(trace::counterEvent("adaptive limit", "queries", decision->limit));
   }
 }

@@ -88,6 +88,7 @@ AdaptiveOptions adaptiveOptionsOf(const Config& config) {
   options.evictionShare = config.adaptiveEvictionShare;
   options.gain = config.adaptiveGain;
   options.growthEvictionShare = config.adaptiveGrowthEvictionShare;
+  options.guessedWorkShare = config.adaptiveGuessedWorkShare;
   return options;
 }
 

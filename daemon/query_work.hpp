@@ -36,6 +36,9 @@ public:
 
   // Whether any name is learned: the unit of workOf changes when the first is.
   [[nodiscard]] bool learned() const { return !launchesPerRun_.empty(); }
+  // Whether `name` finished a run: workOf measures its launches rather than
+  // guessing their part of a run.
+  [[nodiscard]] bool knows(const std::string& name) const { return launchesPerRun_.contains(name); }
 
   static constexpr double kNominalLaunchesPerRun = 1000.0;
   // Names come from clients; far more than a node's queries, and a bound on

@@ -201,8 +201,8 @@ std::uint64_t readBoundedInteger(const RawValue& value, const std::string& key, 
 // configValues write them.
 const Choices<ReplacementKind>& choicesOf(ReplacementKind) {
   static const Choices<ReplacementKind> choices = {
-      {"cdr", ReplacementKind::Cdr}, {"lru", ReplacementKind::Lru},       {"mru", ReplacementKind::Mru},
-      {"lfu", ReplacementKind::Lfu}, {"random", ReplacementKind::Random}, {"adaptive", ReplacementKind::Adaptive},
+      {"cdr", ReplacementKind::Cdr},    {"lru", ReplacementKind::Lru},       {"mru", ReplacementKind::Mru},
+      {"lfu", ReplacementKind::Lfu},    {"random", ReplacementKind::Random}, {"adaptive", ReplacementKind::Adaptive},
       {"reuse", ReplacementKind::Reuse}};
   return choices;
 }
@@ -403,6 +403,7 @@ const std::map<std::string, KeyHandler>& keyTable() {
       {"daemon.adaptive_eviction_share", doubleKey(&Config::adaptiveEvictionShare, 0.0, 1.0)},
       {"daemon.adaptive_gain", doubleKey(&Config::adaptiveGain, 0.0, 1.0)},
       {"daemon.adaptive_growth_eviction_share", doubleKey(&Config::adaptiveGrowthEvictionShare, 0.0, 1.0)},
+      {"daemon.adaptive_guessed_work_share", doubleKey(&Config::adaptiveGuessedWorkShare, 0.0, 1.0)},
       {"daemon.undeclared_settle_ms", integerKey(&Config::undeclaredSettleMilliseconds, 0, 600'000)},
       {"daemon.liveness_interval_ms", integerKey(&Config::livenessIntervalMilliseconds, 10, 1000)},
       {"daemon.eviction_timeout_ms", integerKey(&Config::evictionTimeoutMilliseconds, 10, 600'000)},

@@ -72,6 +72,7 @@ struct Config {
   double adaptiveEvictionShare = 0.08;       // eviction seconds per second of the device above which the limit halves
   double adaptiveGrowthEvictionShare = 0.01; // ... above which the limit does not grow
   double adaptiveGain = 0.1;                 // the throughput gain a step up must bring to be kept
+  double adaptiveGuessedWorkShare = 0.25;    // the most of a window's work that may be guessed for it to measure
   // A query that declares nothing counts as its whole device until what its
   // processes hold has not grown for this long (docs/daemon.md).
   unsigned undeclaredSettleMilliseconds = 2000;

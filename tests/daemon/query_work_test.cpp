@@ -27,6 +27,9 @@ TEST(QueryWork, AnUnknownNameCountsAsTheMeanOfTheLearned) {
   work.finished("b", 300);
   EXPECT_TRUE(work.learned());
   EXPECT_DOUBLE_EQ(work.workOf("new", 200), 1.0);
+  // Its work is a guess until it finishes a run (DeviceCounters::guessedWork).
+  EXPECT_TRUE(work.knows("a"));
+  EXPECT_FALSE(work.knows("new"));
   EXPECT_DOUBLE_EQ(work.workOf("", 0), 0.0);
 }
 
