@@ -161,7 +161,9 @@ AdaptiveDecision AdaptiveAdmission::decide(double now, double window, const Devi
   // beyond the share and lowered 4 -> 2 without weighing 3's throughput.
   if (d.binding && roomLimit_ < limit_ && !noTwoWorkingSetsFit()) limit_ = roomLimit_;
 
+  if (d.evictionShare <= options_.evictionShare) windowsOverShare_ = 0;
   auto finish = [&](unsigned limit, std::string why) {
+    if (std::clamp(limit, 1u, std::max(1u, options_.maxLimit)) != limit_) windowsOverShare_ = 0;
     limit_ = std::clamp(limit, 1u, std::max(1u, options_.maxLimit));
     d.limit = limit_;
     d.why = std::move(why);
@@ -201,6 +203,9 @@ AdaptiveDecision AdaptiveAdmission::decide(double now, double window, const Devi
                                       "{}: the evictions pay",
                                       d.evictionShare, options_.evictionShare, *here, limit_, *below, limit_ - 1));
   }
+  if (d.evictionShare > options_.evictionShare && ++windowsOverShare_ < options_.evictionWindows)
+    return finish(limit_, fmt::format("eviction share {:.3f} > {:.3f} in {} of {} windows in a row", d.evictionShare,
+                                      options_.evictionShare, windowsOverShare_, options_.evictionWindows));
   if (d.evictionShare > options_.evictionShare) {
     // Multiplicative decrease: the resident sets of the running queries no
     // longer fit; fewer queries at once evict less (Denning's load control).

@@ -86,6 +86,7 @@ AdaptiveOptions adaptiveOptionsOf(const Config& config) {
   options.initialLimit = config.adaptiveInitialLimit;
   options.maxLimit = std::max(config.adaptiveMaxLimit, 1u);
   options.evictionShare = config.adaptiveEvictionShare;
+  options.evictionWindows = config.adaptiveEvictionWindows;
   options.gain = config.adaptiveGain;
   options.growthEvictionShare = config.adaptiveGrowthEvictionShare;
   options.guessedWorkShare = config.adaptiveGuessedWorkShare;

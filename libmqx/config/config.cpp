@@ -401,6 +401,7 @@ const std::map<std::string, KeyHandler>& keyTable() {
       {"daemon.adaptive_initial_limit", integerKey(&Config::adaptiveInitialLimit, 1, 64)},
       {"daemon.adaptive_max_limit", integerKey(&Config::adaptiveMaxLimit, 1, 64)},
       {"daemon.adaptive_eviction_share", doubleKey(&Config::adaptiveEvictionShare, 0.0, 1.0)},
+      {"daemon.adaptive_eviction_windows", integerKey(&Config::adaptiveEvictionWindows, 1, 64)},
       {"daemon.adaptive_gain", doubleKey(&Config::adaptiveGain, 0.0, 1.0)},
       {"daemon.adaptive_growth_eviction_share", doubleKey(&Config::adaptiveGrowthEvictionShare, 0.0, 1.0)},
       {"daemon.adaptive_guessed_work_share", doubleKey(&Config::adaptiveGuessedWorkShare, 0.0, 1.0)},

@@ -70,6 +70,7 @@ struct Config {
   unsigned adaptiveInitialLimit = 2;          // queries per device before anything is measured
   unsigned adaptiveMaxLimit = 16;
   double adaptiveEvictionShare = 0.08;       // eviction seconds per second of the device above which the limit halves
+  unsigned adaptiveEvictionWindows = 1;      // ... in this many windows in a row
   double adaptiveGrowthEvictionShare = 0.01; // ... above which the limit does not grow
   double adaptiveGain = 0.1;                 // the throughput gain a step up must bring to be kept
   double adaptiveGuessedWorkShare = 0.25;    // the most of a window's work that may be guessed for it to measure

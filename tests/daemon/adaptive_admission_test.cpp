@@ -406,6 +406,28 @@ TEST(AdaptiveAdmission, AWindowOfMostlyGuessedWorkEstimatesNoLevel) {
   EXPECT_EQ(feed.controller.limit(), 2u) << "0.9 queries/s at 3, 20% guessed: no gain over 2.0 at 2";
 }
 
+// With evictionWindows = 2 one window over the share (a burst as a query's
+// columns arrive) holds the limit; two in a row halve it, and a window
+// under the share in between starts the count again.
+TEST(AdaptiveAdmission, EvictionWindowsInARowLowerTheLimit) {
+  AdaptiveOptions options;
+  options.initialLimit = 3;
+  options.evictionWindows = 2;
+  Feed feed(options);
+  feed.run(3, 0.15, 2.0);
+  ASSERT_TRUE(feed.decision.has_value());
+  EXPECT_EQ(feed.controller.limit(), 3u) << feed.decision->why;
+  feed.run(3, 0.02, 2.0);
+  feed.run(3, 0.15, 2.0);
+  EXPECT_EQ(feed.controller.limit(), 3u) << "the count began again after a window at 0.02";
+  feed.run(3, 0.15, 2.0);
+  EXPECT_EQ(feed.controller.limit(), 2u) << "two windows in a row at 0.15";
+  // One window decides by default.
+  Feed alone(AdaptiveOptions{.initialLimit = 3});
+  alone.run(3, 0.15, 2.0);
+  EXPECT_EQ(alone.controller.limit(), 2u);
+}
+
 TEST(AdaptiveAdmission, AStepUpThatDidNotPayWithoutEvictingMayBeProbedAgain) {
   Feed feed(AdaptiveOptions{});
   feed.run(2, 0.0, 2.0);
