@@ -31,7 +31,8 @@ def main() -> int:
     rounds = [row("FIX-3", q, 15.0, e) for q, e in ((0.60, 400), (0.58, 500), (0.59, 450))]
     recent = document("aaaa111", {"rate_per_s": 2.0, "seed": 7, "policies": [
         row("FIX-2", 0.55, 17.0), row("FIX-3", 0.59, 15.0, 450, median_of=3, rounds=rounds),
-        row("Default", 0.573, 16.5, 300, median_of=3)]})
+        row("Default", 0.573, 16.5, 300, median_of=3),
+        row("Default[MQX_DAEMON_ADAPTIVE_EVICTION_WINDOWS=2]", 0.59, 15.9, 400, median_of=3)]})
     # An older call of two seeds, the default named Adaptive, FIX-3 evicting 1,800-2,000 times and losing.
     older = document("bbbb222", {"configurations": [
         {"rate_per_s": 1.0, "seed": 8, "policies": [row("FIX-1", 0.35, 25.0), row("FIX-2", 0.52, 10.0),
@@ -62,6 +63,14 @@ def main() -> int:
             s = summary["summary"]
             if s["configurations"] != 3 or abs(s["by_rate"]["1.0"]["default_over_best_fix_median"] - (0.494 / 0.52 + 1.0) / 2) > 1e-9:
                 failures.append(f"medians over configurations: {s}")
+            variant = s["variants"].get("Default[MQX_DAEMON_ADAPTIVE_EVICTION_WINDOWS=2]")
+            if not variant or variant["configurations"] != 1 or abs(variant["over_best_fix_median"] - 1.0) > 1e-9 \
+                    or abs(variant["default_over_best_fix_median"] - 0.573 / 0.59) > 1e-9 \
+                    or abs(variant["turnaround_over_best_fix_median"] - 15.9 / 15.0) > 1e-9 \
+                    or seven["throughput_qps"].get("Default[MQX_DAEMON_ADAPTIVE_EVICTION_WINDOWS=2]") != 0.59:
+                failures.append(f"the default's variant beside it: {s['variants']}")
+            if eight["variants"] or abs(seven["default_over_best_fix"] - 0.573 / 0.59) > 1e-9:
+                failures.append(f"a variant taken as the default, or a variant where none ran: {seven}, {eight}")
             split = s["fix3_by_evictions"]
             if s["fix3_runs"] != 5 or split["fewer"]["runs"] != 3 or split["fewer"]["faster_than_fix2"] != 3 \
                     or split["more"]["evictions"] != [1800, 2000] or split["more"]["faster_than_fix2"] != 0:
