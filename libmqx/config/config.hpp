@@ -73,7 +73,7 @@ struct Config {
   unsigned adaptiveEvictionWindows = 1;      // ... in this many windows in a row
   double adaptiveGrowthEvictionShare = 0.01; // ... above which the limit does not grow
   double adaptiveGain = 0.1;                 // the throughput gain a step up must bring to be kept
-  double adaptiveGuessedWorkShare = 0.25;    // the most of a window's work that may be guessed for it to measure
+  double adaptiveGuessedWorkShare = 1.0;     // the most of a window's work that may be guessed for it to measure
   // A query that declares nothing counts as its whole device until what its
   // processes hold has not grown for this long (docs/daemon.md).
   unsigned undeclaredSettleMilliseconds = 2000;

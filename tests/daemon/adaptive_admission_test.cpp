@@ -388,10 +388,13 @@ TEST(AdaptiveAdmission, AStepUpThatEvictedWithoutGainIsNotProbedAgainSoon) {
 // of the learned names' launches per run: a guess that made windows at 2
 // running read 0.09 to 1.42 queries/s on the H200 (cf827c6, 1/s seed 7)
 // and sent a probe of 3 back on "no gain" without an eviction where FIX-3
-// was best. Such a window estimates no level; a measured one still does.
+// was best. With guessedWorkShare below 1 such a window estimates no level
+// and does not grow the limit (a guessed window at 3 grew it to 4 on the
+// simulated device, which thrashed); a measured one still decides.
 TEST(AdaptiveAdmission, AWindowOfMostlyGuessedWorkEstimatesNoLevel) {
-  Feed feed(AdaptiveOptions{});
-  feed.workingSetLimit = 3;
+  AdaptiveOptions options;
+  options.guessedWorkShare = 0.25;
+  Feed feed(options);
   feed.run(2, 0.0, 2.0);
   ASSERT_EQ(feed.controller.limit(), 3u);
   feed.guessed = 0.6;
@@ -399,11 +402,18 @@ TEST(AdaptiveAdmission, AWindowOfMostlyGuessedWorkEstimatesNoLevel) {
   ASSERT_TRUE(feed.decision.has_value());
   EXPECT_NEAR(feed.decision->guessedShare, 0.6, 0.02);
   EXPECT_FALSE(feed.controller.throughputAt(3, feed.now).has_value()) << feed.decision->why;
-  EXPECT_EQ(feed.controller.limit(), 3u) << "0.9 queries/s at 3 against 2.0 at 2, but 60% of it guessed";
+  EXPECT_EQ(feed.controller.limit(), 3u) << "0.9 queries/s at 3 against 2.0 at 2, but 60% of it guessed: "
+                                            "neither back to 2 nor on to 4";
   feed.guessed = 0.2;
   feed.run(3, 0.0, 2.0, 10, 30.0);
   EXPECT_TRUE(feed.controller.throughputAt(3, feed.now).has_value());
   EXPECT_EQ(feed.controller.limit(), 2u) << "0.9 queries/s at 3, 20% guessed: no gain over 2.0 at 2";
+  // By default (1) every window decides, guessed or not.
+  Feed every(AdaptiveOptions{});
+  every.run(2, 0.0, 2.0);
+  every.guessed = 0.6;
+  every.run(3, 0.0, 2.0, 10, 30.0);
+  EXPECT_EQ(every.controller.limit(), 2u);
 }
 
 // With evictionWindows = 2 one window over the share (a burst as a query's
