@@ -161,9 +161,11 @@ AdaptiveDecision AdaptiveAdmission::decide(double now, double window, const Devi
   // beyond the share and lowered 4 -> 2 without weighing 3's throughput.
   if (d.binding && roomLimit_ < limit_ && !noTwoWorkingSetsFit()) limit_ = roomLimit_;
 
-  if (d.evictionShare <= options_.evictionShare) windowsOverShare_ = 0;
+  // The windows in a row over the eviction share count at one limit (the
+  // room for one more above may just have lowered it).
+  if (d.evictionShare <= options_.evictionShare || overShareLimit_ != limit_) windowsOverShare_ = 0;
+  overShareLimit_ = limit_;
   auto finish = [&](unsigned limit, std::string why) {
-    if (std::clamp(limit, 1u, std::max(1u, options_.maxLimit)) != limit_) windowsOverShare_ = 0;
     limit_ = std::clamp(limit, 1u, std::max(1u, options_.maxLimit));
     d.limit = limit_;
     d.why = std::move(why);

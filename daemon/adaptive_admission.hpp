@@ -247,6 +247,7 @@ private:
   double decreasedAt_ = -1;       // the last decrease on evictions (seconds; < 0: never)
   double decreasedWork_ = 0;      // DeviceCounters::work then
   unsigned windowsOverShare_ = 0; // windows in a row at the limit evicting beyond evictionShare
+  unsigned overShareLimit_ = 0;   // the limit they ran at
   unsigned decreasedRunning_ = 0; // queries running then (the window's mean, rounded up)
   std::vector<Level> levels_;     // by concurrency, 0..maxLimit+1
   std::vector<Paging> paging_;    // by concurrency, 0..maxLimit+1

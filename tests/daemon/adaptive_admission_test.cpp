@@ -432,6 +432,14 @@ TEST(AdaptiveAdmission, EvictionWindowsInARowLowerTheLimit) {
   EXPECT_EQ(feed.controller.limit(), 3u) << "the count began again after a window at 0.02";
   feed.run(3, 0.15, 2.0);
   EXPECT_EQ(feed.controller.limit(), 2u) << "two windows in a row at 0.15";
+  // The count is at one limit: where the room for one more lowers the
+  // limit, the window at the new one is its first.
+  Feed lowered(options);
+  lowered.run(3, 0.15, 1.0);
+  lowered.run(2, 0.15, 1.0);
+  ASSERT_EQ(lowered.controller.limit(), 3u) << "one window over the share at 3";
+  lowered.run(2, 0.15, 2.0);
+  EXPECT_EQ(lowered.controller.limit(), 2u) << lowered.decision->why;
   // One window decides by default.
   Feed alone(AdaptiveOptions{.initialLimit = 3});
   alone.run(3, 0.15, 2.0);
