@@ -61,6 +61,7 @@ __all__ = [
     "run_sequential",
     "run_concurrent",
     "run_poisson",
+    "poisson_trace",
     "run_closed",
     "solo_times",
     "weighted_speedup",
@@ -280,6 +281,14 @@ def poisson_arrivals(count: int, rate: float, seed: int) -> list[float]:
     return times
 
 
+def poisson_trace(kinds: int, count: int, rate: float, seed: int) -> list[tuple[float, int]]:
+    """run_poisson's trace: each arrival's time and the index of its query among `kinds`, drawn
+    uniformly (seeded apart from the times), so that a model can replay a committed run."""
+    generator = random.Random(seed ^ 0x5EED)
+    picks = [generator.randrange(kinds) for _ in range(count)]
+    return list(zip(poisson_arrivals(count, rate, seed), picks))
+
+
 def run_poisson(
     queries: Sequence[QueryCommand],
     rate: float,
@@ -295,10 +304,8 @@ def run_poisson(
     Poisson process of `rate` per second. The same seed gives the same trace under every policy."""
     if not queries:
         raise ValueError("run_poisson needs at least one query")
-    generator = random.Random(seed ^ 0x5EED)
-    picks = [generator.randrange(len(queries)) for _ in range(count)]
     runner = _Runner(env, mqx_run, timeout, ordered)
-    for i, (at, pick) in enumerate(zip(poisson_arrivals(count, rate, seed), picks)):
+    for i, (at, pick) in enumerate(poisson_trace(len(queries), count, rate, seed)):
         delay = at - runner.now()
         if delay > 0:
             time.sleep(delay)
