@@ -47,8 +47,18 @@ void AdaptiveAdmission::observePaging(const AdaptiveSample& sample, double dt) {
   // at 81 MiB, where one alone never evicts (admission-grid-sim-underload-
   // ad447c7): one at a time where two were best.
   const bool steady = sample.running == lastRunning_;
+  // A drop starts a settle for the levels below the one that ran before it
+  // (AdaptiveOptions::pagingSettleSeconds: their first counts are that
+  // level's); a drop while one settles keeps the higher level.
+  if (sample.running < lastRunning_) {
+    const bool settling = droppedFrom_ != 0 && sample.seconds - droppedAt_ < options_.pagingSettleSeconds;
+    droppedFrom_ = settling ? std::max(droppedFrom_, lastRunning_) : lastRunning_;
+    droppedAt_ = sample.seconds;
+  }
+  const bool settled =
+      sample.running >= droppedFrom_ || sample.seconds - dt >= droppedAt_ + options_.pagingSettleSeconds;
   lastRunning_ = sample.running;
-  if (steady && dt > 0 && sample.running >= 1 && sample.running < paging_.size()) {
+  if (steady && settled && dt > 0 && sample.running >= 1 && sample.running < paging_.size()) {
     Paging& level = paging_[sample.running];
     // Not seen for memorySeconds: forgotten, as the limit's estimates are.
     if (level.at >= 0 && sample.seconds - level.at > options_.memorySeconds) level = Paging{};
@@ -333,6 +343,16 @@ std::optional<std::string> AdaptiveAdmission::evictionsOfQueriesLeaving(const Ad
     return fmt::format("eviction share {:.3f}, but {:.1f} running over the limit and {} running alone evicted {:.3f}: "
                        "the evictions are the level above's",
                        d.evictionShare, d.meanRunning, limit_, *atLimit);
+  }
+  if (d.meanRunning > limit_ && !evictionShareAt(limit_, now) && droppedFrom_ > limit_ &&
+      now - droppedAt_ < options_.pagingSettleSeconds + options_.pagingMinimumSeconds) {
+    // Partly above the limit, and the limit's own level not measured since
+    // the queries above it left (its first intervals settle: their
+    // evictions are published late, AdaptiveOptions::pagingSettleSeconds):
+    // nothing says the limit's level evicts, and the next window will.
+    return fmt::format("eviction share {:.3f}, but {:.1f} running over the limit, and {} running alone not measured "
+                       "since the level above left",
+                       d.evictionShare, d.meanRunning, limit_);
   }
   const double workSinceDecrease = workDone - decreasedWork_;
   if (decreasedAt_ >= 0 && now - decreasedAt_ <= options_.memorySeconds && workSinceDecrease < decreasedRunning_) {

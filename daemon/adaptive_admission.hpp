@@ -116,6 +116,15 @@ struct AdaptiveOptions {
   // forgotten after memorySeconds without a sample at it).
   double pagingMemorySeconds = 10.0;
   double pagingMinimumSeconds = 1.0;
+  // ... and for this long after fewer queries run than before, a level
+  // below the one that ran counts nothing: a client publishes its counters
+  // only when its manager's lock is free (MemoryManager::tryUsage), which a
+  // process launching and evicting holds most of the time, so the evictions
+  // of the level above arrive late. On the H200 (9d08806, 1/s seed 7) room
+  // for one more found 2 running evicting 0.185-0.235 of the time right
+  // after a probe of 3, where FIX-2 never evicts on that trace, and held
+  // the default at 2 where FIX-3 was best (six runs of five calls so).
+  double pagingSettleSeconds = 2.0;
 };
 
 // What the memory clients of one device did, summed since mqxd started
@@ -255,6 +264,8 @@ private:
   unsigned workingSetLimit_ = 0;  // at the last sample (0: no bound)
   DeviceCounters lastCounters_;   // at the last sample
   unsigned lastRunning_ = 0;      // at the last sample
+  unsigned droppedFrom_ = 0;      // the level before the last drop in queries running (0: none settling)
+  double droppedAt_ = -1;         // when (seconds)
   // The open window.
   bool started_ = false;
   double windowStart_ = 0;

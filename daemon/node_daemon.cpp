@@ -90,6 +90,7 @@ AdaptiveOptions adaptiveOptionsOf(const Config& config) {
   options.gain = config.adaptiveGain;
   options.growthEvictionShare = config.adaptiveGrowthEvictionShare;
   options.guessedWorkShare = config.adaptiveGuessedWorkShare;
+  options.pagingSettleSeconds = config.adaptivePagingSettleMilliseconds / 1000.0;
   return options;
 }
 
