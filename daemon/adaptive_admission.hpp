@@ -117,10 +117,12 @@ struct AdaptiveOptions {
   double pagingMemorySeconds = 10.0;
   double pagingMinimumSeconds = 1.0;
   // ... and for this long after fewer queries run than before, a level
-  // below the one that ran counts nothing: a client publishes its counters
-  // only when its manager's lock is free (MemoryManager::tryUsage), which a
-  // process launching and evicting holds most of the time, so the evictions
-  // of the level above arrive late. On the H200 (9d08806, 1/s seed 7) room
+  // below the one that ran counts nothing: a client's counters arrive with
+  // its heartbeat (100 ms), after mqxd's sample; and until UsageSnapshot a
+  // client published only when its manager's lock was free
+  // (MemoryManager::tryUsage), which a process launching and evicting holds
+  // most of the time, so the evictions of the level above arrived seconds
+  // late. On the H200 (9d08806, 1/s seed 7) room
   // for one more found 2 running evicting 0.185-0.235 of the time right
   // after a probe of 3, where FIX-2 never evicts on that trace, and held
   // the default at 2 where FIX-3 was best (six runs of five calls so).

@@ -38,12 +38,6 @@ thread_local bool insideManager = false;
 
 constexpr std::uintptr_t kHostPage = 4096;
 
-struct LockScope {
-  explicit LockScope(std::mutex& mutex) : lock(mutex) { insideManager = true; }
-  ~LockScope() { insideManager = false; }
-  std::unique_lock<std::mutex> lock;
-};
-
 // Stack memory must never be write-protected: the signal frame of the fault
 // would land on it. Only the calling thread's stack can be checked cheaply.
 bool onCurrentStack(const void* address) {
@@ -136,14 +130,55 @@ struct ManagerState {
   // allocates nothing once they have grown.
   std::vector<RegionReference> launchReferences;
   DeviceWork launchWork;
+  // What tryUsage answers while the lock is busy (LockScope stores it).
+  UsageSnapshot usageSnapshot;
 };
+
+namespace {
+
+// The counters and the swap buffer's gauges; call with the lock held.
+Statistics statisticsWithGauges(const ManagerState& state) {
+  Statistics stats = state.stats;
+  stats.swapBytesHeld = state.swap.reservedBytes();
+  stats.swapBytesBorrowed = state.swap.lentBytes();
+  return stats;
+}
+
+ManagerUsage usageOf(const ManagerState& state) {
+  return ManagerUsage{statisticsWithGauges(state), state.swap.usedBytes(), state.swap.reservedBytes(),
+                      state.swap.lentBytes()};
+}
+
+// The manager's lock for one call. As the call leaves, with the lock still
+// held, it stores the usage a reader asked for (UsageSnapshot).
+struct LockScope {
+  explicit LockScope(ManagerState& managerState) : state(managerState), lock(managerState.mutex) {
+    insideManager = true;
+  }
+  LockScope(ManagerState& managerState, std::try_to_lock_t)
+      : state(managerState), lock(managerState.mutex, std::try_to_lock) {
+    if (lock.owns_lock()) insideManager = true;
+  }
+  ~LockScope() {
+    if (!lock.owns_lock()) return;
+    if (state.usageSnapshot.requested()) state.usageSnapshot.store(usageOf(state));
+    insideManager = false;
+  }
+  LockScope(const LockScope&) = delete;
+  LockScope& operator=(const LockScope&) = delete;
+
+  ManagerState& state;
+  std::unique_lock<std::mutex> lock;
+};
+
+} // namespace
 
 MemoryManager::MemoryManager(const ManagerOptions& options, device::DeviceBackend& backend,
                              std::shared_ptr<DeviceBudget> budget, std::shared_ptr<HostBlockSource> lender)
     : state_(std::make_unique<ManagerState>(options, backend, std::move(budget), std::move(lender))) {}
 
 MemoryManager::~MemoryManager() {
-  LockScope scope(state_->mutex);
+  LockScope scope(*state_);
   if (Status waited = state_->residency.waitAll(); !ok(waited))
     log(LogLevel::Error, "in-flight work not awaited at exit: {}", toString(waited));
   std::vector<RegionId> ids;
@@ -160,7 +195,7 @@ MemoryManager::~MemoryManager() {
 
 Status MemoryManager::allocate(std::size_t bytes, DevicePtr* address) {
   if (address == nullptr || bytes == 0) return Status::InvalidValue;
-  LockScope scope(state_->mutex);
+  LockScope scope(*state_);
   const std::size_t granularity = state_->backend.granularity();
   if (bytes > (std::size_t{1} << 48)) return Status::OutOfMemory;
   const std::size_t reserved = roundUp(bytes, granularity);
@@ -173,7 +208,7 @@ Status MemoryManager::allocate(std::size_t bytes, DevicePtr* address) {
 }
 
 Status MemoryManager::adopt(DevicePtr base, std::size_t bytes) {
-  LockScope scope(state_->mutex);
+  LockScope scope(*state_);
   const std::size_t granularity = state_->backend.granularity();
   if (bytes == 0 || base % granularity != 0 || bytes % granularity != 0) return Status::InvalidValue;
   if (bytes > (std::size_t{1} << 48)) return Status::OutOfMemory;
@@ -221,7 +256,7 @@ Status MemoryManager::addRegion(DevicePtr base, std::size_t bytes, std::size_t r
 }
 
 Status MemoryManager::free(DevicePtr address) {
-  LockScope scope(state_->mutex);
+  LockScope scope(*state_);
   auto& s = *state_;
   Region* region = s.directory.byBase(address);
   if (region == nullptr) return Status::InvalidValue;
@@ -242,7 +277,7 @@ Status MemoryManager::free(DevicePtr address) {
 
 Status MemoryManager::share(DevicePtr address, SharedAllocation* shared) {
   if (shared == nullptr) return Status::InvalidValue;
-  LockScope scope(state_->mutex);
+  LockScope scope(*state_);
   auto& s = *state_;
   Region* region = s.directory.find(address);
   if (region == nullptr) return Status::InvalidValue;
@@ -302,7 +337,7 @@ Status MemoryManager::mapShared(std::span<const SharedPiece> pieces, std::size_t
     if (piece.bytes == 0 || piece.offset % granularity != 0 || piece.bytes % granularity != 0 ||
         piece.offset > mappedBytes || piece.bytes > mappedBytes - piece.offset || !piece.descriptor.valid())
       return Status::InvalidValue;
-  LockScope scope(s.mutex);
+  LockScope scope(s);
   const bool ownRange = at == 0;
   DevicePtr base = at;
   if (ownRange) MQX_TRY(s.backend.reserve(mappedBytes, &base));
@@ -325,7 +360,7 @@ Status MemoryManager::mapShared(std::span<const SharedPiece> pieces, std::size_t
 }
 
 Status MemoryManager::closeShared(DevicePtr address) {
-  LockScope scope(state_->mutex);
+  LockScope scope(*state_);
   auto& s = *state_;
   auto it = s.openedShared.find(address);
   if (it == s.openedShared.end()) return Status::InvalidValue;
@@ -343,12 +378,12 @@ Status MemoryManager::closeShared(DevicePtr address) {
 }
 
 bool MemoryManager::isManaged(DevicePtr address) const {
-  LockScope scope(state_->mutex);
+  LockScope scope(*state_);
   return state_->directory.find(address) != nullptr;
 }
 
 Status MemoryManager::regionOf(DevicePtr address, RegionInfo* info) const {
-  LockScope scope(state_->mutex);
+  LockScope scope(*state_);
   const Region* region = state_->directory.find(address);
   if (region == nullptr || info == nullptr) return Status::InvalidValue;
   *info = RegionInfo{region->base, region->size};
@@ -359,7 +394,7 @@ Status MemoryManager::copyHostToDevice(DevicePtr destination, const void* source
                                        StreamHandle stream, bool synchronous) {
   if (bytes == 0) return Status::Success;
   if (source == nullptr) return Status::InvalidValue;
-  LockScope scope(state_->mutex);
+  LockScope scope(*state_);
   auto& s = *state_;
   Region* region = s.rangeRegion(destination, bytes);
   if (region == nullptr) return Status::InvalidValue;
@@ -419,7 +454,7 @@ Status MemoryManager::copyDeviceToHost(void* destination, DevicePtr source, std:
                                        bool synchronous) {
   if (bytes == 0) return Status::Success;
   if (destination == nullptr) return Status::InvalidValue;
-  LockScope scope(state_->mutex);
+  LockScope scope(*state_);
   auto& s = *state_;
   Region* region = s.rangeRegion(source, bytes);
   if (region == nullptr) return Status::InvalidValue;
@@ -463,7 +498,7 @@ Status MemoryManager::copyDeviceToHost(void* destination, DevicePtr source, std:
 Status MemoryManager::copyDeviceToDevice(DevicePtr destination, DevicePtr source, std::size_t bytes,
                                          StreamHandle stream, bool synchronous) {
   if (bytes == 0) return Status::Success;
-  LockScope scope(state_->mutex);
+  LockScope scope(*state_);
   auto& s = *state_;
   Region* to = s.directory.find(destination);
   Region* from = s.directory.find(source);
@@ -504,7 +539,7 @@ Status MemoryManager::memset(DevicePtr destination, std::uint32_t pattern, unsig
   if (destination % elementSize != 0) return Status::InvalidValue;
   if (count == 0) return Status::Success;
   if (count > (std::size_t{1} << 48) / elementSize) return Status::InvalidValue;
-  LockScope scope(state_->mutex);
+  LockScope scope(*state_);
   auto& s = *state_;
   const std::size_t bytes = count * elementSize;
   Region* region = s.rangeRegion(destination, bytes);
@@ -529,7 +564,7 @@ Status MemoryManager::memset(DevicePtr destination, std::uint32_t pattern, unsig
 
 Status MemoryManager::advise(DevicePtr address, Access access) {
   if (access == Access::None || static_cast<unsigned>(access) > 3) return Status::InvalidValue;
-  LockScope scope(state_->mutex);
+  LockScope scope(*state_);
   Region* region = state_->directory.find(address);
   if (region == nullptr) return Status::InvalidValue;
   state_->references.advise(region->id, access);
@@ -537,7 +572,7 @@ Status MemoryManager::advise(DevicePtr address, Access access) {
 }
 
 Status MemoryManager::launch(const device::KernelLaunch& launch) {
-  LockScope scope(state_->mutex);
+  LockScope scope(*state_);
   auto& s = *state_;
   // The kernel's name is not known to the core: the function handle names it.
   trace::TraceSpan span(s.trace.get(), "launch", "launch", trace::kCurrentThreadTrack);
@@ -598,7 +633,7 @@ Status MemoryManager::launch(const device::KernelLaunch& launch) {
 }
 
 Status MemoryManager::launchUnknown(StreamHandle stream, const std::function<Status()>& submit) {
-  LockScope scope(state_->mutex);
+  LockScope scope(*state_);
   auto& s = *state_;
   trace::TraceSpan span(s.trace.get(), "launch (references unknown)", "launch", trace::kCurrentThreadTrack);
   s.residency.poll();
@@ -628,14 +663,14 @@ Status MemoryManager::launchUnknown(StreamHandle stream, const std::function<Sta
 }
 
 void MemoryManager::prepareHostWrite(void* address, std::size_t bytes) {
-  LockScope scope(state_->mutex);
+  LockScope scope(*state_);
   if (Status status = state_->lazy.prepareHostWrite(reinterpret_cast<std::uintptr_t>(address), bytes); !ok(status))
     log(LogLevel::Error, "copy-on-write sources not saved before a host write: {}", toString(status));
 }
 
 bool MemoryManager::onHostWriteFault(void* address) {
   if (insideManager) return false; // mqx itself wrote to protected memory: let it crash loudly
-  LockScope scope(state_->mutex);
+  LockScope scope(*state_);
   auto& s = *state_;
   auto records = s.cow.onHostPage(reinterpret_cast<std::uintptr_t>(address));
   if (records.empty()) return s.cow.releaseLingering(reinterpret_cast<std::uintptr_t>(address));
@@ -648,7 +683,7 @@ bool MemoryManager::onHostWriteFault(void* address) {
 
 void MemoryManager::onHostRelease(void* address, std::size_t bytes) {
   if (insideManager) return;
-  LockScope scope(state_->mutex);
+  LockScope scope(*state_);
   if (Status status = state_->lazy.prepareHostWrite(reinterpret_cast<std::uintptr_t>(address), bytes); !ok(status))
     log(LogLevel::Error, "copy-on-write sources not saved before a host release: {}", toString(status));
 }
@@ -663,13 +698,8 @@ std::size_t MemoryManager::evictForOtherProcess(std::size_t bytes, std::chrono::
                                                 std::uint64_t preferred) {
   const auto deadline = std::chrono::steady_clock::now() + patience;
   for (;;) {
-    std::unique_lock lock(state_->mutex, std::try_to_lock);
-    if (lock.owns_lock()) {
-      insideManager = true;
-      const std::size_t freed = state_->peers.evictForOtherProcess(bytes, preferred, state_->residency);
-      insideManager = false;
-      return freed;
-    }
+    if (LockScope scope(*state_, std::try_to_lock); scope.lock.owns_lock())
+      return state_->peers.evictForOtherProcess(bytes, preferred, state_->residency);
     // An operation of this process yields to an older one with the lock
     // held: the yielding thread evicts for the requester.
     if (auto freed = state_->peers.handoff().request(bytes, preferred, deadline)) return *freed;
@@ -679,22 +709,22 @@ std::size_t MemoryManager::evictForOtherProcess(std::size_t bytes, std::chrono::
 }
 
 void MemoryManager::poll() {
-  LockScope scope(state_->mutex);
+  LockScope scope(*state_);
   state_->residency.poll();
 }
 
 Status MemoryManager::synchronizeAll() {
-  LockScope scope(state_->mutex);
+  LockScope scope(*state_);
   return state_->residency.waitAll();
 }
 
 void MemoryManager::streamDestroyed(StreamHandle stream) {
-  LockScope scope(state_->mutex);
+  LockScope scope(*state_);
   state_->residency.forgetStream(stream);
 }
 
 void MemoryManager::memoryInfo(std::size_t* freeBytes, std::size_t* totalBytes) const {
-  LockScope scope(state_->mutex);
+  LockScope scope(*state_);
   const std::size_t limit = state_->budget->limit();
   const std::size_t used = std::min(limit, state_->budget->used());
   std::size_t free = limit - used;
@@ -716,25 +746,18 @@ void MemoryManager::memoryInfo(std::size_t* freeBytes, std::size_t* totalBytes) 
 }
 
 Statistics MemoryManager::statistics() const {
-  LockScope scope(state_->mutex);
-  return statisticsWithGauges();
-}
-
-Statistics MemoryManager::statisticsWithGauges() const {
-  Statistics stats = state_->stats;
-  stats.swapBytesHeld = state_->swap.reservedBytes();
-  stats.swapBytesBorrowed = state_->swap.lentBytes();
-  return stats;
+  LockScope scope(*state_);
+  return statisticsWithGauges(*state_);
 }
 
 std::optional<ManagerUsage> MemoryManager::tryUsage() const {
   // A thread inside the manager already holds the lock: try_lock on it again
   // would be undefined.
-  if (insideManager) return std::nullopt;
-  std::unique_lock lock(state_->mutex, std::try_to_lock);
-  if (!lock.owns_lock()) return std::nullopt;
-  return ManagerUsage{statisticsWithGauges(), state_->swap.usedBytes(), state_->swap.reservedBytes(),
-                      state_->swap.lentBytes()};
+  if (!insideManager) {
+    std::unique_lock lock(state_->mutex, std::try_to_lock);
+    if (lock.owns_lock()) return usageOf(*state_);
+  }
+  return state_->usageSnapshot.readAndRequest();
 }
 
 void MemoryManager::finishTrace() {
@@ -742,7 +765,7 @@ void MemoryManager::finishTrace() {
 }
 
 std::size_t MemoryManager::residentBytes() const {
-  LockScope scope(state_->mutex);
+  LockScope scope(*state_);
   return state_->budget->used();
 }
 

@@ -22,20 +22,13 @@
 #include "core/host_block_source.hpp"
 #include "core/manager_options.hpp"
 #include "core/statistics.hpp"
+#include "core/usage_snapshot.hpp"
 #include "device/device_backend.hpp"
 
 namespace mqx {
 
 class DeviceBudget;
 struct ManagerState;
-
-// The manager's counters and its swap buffer's use at one moment.
-struct ManagerUsage {
-  Statistics statistics;
-  std::size_t swapUsedBytes = 0;     // swap slots handed out
-  std::size_t swapReservedBytes = 0; // swap memory held from the system
-  std::size_t swapLentBytes = 0;     // of it, host blocks lent by mqxd's pool (HostBlockSource)
-};
 
 // The region that contains an address.
 struct RegionInfo {
@@ -160,11 +153,14 @@ public:
   // cuMemGetInfo as the application sees it: the managed budget.
   void memoryInfo(std::size_t* freeBytes, std::size_t* totalBytes) const;
   Statistics statistics() const;
-  // The same and the swap buffer's use, without waiting: nullopt while
-  // another thread holds the manager's lock (or this one does). For
+  // The same and the swap buffer's use, without waiting. While another
+  // thread holds the manager's lock (or this one does), the usage as the
+  // manager last left a call after a reader asked (UsageSnapshot): at most
+  // one call of the reader's late; nullopt until there is one. For
   // observers that must never block on the manager: the thread that serves
-  // other processes' eviction requests publishes this for `mqx top`, and the
-  // manager may hold its lock while it waits for that thread's answers.
+  // other processes' eviction requests publishes this for `mqx top` and
+  // mqxd, and the manager may hold its lock while it waits for that
+  // thread's answers.
   std::optional<ManagerUsage> tryUsage() const;
   // Completes the trace file (trace.file) of a process that never destroys
   // its manager; later trace points record nothing. No-op when tracing is off.
@@ -185,8 +181,6 @@ public:
   std::size_t residentBytes() const;
 
 private:
-  // The counters and the swap buffer's gauges; call with the lock held.
-  [[nodiscard]] Statistics statisticsWithGauges() const;
   // openShared (at 0: a range of its own) and openSharedAt.
   Status mapShared(std::span<const SharedPiece> pieces, std::size_t mappedBytes, DevicePtr at, DevicePtr* address);
 

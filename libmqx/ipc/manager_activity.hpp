@@ -13,7 +13,8 @@ ClientActivity activityOf(const ManagerUsage& usage);
 
 // What NodeMembership::setActivitySource takes for `manager` (which must
 // outlive it: remove the source before the manager goes). Never blocks on
-// the manager's lock (MemoryManager::tryUsage).
+// the manager's lock (MemoryManager::tryUsage: while it is busy, the counters
+// as the manager last left a call after a reader asked).
 NodeMembership::ActivitySource activitySourceOf(const MemoryManager& manager);
 
 } // namespace mqx::ipc

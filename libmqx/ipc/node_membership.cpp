@@ -218,7 +218,7 @@ void NodeMembership::publishActivity() {
     std::lock_guard lock(activityMutex_);
     if (activitySource_) activity = activitySource_();
   }
-  if (!activity) return; // busy: the next pass publishes
+  if (!activity) return; // busy before any snapshot: the next pass publishes
   try {
     RobustLock lock(node().lock);
     ClientRecords(node()).publishActivity(slot_, getpid(), *activity);

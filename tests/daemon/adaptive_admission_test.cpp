@@ -364,9 +364,9 @@ TEST(AdaptiveAdmission, EvictionsOfTheLevelAboveDoNotLowerTheLimitBelowALevelTha
   EXPECT_EQ(feed.controller.limit(), 1u);
 }
 
-// A client publishes its counters only when its manager's lock is free, so
-// the evictions of seconds at 3 may arrive after a query left, in
-// intervals at 2: on the H200 (9d08806, 1/s seed 7) room for one more then
+// A client's counters arrive late (with its heartbeat; before UsageSnapshot,
+// only when its manager's lock was free), so the evictions of seconds at 3
+// may arrive after a query left, in intervals at 2: on the H200 (9d08806, 1/s seed 7) room for one more then
 // found 2 running evicting 0.185-0.235 of the time where FIX-2 never
 // evicts, and held the default at 2 where FIX-3 was best. For
 // pagingSettleSeconds after a drop, a level below counts nothing; after

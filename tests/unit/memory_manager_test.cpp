@@ -266,11 +266,13 @@ TEST_F(ManagerTest, TryUsageIsTheStatisticsAndTheSwapBufferUse) {
   EXPECT_GE(usage->swapReservedBytes, usage->swapUsedBytes);
 }
 
-TEST_F(ManagerTest, TryUsageNeverWaitsForTheManagersLock) {
-  // A kernel that runs until released; synchronizeAll() waits for it holding
-  // the manager's lock. tryUsage() answers nothing meanwhile instead of
-  // waiting (the node's eviction-serving thread calls it, and the manager
-  // may hold its lock while it waits for that thread).
+// A kernel that runs until released; synchronizeAll() waits for it holding
+// the manager's lock. While it does, tryUsage() answers without waiting (the
+// node's eviction-serving thread calls it, and the manager may hold its lock
+// while it waits for that thread): the counters as the manager last left a
+// call after a reader asked, so that a process that holds its lock most of
+// the time still publishes on time (UsageSnapshot).
+TEST_F(ManagerTest, TryUsageWhileTheLockIsHeldAnswersTheCountersOfTheLastCallAskedFor) {
   std::atomic<bool> release{false};
   const FunctionHandle blocking = backend_->registerKernel(
       [&release](const device::SimKernelContext&, void**) {
@@ -278,22 +280,39 @@ TEST_F(ManagerTest, TryUsageNeverWaitsForTheManagersLock) {
           std::this_thread::sleep_for(std::chrono::milliseconds(1));
       },
       {});
-  device::KernelLaunch launch;
-  launch.function = blocking;
-  ASSERT_EQ(manager_->launch(launch), Status::Success);
-  std::thread waiter([&] { EXPECT_EQ(manager_->synchronizeAll(), Status::Success); });
-  bool busySeen = false;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!busySeen && std::chrono::steady_clock::now() < deadline) {
-    busySeen = !manager_->tryUsage().has_value();
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  release = true;
-  waiter.join();
-  EXPECT_TRUE(busySeen) << "tryUsage() never saw the lock held by synchronizeAll()";
+  // Launches the kernel (the n-th launch) and holds the lock in
+  // synchronizeAll() until `answered` says whether tryUsage() gave, while
+  // the lock was held, what a call of the manager could not: fewer than n
+  // launches (a lock-free answer). Returns the launches of that answer, -1
+  // for no usage, or -2 when no answer came without the lock in 10 s.
+  const auto usageWhileHeld = [&](std::uint64_t launches) -> long {
+    release = false;
+    device::KernelLaunch launch;
+    launch.function = blocking;
+    EXPECT_EQ(manager_->launch(launch), Status::Success);
+    std::thread waiter([&] { EXPECT_EQ(manager_->synchronizeAll(), Status::Success); });
+    long seen = -2;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (seen == -2 && std::chrono::steady_clock::now() < deadline) {
+      const auto usage = manager_->tryUsage();
+      if (!usage)
+        seen = -1;
+      else if (usage->statistics.launches < launches)
+        seen = static_cast<long>(usage->statistics.launches);
+      else
+        std::this_thread::sleep_for(std::chrono::milliseconds(1)); // the lock was free: ask again
+    }
+    release = true;
+    waiter.join();
+    return seen;
+  };
+  EXPECT_EQ(usageWhileHeld(1), -1) << "nothing stored before a reader asked";
+  // That answer asked; synchronizeAll() stored its counts as it left.
+  EXPECT_EQ(usageWhileHeld(2), 1);
+  EXPECT_EQ(usageWhileHeld(3), 2) << "the counts of the call that left after the last request";
   const auto usage = manager_->tryUsage();
   ASSERT_TRUE(usage.has_value());
-  EXPECT_EQ(usage->statistics.launches, 1U);
+  EXPECT_EQ(usage->statistics.launches, 3U);
 }
 
 TEST_F(ManagerTest, MemoryInfoReportsTheManagedBudget) {
