@@ -10,7 +10,8 @@
 # is shown and that the summary gives each part's time. Cases:
 #   no_gpu        nvidia-smi lists none: one ctest run, GPU parts "skipped: no GPU", exit 0
 #   gpu_pass      a GPU: the rest (run in the background), the GPU suite and the
-#                 cuda-samples (three run.sh at a time, each sample run once) counted, exit 0
+#                 cuda-samples (three run.sh at a time, each sample run once) counted,
+#                 the wait for the rest naming the test still running, exit 0
 #   gpu_failures  a test of the rest and a GPU test fail, a sample fails under
 #                 libmqx.so only: exit 1
 set -euo pipefail
@@ -31,13 +32,15 @@ printf '#!/bin/sh\nexit 0\n' > "$repo/scripts/build"
 printf '#!/bin/sh\nexit 0\n' > "$repo/build/tests/gpu/mqx_gpu_probe"
 chmod +x "$repo/scripts/build" "$repo/build/tests/gpu/mqx_gpu_probe"
 touch "$repo/build/lib/libmqx.so" "$repo/build/CMakeCache.txt"
+# FAKE_SLOW keeps unit.one running until 3 s after the cuda-samples' table
+# is written, so that scripts/test waits for it (at most 100 s more).
 # FAKE_FAIL makes unit.two and gpu.two fail (without a GPU gpu.two skips, as
 # the suite does). The fixture counts its runs in setup-runs (tests run in
 # the build folder).
 cat > "$repo/build/CTestTestfile.cmake" <<'EOF'
 add_test(data.setup "sh" "-c" "echo ran >> ../setup-runs")
 set_tests_properties(data.setup PROPERTIES LABELS "unit;gpu" FIXTURES_SETUP data)
-add_test(unit.one "true")
+add_test(unit.one "sh" "-c" "[ -z \"$FAKE_SLOW\" ] && exit 0; for i in $(seq 500); do grep -q '^samples ' test-logs/cuda-samples.log 2>/dev/null && break; sleep 0.2; done; sleep 3")
 set_tests_properties(unit.one PROPERTIES LABELS "unit")
 add_test(unit.two "sh" "-c" "[ -z \"$FAKE_FAIL\" ]")
 set_tests_properties(unit.two PROPERTIES LABELS "unit" FIXTURES_REQUIRED data)
@@ -86,11 +89,11 @@ else
 fi
 chmod +x "$scratch/bin/nvidia-smi"
 
-environment=(-u MQX_BUILD_DIR -u FAKE_GPU -u FAKE_FAIL PATH="$scratch/bin:$PATH" MQX_CUDA_SAMPLES="$samples" MQX_JOBS=2
+environment=(-u MQX_BUILD_DIR -u FAKE_GPU -u FAKE_FAIL -u FAKE_SLOW -u TEST_PROGRESS_SECONDS PATH="$scratch/bin:$PATH" MQX_CUDA_SAMPLES="$samples" MQX_JOBS=2
              CUDA_SAMPLES_JOBS=3 SAMPLE_RUNS="$scratch/sample-runs")
 case $case in
   no_gpu) ;;
-  gpu_pass) environment+=(FAKE_GPU=1) ;;
+  gpu_pass) environment+=(FAKE_GPU=1 FAKE_SLOW=1 TEST_PROGRESS_SECONDS=1) ;;
   gpu_failures) environment+=(FAKE_GPU=1 FAKE_FAIL=1) ;;
   *) fail "unknown case" ;;
 esac
@@ -137,6 +140,9 @@ case $case in
     expect "ctest:" "all but the GPU suite: 3 passed, 0 failed, 0 skipped (of 3)"
     expect "GPU suite:" "2 passed, 0 failed, 0 skipped (of 2)"
     expect "cuda-samples:" "3 of 3 pass natively and under libmqx.so"
+    # The wait for the background ctest names what it waits for.
+    grep -qE '^ +after [0-9]+ s still running: unit\.one$' "$scratch/out" ||
+      fail "the wait for ctest did not name unit.one, still running"
     ;;
   gpu_failures)
     [ "$rc" = 1 ] || fail "expected exit 1, got $rc"
