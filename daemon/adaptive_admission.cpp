@@ -215,6 +215,8 @@ AdaptiveDecision AdaptiveAdmission::decide(double now, double window, const Devi
                                       "{}: the evictions pay",
                                       d.evictionShare, options_.evictionShare, *here, limit_, *below, limit_ - 1));
   }
+  if (d.evictionShare > options_.evictionShare)
+    if (auto why = heldForEvidence(d, now, true)) return finish(limit_, *why);
   if (d.evictionShare > options_.evictionShare && ++windowsOverShare_ < options_.evictionWindows)
     return finish(limit_, fmt::format("eviction share {:.3f} > {:.3f} in {} of {} windows in a row", d.evictionShare,
                                       options_.evictionShare, windowsOverShare_, options_.evictionWindows));
@@ -283,6 +285,9 @@ AdaptiveDecision AdaptiveAdmission::decide(double now, double window, const Devi
     // limit probed 3 again, evicted 0.29 of the time there, and the run
     // gave 0.90 of FIX-2's throughput. A step that did not pay without
     // evicting (the link saturated) costs nothing to probe again.
+    if (auto why = heldForEvidence(d, now, false))
+      return finish(limit_, fmt::format("{:.3f} queries/s at {}, no gain over {:.3f} at {}, {}", x, limit_, xBelow,
+                                        limit_ - 1, *why));
     if (const auto share = evictionShareAt(limit_, now); share && *share > options_.growthEvictionShare) {
       congestedLimit_ = limit_;
       congestedAt_ = now;
@@ -369,6 +374,32 @@ std::optional<std::string> AdaptiveAdmission::evictionsOfQueriesLeaving(const Ad
                        "worth of work then running done since",
                        d.evictionShare, workSinceDecrease, decreasedRunning_);
   }
+  return std::nullopt;
+}
+
+std::optional<std::string> AdaptiveAdmission::heldForEvidence(const AdaptiveDecision& d, double now,
+                                                              bool forEvictions) const {
+  if (options_.levelEvidenceSeconds <= 0 || limit_ <= 1 || limit_ >= paging_.size()) return std::nullopt;
+  if (d.evictionShare > options_.thrashShare) return std::nullopt;
+  const Paging& level = paging_[limit_];
+  const bool fresh = level.at >= 0 && now - level.at <= options_.memorySeconds;
+  const double observed = fresh ? level.observed : 0.0;
+  if (observed < options_.levelEvidenceSeconds) {
+    // A level's first seconds are its least typical: the query admitted to
+    // reach it loads its columns, evicting the others', and a 2 s window's
+    // throughput counts the few queries that happened to end in it.
+    if (forEvictions)
+      return fmt::format("eviction share {:.3f} > {:.3f}, but {} has run {:.1f} s of the {:.1f} s that judge a level",
+                         d.evictionShare, options_.evictionShare, limit_, observed, options_.levelEvidenceSeconds);
+    return fmt::format("but {} has run {:.1f} s of the {:.1f} s that judge a level", limit_, observed,
+                       options_.levelEvidenceSeconds);
+  }
+  if (!forEvictions) return std::nullopt;
+  // Judged: the level's own share decides, not the window's burst.
+  const auto share = evictionShareAt(limit_, now);
+  if (share && *share <= options_.evictionShare)
+    return fmt::format("eviction share {:.3f} > {:.3f} in the window, but {} evicted {:.3f} over its {:.1f} s",
+                       d.evictionShare, options_.evictionShare, limit_, *share, observed);
   return std::nullopt;
 }
 

@@ -127,6 +127,20 @@ struct AdaptiveOptions {
   // after a probe of 3, where FIX-2 never evicts on that trace, and held
   // the default at 2 where FIX-3 was best (six runs of five calls so).
   double pagingSettleSeconds = 2.0;
+  // A level is lowered from on its own evidence, not on one window: until
+  // it has run this long in all (steady intervals, as room for one more
+  // counts them), a window that evicts beyond evictionShare, or finds no
+  // gain, holds it unless it evicts beyond thrashShare; after that, the
+  // evictions that lower it are the level's share (fading by
+  // pagingMemorySeconds), not the window's. 0: each window decides alone.
+  // Why: the windows that lowered 3 on the H200 were 1.7-2.0 s long and
+  // read 0.19-0.53 queries/s at 3 against 0.39-0.64 at 2 with 3 evicting
+  // 0.000-0.088 of the time, where FIX-3 was the best level (seed 7,
+  // cf827c6, 9d08806, c58d172), and FIX-3's share over whole runs was
+  // 0.039-0.055 at seed 7 against 0.093-0.126 where FIX-2 was best
+  // (docs/results.md, "The lag fixed at its source").
+  double levelEvidenceSeconds = 0;
+  double thrashShare = 0.16;
 };
 
 // What the memory clients of one device did, summed since mqxd started
@@ -244,6 +258,12 @@ private:
   [[nodiscard]] std::optional<unsigned> measuredLevel(const AdaptiveDecision& d, const DeviceCounters& delta,
                                                       bool workLearned) const;
   [[nodiscard]] std::string describeLevels(double now) const;
+  // Why the limit's level, about to be lowered from, is held until it has
+  // its own evidence (AdaptiveOptions::levelEvidenceSeconds); nothing where
+  // it has, or the window thrashed. `forEvictions`: the window evicted
+  // beyond the share (else it found no gain).
+  [[nodiscard]] std::optional<std::string> heldForEvidence(const AdaptiveDecision& d, double now,
+                                                           bool forEvictions) const;
   // Counts the interval since the last sample to the level that ran in it,
   // and sets roomLimit_.
   void observePaging(const AdaptiveSample& sample, double dt);

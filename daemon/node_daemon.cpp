@@ -91,6 +91,7 @@ AdaptiveOptions adaptiveOptionsOf(const Config& config) {
   options.growthEvictionShare = config.adaptiveGrowthEvictionShare;
   options.guessedWorkShare = config.adaptiveGuessedWorkShare;
   options.pagingSettleSeconds = config.adaptivePagingSettleMilliseconds / 1000.0;
+  options.levelEvidenceSeconds = config.adaptiveLevelEvidenceMilliseconds / 1000.0;
   return options;
 }
 

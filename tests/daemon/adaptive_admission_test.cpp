@@ -472,6 +472,70 @@ TEST(AdaptiveAdmission, EvictionWindowsInARowLowerTheLimit) {
   EXPECT_EQ(alone.controller.limit(), 2u);
 }
 
+// With levelEvidenceSeconds a level is lowered from on its own evidence:
+// until it ran that long, a window over the share (up to thrashShare) or
+// without gain holds it; after, the level's share decides, not the
+// window's. On the H200 (cf827c6, 9d08806, c58d172; 1/s seed 7) single
+// windows of 1.7-2.0 s at 3 sent the limit back to 2 on "no gain" with 3
+// evicting 0.000-0.088 of the time, or on a burst of 0.144, where FIX-3
+// was the best level.
+TEST(AdaptiveAdmission, ALevelIsLoweredFromOnlyOnItsOwnEvidence) {
+  AdaptiveOptions options;
+  options.levelEvidenceSeconds = 4;
+  Feed feed(options);
+  feed.run(2, 0.0, 2.0);
+  ASSERT_EQ(feed.controller.limit(), 3u) << "2 queries/s at 2, 3 not known: a step up";
+  // At 3 nothing waits: only the evictions decide (no throughput measured).
+  feed.run(3, 0.14, 2.0, 0); // the third query's columns arrive
+  ASSERT_TRUE(feed.decision.has_value());
+  EXPECT_EQ(feed.controller.limit(), 3u) << feed.decision->why;
+  EXPECT_NE(feed.decision->why.find("that judge a level"), std::string::npos) << feed.decision->why;
+  feed.run(3, 0.0, 4.0, 0);
+  const double settled = feed.controller.evictionShareAt(3, feed.now).value_or(-1);
+  ASSERT_GT(settled, 0.02);
+  ASSERT_LT(settled, 0.06);
+  feed.run(3, 0.12, 2.0, 0); // a burst once judged
+  EXPECT_EQ(feed.controller.limit(), 3u) << feed.decision->why;
+  EXPECT_LE(feed.controller.evictionShareAt(3, feed.now).value_or(1), options.evictionShare);
+  // The level's own share beyond the share: lowered.
+  feed.run(3, 0.12, 2.0, 0);
+  feed.run(3, 0.12, 2.0, 0);
+  ASSERT_GT(feed.controller.evictionShareAt(3, feed.now).value_or(0), options.evictionShare);
+  EXPECT_EQ(feed.controller.limit(), 2u) << feed.decision->why;
+
+  // Without it, the first window's burst lowers 3 at once.
+  Feed alone(AdaptiveOptions{});
+  alone.run(2, 0.0, 2.0);
+  alone.run(3, 0.14, 2.0, 0);
+  EXPECT_EQ(alone.controller.limit(), 2u);
+}
+
+// A young level still goes where a window thrashes (beyond thrashShare),
+// and a judged one where it brings no gain. 3.5 s: two windows at the
+// level, less the interval of the step (not steady, so not counted).
+TEST(AdaptiveAdmission, AYoungLevelIsLoweredFromWhenItThrashesAndAJudgedOneForNoGain) {
+  AdaptiveOptions options;
+  options.levelEvidenceSeconds = 3.5;
+  Feed thrash(options);
+  thrash.run(2, 0.0, 2.0);
+  ASSERT_EQ(thrash.controller.limit(), 3u);
+  thrash.run(3, 0.3, 2.0, 0);
+  EXPECT_EQ(thrash.controller.limit(), 2u) << "0.3 of the time is beyond thrashShare: " << thrash.decision->why;
+  Feed flat(options);
+  flat.run(2, 0.0, 2.0);
+  ASSERT_EQ(flat.controller.limit(), 3u);
+  flat.run(3, 0.0, 2.0, 10, 66.0);
+  EXPECT_EQ(flat.controller.limit(), 3u) << flat.decision->why;
+  EXPECT_NE(flat.decision->why.find("no gain"), std::string::npos) << flat.decision->why;
+  flat.run(3, 0.0, 2.0, 10, 66.0);
+  EXPECT_EQ(flat.controller.limit(), 2u) << "1.98 queries/s at 3 over two windows: no gain over 2.0 at 2";
+  // Without it, the first window lowers 3.
+  Feed alone(AdaptiveOptions{});
+  alone.run(2, 0.0, 2.0);
+  alone.run(3, 0.0, 2.0, 10, 66.0);
+  EXPECT_EQ(alone.controller.limit(), 2u);
+}
+
 TEST(AdaptiveAdmission, AStepUpThatDidNotPayWithoutEvictingMayBeProbedAgain) {
   Feed feed(AdaptiveOptions{});
   feed.run(2, 0.0, 2.0);
