@@ -138,7 +138,13 @@ struct AdaptiveOptions {
   // 0.000-0.088 of the time, where FIX-3 was the best level (seed 7,
   // cf827c6, 9d08806, c58d172), and FIX-3's share over whole runs was
   // 0.039-0.055 at seed 7 against 0.093-0.126 where FIX-2 was best
-  // (docs/results.md, "The lag fixed at its source").
+  // (docs/results.md, "The lag fixed at its source"). Measured not to pay,
+  // so off: on the H200 (d7ffcfd, 1/s seeds 7-9, three rounds each) 4 s
+  // gave 0.982, 0.973 and 0.972 of the best FIX-n against 0.978, 1.064
+  // and 0.999 without it in the same calls; judged, 3's own share read
+  // 0.091-0.108 over 5-20 s at seed 7, where FIX-3 was best and evicted
+  // 0.033-0.056 of its whole runs: under the controller a level's first
+  // seconds keep its share above what the fixed level pays.
   double levelEvidenceSeconds = 0;
   double thrashShare = 0.16;
 };
