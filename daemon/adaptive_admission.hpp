@@ -146,7 +146,7 @@ struct AdaptiveOptions {
   // 0.033-0.056 of its whole runs: under the controller a level's first
   // seconds keep its share above what the fixed level pays.
   double levelEvidenceSeconds = 0;
-  double thrashShare = 0.16;
+  double thrashShare = 0.16; // a window evicting beyond it lowers a level not yet judged
 };
 
 // What the memory clients of one device did, summed since mqxd started
