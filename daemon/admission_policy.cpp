@@ -6,26 +6,35 @@ std::uint64_t AdmissionPolicy::demandOf(const QueryDemand& query) const {
   return kind == AdmissionKind::Peak ? query.peak : query.weighted;
 }
 
-bool AdmissionPolicy::fits(std::size_t count, std::uint64_t used, const QueryDemand& query,
-                           std::uint64_t deviceCapacity, std::uint32_t device) const {
-  if (kind == AdmissionKind::Fix) return count < fixN;
-  if (kind == AdmissionKind::Adaptive && limits && count >= limits->of(device)) return false;
+void DeviceLoad::add(const AdmissionPolicy& policy, const QueryDemand& query) {
+  ++count;
+  demand += policy.demandOf(query);
+  peaks += query.peak;
+}
+
+bool AdmissionPolicy::fits(const DeviceLoad& running, const QueryDemand& query, std::uint64_t deviceCapacity,
+                           std::uint32_t device) const {
+  if (kind == AdmissionKind::Fix) return running.count < fixN;
+  const bool adaptive = kind == AdmissionKind::Adaptive;
+  if (adaptive && limits && running.count >= limits->of(device)) return false;
+  if (running.count == 0) return true; // a query larger than the device starts when nothing else runs
+  if (adaptive && peakOvercommit > 0 &&
+      static_cast<long double>(running.peaks) + query.peak > static_cast<long double>(peakOvercommit) * deviceCapacity)
+    return false;
   const std::uint64_t demand = demandOf(query);
-  return count == 0 || (used <= deviceCapacity && demand <= deviceCapacity - used);
+  return running.demand <= deviceCapacity && demand <= deviceCapacity - running.demand;
 }
 
 std::vector<std::uint32_t> AdmissionPolicy::admit(const std::vector<QueryDemand>& running,
                                                   const std::vector<QueryDemand>& waiting) const {
   std::vector<std::uint32_t> admitted;
-  std::size_t count = running.size();
-  std::uint64_t used = 0;
+  DeviceLoad load;
   for (const auto& query : running)
-    used += demandOf(query);
+    load.add(*this, query);
   for (const auto& query : waiting) {
-    if (!fits(count, used, query, capacity)) break; // FIFO: nobody overtakes the first postponed query
+    if (!fits(load, query, capacity)) break; // FIFO: nobody overtakes the first postponed query
     admitted.push_back(query.id);
-    used += demandOf(query);
-    ++count;
+    load.add(*this, query);
   }
   return admitted;
 }

@@ -9,13 +9,9 @@ namespace mqx::daemon {
 std::vector<Placed> DevicePlacement::admit(const std::vector<QueryDemand>& running,
                                            const std::vector<QueryDemand>& waiting) {
   const std::uint32_t devices = deviceCount();
-  std::vector<std::size_t> count(devices);
-  std::vector<std::uint64_t> used(devices);
-  for (const QueryDemand& query : running) {
-    if (query.device >= devices) continue;
-    ++count[query.device];
-    used[query.device] += policy_.demandOf(query);
-  }
+  std::vector<DeviceLoad> load(devices);
+  for (const QueryDemand& query : running)
+    if (query.device < devices) load[query.device].add(policy_, query);
   // A device an earlier postponed query waits for: no later query starts there.
   std::vector<bool> blocked(devices);
   std::vector<Placed> placed;
@@ -35,8 +31,9 @@ std::vector<Placed> DevicePlacement::admit(const std::vector<QueryDemand>& runni
     std::optional<std::uint32_t> chosen;
     long double bestRoom = 0;
     for (const std::uint32_t device : candidates) {
-      if (blocked[device] || !policy_.fits(count[device], used[device], query, capacities_[device], device)) continue;
-      const long double room = static_cast<long double>(capacities_[device]) - used[device] - policy_.demandOf(query);
+      if (blocked[device] || !policy_.fits(load[device], query, capacities_[device], device)) continue;
+      const long double room =
+          static_cast<long double>(capacities_[device]) - load[device].demand - policy_.demandOf(query);
       if (!chosen || room > bestRoom) {
         chosen = device;
         bestRoom = room;
@@ -48,8 +45,7 @@ std::vector<Placed> DevicePlacement::admit(const std::vector<QueryDemand>& runni
       continue;
     }
     if (query.device == ipc::kAnyDevice && kind_ == PlacementKind::RoundRobin) nextTurn_ = (*chosen + 1) % devices;
-    ++count[*chosen];
-    used[*chosen] += policy_.demandOf(query);
+    load[*chosen].add(policy_, query);
     placed.push_back({query.id, *chosen});
   }
   return placed;

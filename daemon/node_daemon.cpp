@@ -77,6 +77,7 @@ AdmissionPolicy admissionPolicyOf(const Config& config, std::shared_ptr<const Co
   policy.kind = config.admission;
   policy.fixN = config.admissionFixN;
   policy.limits = std::move(limits);
+  policy.peakOvercommit = config.adaptivePeakOvercommit;
   return policy;
 }
 

@@ -407,6 +407,7 @@ const std::map<std::string, KeyHandler>& keyTable() {
       {"daemon.adaptive_guessed_work_share", doubleKey(&Config::adaptiveGuessedWorkShare, 0.0, 1.0)},
       {"daemon.adaptive_paging_settle_ms", integerKey(&Config::adaptivePagingSettleMilliseconds, 0, 60'000)},
       {"daemon.adaptive_level_evidence_ms", integerKey(&Config::adaptiveLevelEvidenceMilliseconds, 0, 600'000)},
+      {"daemon.adaptive_peak_overcommit", doubleKey(&Config::adaptivePeakOvercommit, 0.0, 16.0)},
       {"daemon.undeclared_settle_ms", integerKey(&Config::undeclaredSettleMilliseconds, 0, 600'000)},
       {"daemon.liveness_interval_ms", integerKey(&Config::livenessIntervalMilliseconds, 10, 1000)},
       {"daemon.eviction_timeout_ms", integerKey(&Config::evictionTimeoutMilliseconds, 10, 600'000)},

@@ -76,6 +76,7 @@ struct Config {
   double adaptiveGuessedWorkShare = 1.0;     // the most of a window's work that may be guessed for it to measure
   unsigned adaptivePagingSettleMilliseconds = 2000; // after a drop, the levels below count no evictions for this long
   unsigned adaptiveLevelEvidenceMilliseconds = 0;   // a level is lowered from on its own share once it ran this long
+  double adaptivePeakOvercommit = 0; // a query starts beside others where all their peaks fit this many capacities
   // A query that declares nothing counts as its whole device until what its
   // processes hold has not grown for this long (docs/daemon.md).
   unsigned undeclaredSettleMilliseconds = 2000;

@@ -14,6 +14,8 @@ from pathlib import Path
 
 root = Path(__file__).resolve().parents[2]
 tool = root / "bench" / "ssb" / "experiments" / "open-runs"
+sys.path.insert(0, str(root / "python"))
+from mqx.workload import poisson_trace  # noqa: E402
 
 
 def row(policy: str, qps: float, turnaround: float, evictions: int = 0, **extra) -> dict:
@@ -78,6 +80,25 @@ def main() -> int:
         kept = subprocess.run([sys.executable, str(tool), str(a), str(b), "--commits", "bbbb222", "--json", str(out)], capture_output=True, text=True)
         if kept.returncode != 0 or json.loads(out.read_text())["summary"]["configurations"] != 2:
             failures.append(f"--commits bbbb222 kept {json.loads(out.read_text())['summary']['configurations']} configurations, want 2")
+        # A replayable call: three arrivals (seeded), each waiting 0.5 s and running 30 s, so that all
+        # three run together from the last start to the first end; their peaks over the node then are
+        # the three picked peaks over 1 GiB in MB, whatever the seed picked.
+        queries, peaks = ["qa", "qb", "qc"], {"qa": 400.0, "qb": 450.0, "qc": 500.0}
+        trace = poisson_trace(len(queries), 3, 1.0, 11)
+        runs = [{"query": queries[pick], "waited": 0.5, "seconds": 30.0} for _, pick in trace]
+        want = sum(peaks[run["query"]] for run in runs) / (2**30 / 1e6)
+        replay = document("dddd444", {"queries": queries, "count": 3, "capacity": "1GiB", "peaks_mb": peaks,
+                                      "rate_per_s": 1.0, "seed": 11, "policies": [
+                                          row("FIX-2", 0.10, 30.0), row("FIX-3", 0.09, 30.0, 9, runs=runs)]})
+        replayed = Path(directory) / "replay.json"
+        replayed.write_text(json.dumps(replay))
+        result = subprocess.run([sys.executable, str(tool), str(replayed), "--json", str(out)], capture_output=True, text=True)
+        written = json.loads(out.read_text()) if result.returncode == 0 else {}
+        got = written.get("fix3_runs", [{}])[0].get("peaks_over_capacity_at_three")
+        if result.returncode != 0 or len(written["rows"]) != 1 or got is None or abs(got - want) > 1e-9:
+            failures.append(f"peaks over the node at three: {got}, want {want} ({result.stderr})")
+        if written.get("summary", {}).get("fix3_by_evictions") is not None:
+            failures.append(f"one FIX-3 run split in two groups: {written['summary']['fix3_by_evictions']}")
         refused = subprocess.run([sys.executable, str(tool), str(a), str(bad)], capture_output=True, text=True)
         if refused.returncode != 2 or "bad.json" not in refused.stderr:
             failures.append(f"a file without an open system: exit {refused.returncode}, {refused.stderr!r}")

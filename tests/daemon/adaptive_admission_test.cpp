@@ -844,8 +844,47 @@ TEST(AdmissionPolicy, AdaptiveIsWeightUnderTheDevicesLimit) {
   EXPECT_EQ(policy.admit({}, {{5, 200 * MiB, 200 * MiB}}), (std::vector<std::uint32_t>{5}))
       << "a query larger than the device starts when nothing runs";
   limits->perDevice[1] = 1;
-  EXPECT_TRUE(policy.fits(0, 0, waiting[0], 100 * MiB, 1));
-  EXPECT_FALSE(policy.fits(1, 0, waiting[0], 100 * MiB, 1)) << "each device its own limit";
+  EXPECT_TRUE(policy.fits(DeviceLoad{}, waiting[0], 100 * MiB, 1));
+  EXPECT_FALSE(policy.fits(DeviceLoad{1, 0, 0}, waiting[0], 100 * MiB, 1)) << "each device its own limit";
+}
+
+// Peaks beside the limit (docs/daemon.md): with peakOvercommit set, a query
+// starts beside others only where all their peaks sum to at most that many
+// capacities; Weight's check and the limit still apply, a query alone always
+// starts, and the named policies ignore it.
+TEST(AdmissionPolicy, AdaptiveCountsPeaksBesideTheLimit) {
+  constexpr std::uint64_t MiB = 1 << 20;
+  auto limits = std::make_shared<ConcurrencyLimits>();
+  limits->perDevice[0] = 3;
+  AdmissionPolicy policy;
+  policy.kind = AdmissionKind::Adaptive;
+  policy.capacity = 100 * MiB;
+  policy.limits = limits;
+  // Three of peak 36: 108 of 100, within 1.1 capacities; a fourth not.
+  const std::vector<QueryDemand> small = {{1, 10 * MiB, 36 * MiB}, {2, 10 * MiB, 36 * MiB}, {3, 10 * MiB, 36 * MiB}};
+  const std::vector<QueryDemand> large = {{4, 10 * MiB, 40 * MiB}, {5, 10 * MiB, 40 * MiB}, {6, 10 * MiB, 40 * MiB}};
+  EXPECT_EQ(policy.admit({}, small), (std::vector<std::uint32_t>{1, 2, 3})) << "off: the limit alone";
+  EXPECT_EQ(policy.admit({}, large), (std::vector<std::uint32_t>{4, 5, 6})) << "off: the limit alone";
+  policy.peakOvercommit = 1.1;
+  EXPECT_EQ(policy.admit({}, small), (std::vector<std::uint32_t>{1, 2, 3})) << "108 of 110";
+  EXPECT_EQ(policy.admit({}, large), (std::vector<std::uint32_t>{4, 5})) << "120 of 110: the third waits";
+  EXPECT_EQ(policy.admit({{9, 10 * MiB, 70 * MiB}}, {{7, 10 * MiB, 40 * MiB}, {8, 1 * MiB, 1 * MiB}}),
+            (std::vector<std::uint32_t>{7}))
+      << "70 + 40 is 1.1 capacities: 7 starts, and 8's peak of 1 is beyond them";
+  EXPECT_EQ(policy.admit({{9, 10 * MiB, 71 * MiB}}, {{7, 10 * MiB, 40 * MiB}, {8, 1 * MiB, 1 * MiB}}),
+            (std::vector<std::uint32_t>{}))
+      << "71 + 40 is not, and 8, which would fit, does not overtake 7";
+  EXPECT_EQ(policy.admit({}, {{5, 10 * MiB, 300 * MiB}}), (std::vector<std::uint32_t>{5}))
+      << "a query beyond the bound alone starts when nothing runs";
+  EXPECT_EQ(policy.admit({{9, 95 * MiB, 20 * MiB}}, small), (std::vector<std::uint32_t>{}))
+      << "Weight's memory check still applies: 95 + 10 does not fit";
+  limits->perDevice[0] = 2;
+  EXPECT_EQ(policy.admit({}, small), (std::vector<std::uint32_t>{1, 2})) << "and so does the limit";
+  policy.kind = AdmissionKind::Weight;
+  EXPECT_EQ(policy.admit({}, large), (std::vector<std::uint32_t>{4, 5, 6})) << "Weight keeps the paper's rule";
+  policy.kind = AdmissionKind::Fix;
+  policy.fixN = 3;
+  EXPECT_EQ(policy.admit({}, large), (std::vector<std::uint32_t>{4, 5, 6})) << "FIX-n keeps its rule";
 }
 
 } // namespace

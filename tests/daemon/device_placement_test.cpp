@@ -136,19 +136,15 @@ TEST(DevicePlacement, OnOneDeviceItIsTheAdmissionPolicy) {
 void checkDemandPlacement(const AdmissionPolicy& policy, const RandomCase& c, const std::vector<Placed>& placed,
                           std::uint64_t seed) {
   const std::uint32_t devices = static_cast<std::uint32_t>(c.capacities.size());
-  std::vector<std::size_t> count(devices);
-  std::vector<std::uint64_t> used(devices);
-  for (const QueryDemand& query : c.running) {
-    ++count[query.device];
-    used[query.device] += policy.demandOf(query);
-  }
+  std::vector<DeviceLoad> load(devices);
+  for (const QueryDemand& query : c.running)
+    load[query.device].add(policy, query);
   std::vector<bool> waitedFor(devices);
   std::size_t next = 0;
   for (const QueryDemand& query : c.waiting) {
     std::vector<std::uint32_t> usable;
     for (std::uint32_t d = 0; d < devices; ++d)
-      if ((query.device == kAny || query.device == d) && !waitedFor[d] &&
-          policy.fits(count[d], used[d], query, c.capacities[d]))
+      if ((query.device == kAny || query.device == d) && !waitedFor[d] && policy.fits(load[d], query, c.capacities[d]))
         usable.push_back(d);
     const bool wasPlaced = next < placed.size() && placed[next].id == query.id;
     if (!wasPlaced) {
@@ -161,13 +157,12 @@ void checkDemandPlacement(const AdmissionPolicy& policy, const RandomCase& c, co
     ASSERT_NE(std::find(usable.begin(), usable.end(), chosen), usable.end())
         << "seed " << seed << ": query " << query.id << " placed where it may not start";
     auto room = [&](std::uint32_t d) {
-      return static_cast<long double>(c.capacities[d]) - used[d] - policy.demandOf(query);
+      return static_cast<long double>(c.capacities[d]) - load[d].demand - policy.demandOf(query);
     };
     for (std::uint32_t d : usable)
       EXPECT_TRUE(room(d) < room(chosen) || (room(d) == room(chosen) && d >= chosen))
           << "seed " << seed << ": query " << query.id << " on " << chosen << " but " << d << " leaves more room";
-    ++count[chosen];
-    used[chosen] += policy.demandOf(query);
+    load[chosen].add(policy, query);
   }
   EXPECT_EQ(next, placed.size()) << "seed " << seed << ": placed out of arrival order";
 }
