@@ -826,14 +826,21 @@ TEST(AdaptiveAdmission, SeededNoisyNodesStayNearTheBestConcurrency) {
   }
 }
 
-TEST(AdmissionPolicy, AdaptiveIsWeightUnderTheDevicesLimit) {
-  constexpr std::uint64_t MiB = 1 << 20;
-  auto limits = std::make_shared<ConcurrencyLimits>();
-  limits->perDevice[0] = 2;
+constexpr std::uint64_t MiB = 1 << 20;
+
+// The adaptive policy on a node of 100 MiB, device 0 limited to `limit`.
+AdmissionPolicy adaptivePolicy(const std::shared_ptr<ConcurrencyLimits>& limits, unsigned limit) {
+  limits->perDevice[0] = limit;
   AdmissionPolicy policy;
   policy.kind = AdmissionKind::Adaptive;
   policy.capacity = 100 * MiB;
   policy.limits = limits;
+  return policy;
+}
+
+TEST(AdmissionPolicy, AdaptiveIsWeightUnderTheDevicesLimit) {
+  auto limits = std::make_shared<ConcurrencyLimits>();
+  AdmissionPolicy policy = adaptivePolicy(limits, 2);
   const std::vector<QueryDemand> waiting = {{1, 10 * MiB, 90 * MiB}, {2, 10 * MiB, 90 * MiB}, {3, 10 * MiB, 90 * MiB}};
   EXPECT_EQ(policy.admit({}, waiting), (std::vector<std::uint32_t>{1, 2})) << "the limit, though all three fit";
   limits->perDevice[0] = 4;
@@ -853,13 +860,8 @@ TEST(AdmissionPolicy, AdaptiveIsWeightUnderTheDevicesLimit) {
 // capacities; Weight's check and the limit still apply, a query alone always
 // starts, and the named policies ignore it.
 TEST(AdmissionPolicy, AdaptiveCountsPeaksBesideTheLimit) {
-  constexpr std::uint64_t MiB = 1 << 20;
   auto limits = std::make_shared<ConcurrencyLimits>();
-  limits->perDevice[0] = 3;
-  AdmissionPolicy policy;
-  policy.kind = AdmissionKind::Adaptive;
-  policy.capacity = 100 * MiB;
-  policy.limits = limits;
+  AdmissionPolicy policy = adaptivePolicy(limits, 3);
   // Three of peak 36: 108 of 100, within 1.1 capacities; a fourth not.
   const std::vector<QueryDemand> small = {{1, 10 * MiB, 36 * MiB}, {2, 10 * MiB, 36 * MiB}, {3, 10 * MiB, 36 * MiB}};
   const std::vector<QueryDemand> large = {{4, 10 * MiB, 40 * MiB}, {5, 10 * MiB, 40 * MiB}, {6, 10 * MiB, 40 * MiB}};
