@@ -59,6 +59,7 @@ const std::set<std::string>& otherVariables() {
       "MQX_GPU_JOBS_COUNT",          // tools/gpu-jobs
       "MQX_GPU_JOBS_FRACTION",       // tools/gpu-jobs
       "MQX_GPU_JOBS_PASSES",         // tools/gpu-jobs
+      "MQX_GPU_OPEN_GRID_SECONDS",   // tools/gpu-open-grid
       "MQX_PEERS_PYTHON",            // tools/gpu-peers
       "MQX_PEERS_STEPS",             // tools/gpu-peers
       "MQX_PEERS_TIMEOUT",           // tools/gpu-peers
