@@ -63,7 +63,7 @@ struct AdmissionPolicy {
   // columns, so what a query needs resident at once is less than its peak,
   // and on the GPU FIX-3 matched or beat FIX-2 where its three peaks summed
   // to 1.05-1.06 capacities over time, and lost by 6-19% where they summed
-  // to 1.13-1.17 (every committed open run of the regime, `open-runs`:
+  // to 1.13-1.17 (every committed call that ran both, `open-runs`:
   // docs/daemon.md, "Peaks beside the limit"). 0 until measured to pay.
   double peakOvercommit = 0;
 
